@@ -1,0 +1,104 @@
+/**
+ * The one configuration schema. Every setting comes from the environment, is validated once at
+ * start-up, and a bad value stops the process with a message naming the variable.
+ */
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(1).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const nonEmpty = z.string().trim().min(1);
+
+const schema = z.object({
+  TEMPORAL_ADDRESS: nonEmpty.default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: nonEmpty.default('default'),
+  /** Base URL of the Temporal Web UI, used to build links to a card's executions. */
+  TEMPORAL_UI_URL: z.url().default('http://127.0.0.1:8233'),
+  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** Prepended to every Redis key; lets several deployments (or tests) share one Redis. */
+  REDIS_KEY_PREFIX: z.string().default(''),
+  DATABASE_URL: z.url().default('postgres://postgres:postgres@127.0.0.1:5433/cardpoller'),
+  /** PostgreSQL schema holding our tables; tests use one schema per test file. */
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .default('public'),
+  API_HOST: nonEmpty.default('127.0.0.1'),
+  API_PORT: port.default(8080),
+  API_TOKEN: z.string().min(8, 'must be at least 8 characters').default('dev-token-change-me'),
+  SIMULATOR_HOST: nonEmpty.default('127.0.0.1'),
+  SIMULATOR_PORT: port.default(8700),
+  GATEWAY_URL: z.url().default('http://127.0.0.1:8700'),
+  TASK_QUEUE_CONTROL: nonEmpty.default('polling-control'),
+  TASK_QUEUE_CARD: nonEmpty.default('polling-card'),
+  TASK_QUEUE_GATEWAY: nonEmpty.default('polling-gateway'),
+  TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
+  WORKER_CARD_MAX_WORKFLOWS: positiveInt.default(200),
+  WORKER_CARD_MAX_ACTIVITIES: positiveInt.default(200),
+  WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),
+  WORKER_CONTROL_MAX_ACTIVITIES: positiveInt.default(100),
+  WORKER_INGEST_MAX_ACTIVITIES: positiveInt.default(100),
+  /** Time in-flight activities get to finish when a worker shuts down. */
+  WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Folder for service data (database files, Redis AOF), relative to the project root. */
+  DATA_DIR: nonEmpty.default('.data'),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export interface TaskQueues {
+  readonly control: string;
+  readonly card: string;
+  readonly gateway: string;
+  readonly ingest: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly value: string | undefined,
+    readonly reason: string,
+  ) {
+    super(`Invalid configuration: ${variable}=${value === undefined ? '(unset)' : JSON.stringify(value)}: ${reason}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses and validates the environment. Throws {@link ConfigError} naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    // An empty variable means "use the default", as shells commonly export FOO= to unset.
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = String(issue?.path[0] ?? 'unknown');
+    throw new ConfigError(variable, env[variable], issue?.message ?? 'invalid');
+  }
+  return parsed.data;
+}
+
+export function taskQueues(config: Config): TaskQueues {
+  return {
+    control: config.TASK_QUEUE_CONTROL,
+    card: config.TASK_QUEUE_CARD,
+    gateway: config.TASK_QUEUE_GATEWAY,
+    ingest: config.TASK_QUEUE_INGEST,
+  };
+}
+
+/** Loads the configuration or exits the process with the error on stderr (for entry points). */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}

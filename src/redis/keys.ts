@@ -1,0 +1,42 @@
+/**
+ * The only place that spells Redis key names (DESIGN §3).
+ *
+ * Every key of one carrier account carries the hash tag `{c<carrierId>}` so that each Lua script
+ * touches a single slot and the layout runs unchanged on Redis Cluster. `namespace` is prepended
+ * to every key (empty in production); tests use it to isolate themselves on a shared Redis.
+ */
+export interface AccountKeys {
+  /** `…poll:{c<id>}:` — prefix shared by every key of the account; scripts derive card keys from it. */
+  readonly base: string;
+  readonly prio: string;
+  readonly queue: string;
+  readonly running: string;
+  readonly dispatch: string;
+  due(cardId: string): string;
+  claim(cardId: string): string;
+  exec(cardId: string): string;
+  rateLimit(group: string): string;
+}
+
+export function accountKeys(namespace: string, carrierId: string | number): AccountKeys {
+  const base = `${namespace}poll:{c${String(carrierId)}}:`;
+  return {
+    base,
+    prio: `${base}prio`,
+    queue: `${base}queue`,
+    running: `${base}running`,
+    dispatch: `${base}dispatch`,
+    due: (cardId) => `${base}card:${cardId}:due`,
+    claim: (cardId) => `${base}card:${cardId}:claim`,
+    exec: (cardId) => `${base}card:${cardId}:exec`,
+    rateLimit: (group) => `${base}rl:${group}`,
+  };
+}
+
+/** Keys that are not per account (global locks etc.). No hash tag: never used inside a script with account keys. */
+export function globalKeys(namespace: string): { readonly rebuildLock: string; readonly modeLock: string } {
+  return {
+    rebuildLock: `${namespace}poll:lock:rebuild`,
+    modeLock: `${namespace}poll:lock:mode`,
+  };
+}

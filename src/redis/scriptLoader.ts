@@ -1,0 +1,72 @@
+/**
+ * Loads the Lua scripts in `lua/` and registers them on an ioredis connection.
+ *
+ * Scripts are plain files (one per script, header documenting KEYS/ARGV/return). A line
+ * `--@include <name>` is replaced by `lua/includes/<name>.lua`, so shared helpers live in one
+ * place. ioredis' `defineCommand` sends EVALSHA and falls back to EVAL once when the server does
+ * not know the script yet (e.g. after a restart), so every script is loaded once and called by SHA.
+ */
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+
+export const LUA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../lua');
+
+const INCLUDE = /^--@include\s+([a-zA-Z0-9_-]+)\s*$/gm;
+
+const sourceCache = new Map<string, string>();
+
+/** Reads `lua/<name>.lua` with its includes resolved (each include inserted once). */
+export function loadLuaSource(name: string): string {
+  const cached = sourceCache.get(name);
+  if (cached !== undefined) return cached;
+  const seen = new Set<string>();
+  const expand = (file: string): string =>
+    readFileSync(file, 'utf8').replace(INCLUDE, (_line, include: string) => {
+      if (seen.has(include)) return '';
+      seen.add(include);
+      return expand(join(LUA_DIR, 'includes', `${include}.lua`));
+    });
+  const source = expand(join(LUA_DIR, `${name}.lua`));
+  sourceCache.set(name, source);
+  return source;
+}
+
+export interface ScriptDefinition {
+  /** File name in `lua/` without the extension; also the ioredis command name. */
+  readonly name: string;
+  readonly numberOfKeys: number;
+}
+
+/** SHA1 of a script's resolved source, as Redis computes it. */
+export function scriptSha(name: string): string {
+  return createHash('sha1').update(loadLuaSource(name)).digest('hex');
+}
+
+/**
+ * Registers scripts on a connection (idempotent per connection) and returns a caller that runs
+ * one by name through EVALSHA.
+ */
+export function registerScripts(redis: Redis, definitions: readonly ScriptDefinition[]): void {
+  for (const definition of definitions) {
+    if (typeof (redis as unknown as Record<string, unknown>)[definition.name] === 'function') continue;
+    redis.defineCommand(definition.name, {
+      numberOfKeys: definition.numberOfKeys,
+      lua: loadLuaSource(definition.name),
+    });
+  }
+}
+
+/** Calls a registered script. Arguments are stringified by ioredis. */
+export async function callScript(
+  redis: Redis,
+  name: string,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  const command = (redis as unknown as Record<string, unknown>)[name];
+  if (typeof command !== 'function') throw new Error(`Lua script ${name} is not registered on this connection`);
+  return (command as (...params: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);
+}
