@@ -12,7 +12,7 @@ export interface TestRedis {
   /** Prepend to every key (pass as the store's namespace). Ends with ':'. */
   readonly namespace: string;
   /** Deletes every key under the namespace and closes the connection. */
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 export async function createTestRedis(label = 'test'): Promise<TestRedis> {

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm test`: install what is missing, start (or reuse) the services, migrate, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
+npx tsx scripts/services.ts up --test
+npx tsx scripts/migrate.ts
+npx tsc -p .
+npx eslint --max-warnings 0 src test scripts bench
+mapfile -t files < <(find test -name '*.test.ts' | sort)
+# Files run two at a time: the services are shared and each test isolates itself by namespace.
+exec node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"

