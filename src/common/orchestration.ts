@@ -1,0 +1,170 @@
+/**
+ * Types exchanged between workflows and activities. Pure types and constants: workflow-safe.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import type { CheckType, GatewayCheckType } from './checkTypes.js';
+
+/** Search attributes that make a card's executions findable in the Web UI (DESIGN §2.1). */
+export const CARD_ID_ATTRIBUTE = defineSearchAttributeKey('CardId', SearchAttributeType.KEYWORD);
+export const CARRIER_ID_ATTRIBUTE = defineSearchAttributeKey('CarrierId', SearchAttributeType.KEYWORD);
+export const CHECK_TYPES_ATTRIBUTE = defineSearchAttributeKey('CheckTypes', SearchAttributeType.KEYWORD_LIST);
+export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('Outcome', SearchAttributeType.KEYWORD);
+
+export const POLLING_CONTROL_WORKFLOW_ID = 'polling-control';
+export const cardWorkflowId = (cardId: string): string => `card-${cardId}`;
+export const schedulerWorkflowId = (carrierId: string): string => `carrier-scheduler-${carrierId}`;
+
+export type PollingMode = 'carrier' | 'legacy';
+export const POLLING_MODES: readonly PollingMode[] = ['carrier', 'legacy'];
+
+export interface TaskQueueNames {
+  readonly control: string;
+  readonly card: string;
+  readonly gateway: string;
+  readonly ingest: string;
+}
+
+export interface ClaimedCard {
+  readonly cardId: string;
+  readonly token: string;
+  readonly fromPriority: boolean;
+}
+
+export interface ClaimRoundInput {
+  readonly carrierId: string;
+  /** Unique per scheduler run and round: `<runId>.<round>`. */
+  readonly tokenPrefix: string;
+  /** Re-read the account from PostgreSQL instead of the process cache (after configChanged). */
+  readonly refreshConfig: boolean;
+}
+
+export interface GroupBudgetView {
+  readonly name: string;
+  readonly qpsConfigured: number;
+  readonly qpsEffective: number;
+  readonly remaining: number;
+}
+
+export type ClaimRoundResult =
+  /** The account is gone or disabled: the scheduler ends. */
+  | { readonly kind: 'stop'; readonly reason: 'carrier_missing' | 'carrier_disabled' }
+  /** Nothing may be claimed now (legacy mode). */
+  | { readonly kind: 'idle'; readonly reason: 'legacy_mode' }
+  | {
+      readonly kind: 'claimed';
+      readonly claimed: readonly ClaimedCard[];
+      readonly expired: number;
+      readonly running: number;
+      readonly lanes: { readonly priority: number; readonly normal: number };
+      readonly groups: readonly GroupBudgetView[];
+      /** Card workflow run timeout: the account's total timeout plus its lease. */
+      readonly cardRunTimeoutMs: number;
+    };
+
+export interface CardCheckInput {
+  readonly carrierId: string;
+  readonly cardId: string;
+  readonly token: string;
+  readonly fromPriority: boolean;
+}
+
+export interface ExecutionPlanRun {
+  readonly kind: 'run';
+  readonly iccid: string;
+  readonly gatewayAccount: string;
+  /** Types due now, in the configured execution order. */
+  readonly types: readonly CheckType[];
+  readonly typeGroups: Readonly<Record<string, string>>;
+  readonly stepTimeoutMs: number;
+  readonly totalTimeoutMs: number;
+  readonly leaseMs: number;
+  /** Earliest due of the types being run (ms); lateness = start − this. */
+  readonly earliestDue: number;
+  readonly priorityItemId?: string;
+}
+
+export type ExecutionPlan =
+  | ExecutionPlanRun
+  /** The claim is not ours any more (lease expired, duplicate delivery): end without any call. */
+  | { readonly kind: 'lost' }
+  /** Another executor holds this token's execution right. */
+  | { readonly kind: 'busy' }
+  /** The card is gone or no longer polled in PostgreSQL: finish without calling the gateway. */
+  | { readonly kind: 'not_polled'; readonly reason: string };
+
+export interface Observation {
+  readonly collectionId: string;
+  readonly observedAt: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+export type StepResult =
+  | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: Observation; readonly gatewayMs: number }
+  | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
+  /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
+  | { readonly type: CheckType; readonly outcome: 'deferred'; readonly reason: 'rate_limit_wait' | 'carrier_rate_limited'; readonly gatewayMs: number }
+  | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
+
+export interface GatewayStepInput {
+  readonly carrierId: string;
+  readonly gatewayAccount: string;
+  readonly iccid: string;
+  readonly type: GatewayCheckType;
+  readonly group: string | undefined;
+  /** Absolute deadline (epoch ms) for waiting on the limiter and the call together. */
+  readonly deadlineMs: number;
+}
+
+export interface FinishInput {
+  readonly carrierId: string;
+  readonly cardId: string;
+  readonly token: string;
+  readonly plan: ExecutionPlanRun;
+  readonly results: readonly StepResult[];
+  readonly startedAt: number;
+  readonly fromPriority: boolean;
+  readonly workflowId: string;
+  readonly runId: string;
+}
+
+export type ExecutionOutcome = 'success' | 'partial' | 'failure' | 'deferred' | 'lost' | 'not_polled' | 'lease_lost';
+
+export interface FinishResult {
+  readonly owned: boolean;
+  readonly outcome: ExecutionOutcome;
+}
+
+export interface RequestCheckInput {
+  readonly cardId: string;
+  readonly types: readonly CheckType[];
+  readonly lane?: 'priority' | 'normal';
+  readonly cooldownMs?: number;
+  readonly confirmDelaysSec?: readonly number[];
+  readonly expected?: string;
+  /** Who asked and from where, for the priority item and its audit record. */
+  readonly actor?: string;
+  readonly source?: string;
+}
+
+export type RequestCheckResult =
+  | { readonly status: 'not_polled'; readonly requested: 0 }
+  | { readonly status: 'requested' | 'cooldown'; readonly requested: number };
+
+export interface SchedulerStatus {
+  readonly carrierId: string;
+  readonly paused: boolean;
+  readonly mode: 'claiming' | 'idle';
+  readonly rounds: number;
+  readonly running: number;
+  readonly claimedLastTick: number;
+  readonly expiredLeases: number;
+  readonly startFailures: number;
+  readonly lanes: { readonly priority: number; readonly normal: number };
+  readonly groups: readonly GroupBudgetView[];
+}
+
+export interface ControlStatus {
+  readonly mode: PollingMode;
+  readonly carriers: readonly string[];
+  readonly switching: boolean;
+}

@@ -1,0 +1,262 @@
+/**
+ * Typed store over the carrier queue Lua scripts (DESIGN §3–§4). Redis (through the scripts) is
+ * the authority on claims, leases, due times and lanes; this class only builds calls, runs them
+ * by SHA and parses replies (all in `carrierScripts.ts`).
+ *
+ * Time: every method takes "now" (ms). When omitted it is `Date.now()`, or Redis' own clock when
+ * the store is built with `{ clock: 'redis' }` (one clock for all processes, no skew).
+ */
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { CheckType } from '../common/checkTypes.js';
+import { accountKeys, type AccountKeys } from './keys.js';
+import { registerScripts, callScript } from './scriptLoader.js';
+import { parseDueHash, type DueState } from './dueState.js';
+import {
+  CARRIER_SCRIPTS,
+  acquireExecCall,
+  claimCall,
+  finishCall,
+  parseAcquireExecReply,
+  parseClaimReply,
+  parseOwnedReply,
+  parseRemoveReply,
+  parseRequestCheckReply,
+  parseUpsertReply,
+  releaseCall,
+  removeCall,
+  renewCall,
+  requestCheckCall,
+  upsertCall,
+  assertCardId,
+  type AcquireExecResult,
+  type ClaimResult,
+  type Lane,
+  type NowArg,
+  type RequestCheckResult,
+  type ScriptCall,
+} from './carrierScripts.js';
+
+export type { AcquireExecResult, ClaimResult, ClaimedCard, Lane, RequestCheckResult } from './carrierScripts.js';
+export type { DueState, TypeDueState } from './dueState.js';
+
+export type CarrierId = string | number;
+
+export interface CarrierQueueStoreOptions {
+  /** Where an omitted `now` comes from: this process (`local`, default) or Redis `TIME`. */
+  readonly clock?: 'local' | 'redis';
+}
+
+export interface ClaimInput {
+  readonly carrierId: CarrierId;
+  readonly now?: number;
+  readonly leaseMs: number;
+  readonly inflightLimit: number;
+  /** Share of capacity for the first priority pass; 0 = unlimited. */
+  readonly priorityRatio: number;
+  /** Unique per claimer and round; tokens are `<tokenPrefix>:<cardId>`. */
+  readonly tokenPrefix: string;
+  /** Remaining budget per rate-limit group; absent = unlimited (also per group). */
+  readonly groupBudget?: Record<string, number>;
+  readonly typeGroups: Record<string, string>;
+  /** Whether realname calls count (the account has real-name control). */
+  readonly countRealname: boolean;
+}
+
+export interface FinishInput {
+  readonly carrierId: CarrierId;
+  readonly cardId: string;
+  readonly token: string;
+  readonly now?: number;
+  readonly set: Record<string, string | number>;
+  readonly del: string[];
+}
+
+export interface RequestCheckInput {
+  readonly carrierId: CarrierId;
+  readonly cardId: string;
+  readonly now?: number;
+  readonly cooldownMs: number;
+  readonly confirmDelaysSec?: number[];
+  readonly expected?: string;
+  readonly lane: Lane;
+  readonly types: CheckType[];
+}
+
+export interface UpsertInput {
+  readonly carrierId: CarrierId;
+  readonly cardId: string;
+  readonly now?: number;
+  /** Due time (ms) per polled type; no type = remove the card. */
+  readonly dues: Partial<Record<CheckType, number>>;
+}
+
+export interface CardRef {
+  readonly carrierId: CarrierId;
+  readonly cardId: string;
+}
+
+export interface LaneDepths {
+  readonly priority: number;
+  readonly normal: number;
+  readonly running: number;
+}
+
+export class CarrierQueueStore {
+  private readonly clock: 'local' | 'redis';
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly namespace = '',
+    options: CarrierQueueStoreOptions = {},
+  ) {
+    this.clock = options.clock ?? 'local';
+    // Once per connection (registerScripts is idempotent); ioredis then calls by EVALSHA.
+    registerScripts(redis, Object.values(CARRIER_SCRIPTS));
+  }
+
+  keys(carrierId: CarrierId): AccountKeys {
+    return accountKeys(this.namespace, carrierId);
+  }
+
+  private now(now: number | undefined): NowArg {
+    if (now !== undefined) return now;
+    return this.clock === 'redis' ? '' : Date.now();
+  }
+
+  private run(call: ScriptCall): Promise<unknown> {
+    return callScript(this.redis, call.name, call.keys, call.args);
+  }
+
+  async claim(input: ClaimInput): Promise<ClaimResult> {
+    const call = claimCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
+    return parseClaimReply(await this.run(call));
+  }
+
+  async acquireExec(
+    carrierId: CarrierId,
+    cardId: string,
+    token: string,
+    execValue: string,
+    ttlMs: number,
+    now?: number,
+  ): Promise<AcquireExecResult> {
+    const call = acquireExecCall(this.keys(carrierId), cardId, token, execValue, ttlMs, this.now(now));
+    return parseAcquireExecReply(await this.run(call));
+  }
+
+  /** False: the lease or exec right is gone; stop before the next gateway call. */
+  async renew(
+    carrierId: CarrierId,
+    cardId: string,
+    token: string,
+    execValue: string,
+    leaseMs: number,
+    now?: number,
+  ): Promise<boolean> {
+    const call = renewCall(this.keys(carrierId), cardId, token, execValue, leaseMs, this.now(now));
+    return parseOwnedReply('renew', await this.run(call));
+  }
+
+  /** True when the token still owned the claim (released and rescored). */
+  async finish(input: FinishInput): Promise<boolean> {
+    const call = finishCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
+    return parseOwnedReply('finish', await this.run(call));
+  }
+
+  async release(carrierId: CarrierId, cardId: string, token: string, now?: number): Promise<boolean> {
+    const call = releaseCall(this.keys(carrierId), cardId, token, this.now(now));
+    return parseOwnedReply('release', await this.run(call));
+  }
+
+  async requestCheck(input: RequestCheckInput): Promise<RequestCheckResult> {
+    const call = requestCheckCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
+    return parseRequestCheckReply(await this.run(call));
+  }
+
+  async upsert(input: UpsertInput): Promise<void> {
+    parseUpsertReply(await this.run(this.upsertScriptCall(input)));
+  }
+
+  /** True when the card was in a lane. */
+  async remove(carrierId: CarrierId, cardId: string): Promise<boolean> {
+    return parseRemoveReply(await this.run(removeCall(this.keys(carrierId), cardId)));
+  }
+
+  /** Many upserts in one pipeline (lifecycle batch operations). */
+  async upsertMany(inputs: readonly UpsertInput[]): Promise<void> {
+    const replies = await this.pipelined(inputs.map((input) => this.upsertScriptCall(input)));
+    for (const reply of replies) parseUpsertReply(reply);
+  }
+
+  /** Many removes in one pipeline; returns how many cards were in a lane. */
+  async removeMany(cards: readonly CardRef[]): Promise<number> {
+    const replies = await this.pipelined(cards.map((card) => removeCall(this.keys(card.carrierId), card.cardId)));
+    return replies.filter((reply) => parseRemoveReply(reply)).length;
+  }
+
+  /**
+   * Moves a card to another account: removed from the old one first, then upserted under the new
+   * one (two slots, so two steps: briefly in neither, never in both — DESIGN §3).
+   */
+  async moveCarrier(input: UpsertInput & { readonly fromCarrierId: CarrierId }): Promise<void> {
+    await this.remove(input.fromCarrierId, input.cardId);
+    await this.upsert(input);
+  }
+
+  async readDue(carrierId: CarrierId, cardId: string): Promise<DueState | null> {
+    assertCardId('readDue', cardId);
+    return parseDueHash(await this.redis.hgetall(this.keys(carrierId).due(cardId)));
+  }
+
+  async laneOf(carrierId: CarrierId, cardId: string): Promise<Lane | null> {
+    const keys = this.keys(carrierId);
+    const [prio, queue] = await Promise.all([this.redis.zscore(keys.prio, cardId), this.redis.zscore(keys.queue, cardId)]);
+    if (prio !== null) return 'priority';
+    return queue !== null ? 'normal' : null;
+  }
+
+  async depths(carrierId: CarrierId): Promise<LaneDepths> {
+    const keys = this.keys(carrierId);
+    const [priority, normal, running] = await Promise.all([
+      this.redis.zcard(keys.prio),
+      this.redis.zcard(keys.queue),
+      this.redis.zcard(keys.running),
+    ]);
+    return { priority, normal, running };
+  }
+
+  /** Cards due at or before `now` in both lanes (claimed cards are scored past now). */
+  async dueNowCount(carrierId: CarrierId, now?: number): Promise<number> {
+    const keys = this.keys(carrierId);
+    const at = now ?? Date.now();
+    const [priority, normal] = await Promise.all([
+      this.redis.zcount(keys.prio, '-inf', at),
+      this.redis.zcount(keys.queue, '-inf', at),
+    ]);
+    return priority + normal;
+  }
+
+  private upsertScriptCall(input: UpsertInput): ScriptCall {
+    return upsertCall(this.keys(input.carrierId), {
+      carrierId: String(input.carrierId),
+      cardId: input.cardId,
+      now: this.now(input.now),
+      dues: input.dues,
+    });
+  }
+
+  private async pipelined(calls: readonly ScriptCall[]): Promise<unknown[]> {
+    if (calls.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const call of calls) {
+      const command = (pipeline as unknown as Record<string, unknown>)[call.name];
+      if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
+      (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...call.keys, ...call.args);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return results.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    });
+  }
+}

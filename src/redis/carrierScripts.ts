@@ -1,0 +1,289 @@
+/**
+ * The Lua scripts of the carrier queue (DESIGN §4): their definitions, and the one place that
+ * builds their KEYS/ARGV and parses their replies. Pure functions, so tests can inspect the keys
+ * a script receives (cluster slot check) without Redis.
+ */
+import { GATEWAY_CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
+import type { AccountKeys } from './keys.js';
+import { formatConfirmDelays } from './dueState.js';
+import type { ScriptDefinition } from './scriptLoader.js';
+import { InvalidStoreInputError, SCRIPT_CODE, UnexpectedScriptReplyError, expectCode } from './storeErrors.js';
+
+export const CARRIER_SCRIPTS = {
+  claim: { name: 'claim', numberOfKeys: 4 },
+  acquireExec: { name: 'acquireExec', numberOfKeys: 3 },
+  renew: { name: 'renew', numberOfKeys: 5 },
+  finish: { name: 'finish', numberOfKeys: 6 },
+  release: { name: 'release', numberOfKeys: 6 },
+  requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
+  upsert: { name: 'upsert', numberOfKeys: 5 },
+  remove: { name: 'remove', numberOfKeys: 3 },
+} as const satisfies Record<string, ScriptDefinition>;
+
+export type CarrierScriptName = keyof typeof CARRIER_SCRIPTS;
+
+export interface ScriptCall {
+  readonly name: CarrierScriptName;
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+}
+
+/** "now" as a script argument: '' lets the script read Redis' clock (TIME). */
+export type NowArg = number | '';
+
+// Card ids end tokens (`<prefix>:<cardId>`), so they may not contain ':' (claim parses the suffix)
+// nor '|' (exec records are `<token>|<value>`).
+const CARD_ID = /^[A-Za-z0-9_.-]+$/;
+// Group and type names travel as `a=b;c=d`.
+const LIST_ITEM = /^[^=;]+$/;
+
+export function assertCardId(script: string, cardId: string): void {
+  if (!CARD_ID.test(cardId)) throw new InvalidStoreInputError(script, 'cardId', `"${cardId}" must match ${CARD_ID}`);
+}
+
+function assertPositive(script: string, field: string, value: number): void {
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidStoreInputError(script, field, `${value} must be > 0`);
+}
+
+function encodeMap(script: string, field: string, map: Readonly<Record<string, string | number>>): string {
+  return Object.entries(map)
+    .map(([key, value]) => {
+      if (!LIST_ITEM.test(key) || !LIST_ITEM.test(String(value)))
+        throw new InvalidStoreInputError(script, field, `"${key}=${String(value)}" may not contain '=' or ';'`);
+      return `${key}=${String(value)}`;
+    })
+    .join(';');
+}
+
+// ---------- claim ----------
+
+export interface ClaimArgs {
+  readonly now: NowArg;
+  readonly leaseMs: number;
+  readonly inflightLimit: number;
+  /** 0 = unlimited. */
+  readonly priorityRatio: number;
+  readonly tokenPrefix: string;
+  /** Remaining budget per group this round; undefined = no budget; a group not listed is unlimited. */
+  readonly groupBudget?: Readonly<Record<string, number>>;
+  readonly typeGroups: Readonly<Record<string, string>>;
+  readonly countRealname: boolean;
+}
+
+export interface ClaimedCard {
+  readonly cardId: string;
+  readonly token: string;
+  readonly fromPriority: boolean;
+}
+
+export interface ClaimResult {
+  /** Running tokens whose lease had expired and were reclaimed this round. */
+  readonly expired: number;
+  readonly claimed: ClaimedCard[];
+}
+
+export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
+  const script = 'claim';
+  assertPositive(script, 'leaseMs', input.leaseMs);
+  if (!Number.isInteger(input.inflightLimit)) throw new InvalidStoreInputError(script, 'inflightLimit', 'must be an integer');
+  if (!(input.priorityRatio >= 0)) throw new InvalidStoreInputError(script, 'priorityRatio', 'must be >= 0');
+  if (input.tokenPrefix === '' || input.tokenPrefix.includes('|'))
+    throw new InvalidStoreInputError(script, 'tokenPrefix', "must be non-empty without '|'");
+  let budget = '';
+  if (input.groupBudget !== undefined) {
+    const rounded = Object.fromEntries(Object.entries(input.groupBudget).map(([g, n]) => [g, Math.floor(n)]));
+    budget = encodeMap(script, 'groupBudget', rounded);
+    // An empty map still means "budgeted", with every group unlimited; '' would mean unbudgeted.
+    if (budget === '') budget = ';';
+  }
+  return {
+    name: script,
+    keys: [keys.prio, keys.queue, keys.running, keys.base],
+    args: [
+      input.now,
+      Math.floor(input.leaseMs),
+      input.inflightLimit,
+      input.priorityRatio,
+      input.tokenPrefix,
+      budget,
+      encodeMap(script, 'typeGroups', input.typeGroups),
+      input.countRealname ? '1' : '0',
+      GATEWAY_CHECK_TYPES.join(','),
+    ],
+  };
+}
+
+export function parseClaimReply(reply: unknown): ClaimResult {
+  if (!Array.isArray(reply)) {
+    expectCode('claim', reply, []);
+    throw new UnexpectedScriptReplyError('claim', reply);
+  }
+  const [expired, ...rest] = reply as unknown[];
+  if (typeof expired !== 'number' || rest.length % 3 !== 0) throw new UnexpectedScriptReplyError('claim', reply);
+  const claimed: ClaimedCard[] = [];
+  for (let i = 0; i < rest.length; i += 3) {
+    const [cardId, token, fromPriority] = rest.slice(i, i + 3);
+    if (typeof cardId !== 'string' || typeof token !== 'string') throw new UnexpectedScriptReplyError('claim', reply);
+    claimed.push({ cardId, token, fromPriority: fromPriority === '1' });
+  }
+  return { expired, claimed };
+}
+
+// ---------- per-card scripts ----------
+
+export type AcquireExecResult = 'acquired' | 'lost' | 'busy';
+
+export function acquireExecCall(
+  keys: AccountKeys,
+  cardId: string,
+  token: string,
+  execValue: string,
+  ttlMs: number,
+  now: NowArg,
+): ScriptCall {
+  assertCardId('acquireExec', cardId);
+  assertPositive('acquireExec', 'ttlMs', ttlMs);
+  return {
+    name: 'acquireExec',
+    keys: [keys.claim(cardId), keys.exec(cardId), keys.running],
+    args: [token, execValue, Math.ceil(ttlMs), now],
+  };
+}
+
+export function parseAcquireExecReply(reply: unknown): AcquireExecResult {
+  const code = expectCode('acquireExec', reply, [SCRIPT_CODE.ok, SCRIPT_CODE.lost, SCRIPT_CODE.busyOrNotPolled]);
+  if (code === SCRIPT_CODE.ok) return 'acquired';
+  return code === SCRIPT_CODE.lost ? 'lost' : 'busy';
+}
+
+export function renewCall(
+  keys: AccountKeys,
+  cardId: string,
+  token: string,
+  execValue: string,
+  leaseMs: number,
+  now: NowArg,
+): ScriptCall {
+  assertCardId('renew', cardId);
+  assertPositive('renew', 'leaseMs', leaseMs);
+  return {
+    name: 'renew',
+    keys: [keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue],
+    args: [token, execValue, Math.ceil(leaseMs), now, cardId],
+  };
+}
+
+/** Shared by renew, finish and release: 1 = done, 0 = the token lost its claim. */
+export function parseOwnedReply(script: CarrierScriptName, reply: unknown): boolean {
+  return expectCode(script, reply, [SCRIPT_CODE.ok, SCRIPT_CODE.lost]) === SCRIPT_CODE.ok;
+}
+
+export interface FinishArgs {
+  readonly cardId: string;
+  readonly token: string;
+  readonly now: NowArg;
+  readonly set: Readonly<Record<string, string | number>>;
+  readonly del: readonly string[];
+}
+
+export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
+  assertCardId('finish', input.cardId);
+  const setEntries = Object.entries(input.set);
+  const args: (string | number)[] = [input.token, input.cardId, input.now, setEntries.length];
+  for (const [field, value] of setEntries) args.push(field, value);
+  args.push(...input.del);
+  const { cardId } = input;
+  return {
+    name: 'finish',
+    keys: [keys.due(cardId), keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue],
+    args,
+  };
+}
+
+export function releaseCall(keys: AccountKeys, cardId: string, token: string, now: NowArg): ScriptCall {
+  assertCardId('release', cardId);
+  return {
+    name: 'release',
+    keys: [keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue, keys.due(cardId)],
+    args: [token, cardId, now],
+  };
+}
+
+export type Lane = 'priority' | 'normal';
+
+export interface RequestCheckArgs {
+  readonly cardId: string;
+  readonly now: NowArg;
+  readonly cooldownMs: number;
+  readonly confirmDelaysSec?: readonly number[];
+  readonly expected?: string;
+  readonly lane: Lane;
+  readonly types: readonly CheckType[];
+}
+
+export type RequestCheckResult = { status: 'not_polled' } | { status: 'requested' | 'cooldown'; requested: number };
+
+export function requestCheckCall(keys: AccountKeys, input: RequestCheckArgs): ScriptCall {
+  assertCardId('requestCheck', input.cardId);
+  if (input.types.length === 0) throw new InvalidStoreInputError('requestCheck', 'types', 'must not be empty');
+  if (!(input.cooldownMs >= 0)) throw new InvalidStoreInputError('requestCheck', 'cooldownMs', 'must be >= 0');
+  const { cardId } = input;
+  return {
+    name: 'requestCheck',
+    keys: [keys.due(cardId), keys.prio, keys.queue, keys.claim(cardId), keys.running],
+    args: [
+      input.now,
+      cardId,
+      Math.floor(input.cooldownMs),
+      formatConfirmDelays(input.confirmDelaysSec ?? []),
+      input.expected ?? '',
+      input.lane === 'priority' ? '1' : '0',
+      ...input.types,
+    ],
+  };
+}
+
+export function parseRequestCheckReply(reply: unknown): RequestCheckResult {
+  if (reply === SCRIPT_CODE.busyOrNotPolled) return { status: 'not_polled' };
+  if (typeof reply !== 'number' || reply < 0) {
+    expectCode('requestCheck', reply, []);
+    throw new UnexpectedScriptReplyError('requestCheck', reply);
+  }
+  return { status: reply > 0 ? 'requested' : 'cooldown', requested: reply };
+}
+
+export interface UpsertArgs {
+  readonly carrierId: string;
+  readonly cardId: string;
+  readonly now: NowArg;
+  readonly dues: Readonly<Partial<Record<CheckType, number>>>;
+}
+
+export function upsertCall(keys: AccountKeys, input: UpsertArgs): ScriptCall {
+  assertCardId('upsert', input.cardId);
+  const { cardId } = input;
+  const args: (string | number)[] = [input.now, input.carrierId, cardId];
+  for (const [type, due] of Object.entries(input.dues)) {
+    if (due === undefined) continue;
+    if (!Number.isFinite(due)) throw new InvalidStoreInputError('upsert', `dues.${type}`, 'must be a finite number');
+    args.push(type, Math.floor(due));
+  }
+  return {
+    name: 'upsert',
+    keys: [keys.due(cardId), keys.prio, keys.queue, keys.claim(cardId), keys.running],
+    args,
+  };
+}
+
+export function parseUpsertReply(reply: unknown): 'upserted' | 'removed' {
+  return expectCode('upsert', reply, [1, 0]) === 1 ? 'upserted' : 'removed';
+}
+
+export function removeCall(keys: AccountKeys, cardId: string): ScriptCall {
+  assertCardId('remove', cardId);
+  return { name: 'remove', keys: [keys.prio, keys.queue, keys.due(cardId)], args: [cardId] };
+}
+
+export function parseRemoveReply(reply: unknown): boolean {
+  return expectCode('remove', reply, [1, 0]) === 1;
+}
