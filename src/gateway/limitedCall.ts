@@ -1,0 +1,50 @@
+/**
+ * One gateway call behind the shared limiter: wait for a slot (up to the step's deadline), call,
+ * and on the carrier's `rate_limited` slow the group down for every process (carrier pushback).
+ */
+import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { RedisRateLimiter } from '../ratelimit/limiter.js';
+import type { GatewayClient, GatewayObservation } from './client.js';
+import { GatewayError } from './errors.js';
+
+export interface LimitedCallRequest<T extends GatewayCheckType> {
+  readonly carrierId: string;
+  /** Rate-limit group of `type` on this account. */
+  readonly group: string;
+  readonly type: T;
+  /** The account as the gateway knows it (carrier account's gateway id). */
+  readonly account: string;
+  readonly iccid: string;
+  /** End of the step (epoch ms): bounds both the wait for a slot and the call. */
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
+}
+
+export type LimitedCallResult<T extends GatewayCheckType> =
+  | { readonly outcome: 'ok'; readonly result: GatewayObservation<T>; readonly waitedMs: number }
+  | { readonly outcome: 'deferred'; readonly waitedMs: number; readonly nextSlotInMs: number };
+
+/** Throws {@link GatewayError} when the call fails; a deferral is a result, not an error. */
+export async function callThroughLimiter<T extends GatewayCheckType>(
+  deps: { readonly client: GatewayClient; readonly limiter: RedisRateLimiter },
+  request: LimitedCallRequest<T>,
+): Promise<LimitedCallResult<T>> {
+  const slot = await deps.limiter.acquire(request.carrierId, request.group, {
+    deadline: request.deadline,
+    ...(request.signal ? { signal: request.signal } : {}),
+  });
+  if (slot.outcome === 'deferred') return slot;
+  try {
+    const result = await deps.client.check(
+      request.type,
+      { account: request.account, iccid: request.iccid },
+      { deadline: request.deadline, ...(request.signal ? { signal: request.signal } : {}) },
+    );
+    return { outcome: 'ok', result, waitedMs: slot.waitedMs };
+  } catch (error) {
+    if (error instanceof GatewayError && error.errorClass === 'rate_limited') {
+      await deps.limiter.reportRateLimited(request.carrierId, request.group, error.retryAfterMs);
+    }
+    throw error;
+  }
+}

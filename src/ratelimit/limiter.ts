@@ -1,0 +1,203 @@
+/**
+ * Shared rate limiter: one per (carrier account, rate-limit group), state in Redis (DESIGN §5,
+ * lua/rateLimit.lua). Any number of processes using it together never exceed the group's QPS in
+ * any sliding one-second window.
+ *
+ * Wait mode: {@link RedisRateLimiter.acquire} sleeps for exactly the time the script says until the
+ * next slot may free (no busy polling) and gives up as soon as the next slot lies beyond the
+ * caller's deadline: that is a rate-limit deferral, a normal outcome, not an error.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { accountKeys } from '../redis/keys.js';
+import { callScript, registerScripts } from '../redis/scriptLoader.js';
+import { DEFAULT_PUSHBACK, type PushbackSettings } from './pushback.js';
+
+const SCRIPT = 'rateLimit';
+const ONE_SECOND_MS = 1000;
+/**
+ * Extra window length beyond one second. Grant (in Redis) and arrival at the carrier differ by a
+ * few ms per call (event loop, network); the margin absorbs that jitter so the carrier's windows,
+ * measured at arrival, still never see more than the rate. Costs ~4 % of the budget.
+ */
+export const DEFAULT_WINDOW_MARGIN_MS = 40;
+
+/** Resolves the configured QPS of a group (from the account's configuration). */
+export type QpsResolver = (carrierId: string, group: string) => number | Promise<number>;
+
+export interface RateLimiterOptions {
+  readonly redis: Redis;
+  /** Key namespace (empty in production, per test otherwise). */
+  readonly namespace: string;
+  readonly qps: QpsResolver;
+  /** @default 40 */
+  readonly windowMarginMs?: number;
+  readonly pushback?: Partial<PushbackSettings>;
+  /** Test clock (epoch ms) passed to the script; absent = Redis TIME (production). */
+  readonly now?: () => number;
+  /** Hook for metrics (waits, deferrals, pushbacks). */
+  readonly onEvent?: (event: LimiterEvent) => void;
+}
+
+export type LimiterEvent =
+  | { readonly kind: 'granted'; readonly carrierId: string; readonly group: string; readonly waitedMs: number }
+  | { readonly kind: 'deferred'; readonly carrierId: string; readonly group: string; readonly waitedMs: number }
+  | { readonly kind: 'pushback'; readonly carrierId: string; readonly group: string; readonly applied: boolean; readonly effectiveRate: number };
+
+export interface AcquireOptions {
+  /** Latest time (epoch ms, local clock) at which the call may start. */
+  readonly deadline: number;
+  /** Cancels the wait; acquire then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+export type AcquireResult =
+  | { readonly outcome: 'granted'; readonly waitedMs: number; readonly effectiveRate: number }
+  /** The next slot lies beyond the deadline: re-due the card shortly, count nothing as failure. */
+  | { readonly outcome: 'deferred'; readonly waitedMs: number; readonly nextSlotInMs: number };
+
+export interface AttemptResult {
+  readonly granted: boolean;
+  /** When not granted: time until a slot may free (ms). */
+  readonly waitMs: number;
+  readonly effectiveRate: number;
+  readonly remaining: number;
+  readonly pausedUntilMs: number;
+}
+
+export interface PushbackResult {
+  /** False when the report belonged to a burst that already slowed the group down. */
+  readonly applied: boolean;
+  readonly effectiveRate: number;
+  readonly pausedUntilMs: number;
+}
+
+export interface LimiterStats {
+  granted: number;
+  deferred: number;
+  /** Number of sleeps between attempts. */
+  waits: number;
+  waitedMsTotal: number;
+  pushbacksApplied: number;
+  pushbacksIgnored: number;
+}
+
+export class RedisRateLimiter {
+  private readonly redis: Redis;
+  private readonly namespace: string;
+  private readonly resolveQps: QpsResolver;
+  private readonly windowMs: number;
+  private readonly pushback: PushbackSettings;
+  private readonly clock: (() => number) | undefined;
+  private readonly onEvent: ((event: LimiterEvent) => void) | undefined;
+  private readonly counters: LimiterStats = { granted: 0, deferred: 0, waits: 0, waitedMsTotal: 0, pushbacksApplied: 0, pushbacksIgnored: 0 };
+
+  constructor(options: RateLimiterOptions) {
+    this.redis = options.redis;
+    this.namespace = options.namespace;
+    this.resolveQps = options.qps;
+    this.windowMs = ONE_SECOND_MS + (options.windowMarginMs ?? DEFAULT_WINDOW_MARGIN_MS);
+    this.pushback = { ...DEFAULT_PUSHBACK, ...options.pushback };
+    this.clock = options.now;
+    this.onEvent = options.onEvent;
+    registerScripts(this.redis, [{ name: SCRIPT, numberOfKeys: 2 }]);
+  }
+
+  /** Waits for a slot of the group until `deadline`; see {@link AcquireResult}. */
+  async acquire(carrierId: string, group: string, options: AcquireOptions): Promise<AcquireResult> {
+    const started = Date.now();
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const attempt = await this.tryAcquire(carrierId, group);
+      const waitedMs = Date.now() - started;
+      if (attempt.granted) {
+        this.counters.granted += 1;
+        this.onEvent?.({ kind: 'granted', carrierId, group, waitedMs });
+        return { outcome: 'granted', waitedMs, effectiveRate: attempt.effectiveRate };
+      }
+      // Give up now rather than sleep until the deadline: the slot cannot come in time anyway.
+      if (Date.now() + attempt.waitMs > options.deadline) {
+        this.counters.deferred += 1;
+        this.onEvent?.({ kind: 'deferred', carrierId, group, waitedMs });
+        return { outcome: 'deferred', waitedMs, nextSlotInMs: attempt.waitMs };
+      }
+      this.counters.waits += 1;
+      this.counters.waitedMsTotal += attempt.waitMs;
+      await sleep(attempt.waitMs, undefined, options.signal ? { signal: options.signal } : undefined);
+    }
+  }
+
+  /** One attempt, no waiting. */
+  async tryAcquire(carrierId: string, group: string): Promise<AttemptResult> {
+    return this.run('acquire', carrierId, group, { callId: randomUUID() });
+  }
+
+  /** Calls still possible this second per group (0 while paused); for the claim step. */
+  async remaining(carrierId: string, groups: readonly string[]): Promise<Record<string, number>> {
+    const entries = await Promise.all(
+      groups.map(async (group) => [group, (await this.run('peek', carrierId, group, {})).remaining] as const),
+    );
+    return Object.fromEntries(entries);
+  }
+
+  /** The rate the group runs at now: the configured one, or lower after carrier pushback. */
+  async effectiveRate(carrierId: string, group: string): Promise<number> {
+    return (await this.run('peek', carrierId, group, {})).effectiveRate;
+  }
+
+  /** Full view of a group (effective rate, remaining, pause), e.g. for the account status. */
+  async inspect(carrierId: string, group: string): Promise<AttemptResult> {
+    return this.run('peek', carrierId, group, {});
+  }
+
+  /** The carrier answered `rate_limited`: pause the group and lower its rate (AIMD). */
+  async reportRateLimited(carrierId: string, group: string, retryAfterMs?: number): Promise<PushbackResult> {
+    const pauseMs = retryAfterMs === undefined ? undefined : Math.min(retryAfterMs, this.pushback.maxPauseMs);
+    const result = await this.run('pushback', carrierId, group, { retryAfterMs: pauseMs });
+    const applied = result.granted;
+    if (applied) this.counters.pushbacksApplied += 1;
+    else this.counters.pushbacksIgnored += 1;
+    this.onEvent?.({ kind: 'pushback', carrierId, group, applied, effectiveRate: result.effectiveRate });
+    return { applied, effectiveRate: result.effectiveRate, pausedUntilMs: result.pausedUntilMs };
+  }
+
+  /** Counters of this process since start (granted, deferred, waits, pushbacks). */
+  stats(): Readonly<LimiterStats> {
+    return { ...this.counters };
+  }
+
+  private async run(
+    op: 'acquire' | 'peek' | 'pushback',
+    carrierId: string,
+    group: string,
+    extra: { readonly callId?: string; readonly retryAfterMs?: number },
+  ): Promise<AttemptResult> {
+    const qps = await this.resolveQps(carrierId, group);
+    if (!Number.isInteger(qps) || qps < 1) throw new RangeError(`QPS of ${carrierId}/${group} must be an integer >= 1, got ${qps}`);
+    const windowKey = accountKeys(this.namespace, carrierId).rateLimit(group);
+    const p = this.pushback;
+    const reply = (await callScript(this.redis, SCRIPT, [windowKey, `${windowKey}:pushback`], [
+      op,
+      this.clock ? String(this.clock()) : '',
+      qps,
+      this.windowMs,
+      extra.callId ?? '',
+      extra.retryAfterMs === undefined ? '' : String(extra.retryAfterMs),
+      p.defaultPauseMs,
+      p.decreaseFactor,
+      p.minRate,
+      p.recoveryStepMs,
+      p.probeStepMs,
+      p.stateTtlMs,
+    ])) as number[];
+    const [result, waitMs, effectiveRate, remaining, , pausedUntilMs] = reply;
+    return {
+      granted: result === 1,
+      waitMs: waitMs ?? 0,
+      effectiveRate: effectiveRate ?? qps,
+      remaining: remaining ?? 0,
+      pausedUntilMs: pausedUntilMs ?? 0,
+    };
+  }
+}
