@@ -1,0 +1,224 @@
+/**
+ * claim (DESIGN §4.1): one case per branch.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { callScript } from '../../src/redis/scriptLoader.js';
+import { claimCall } from '../../src/redis/carrierScripts.js';
+import { expectCode } from '../../src/redis/storeErrors.js';
+import { ScriptArgumentError } from '../../src/redis/storeErrors.js';
+import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';
+
+const NOW = 1_000_000;
+let fx: Fixture;
+let carrier = 0;
+
+before(async () => {
+  fx = await createFixture('lua-claim');
+});
+after(async () => {
+  await fx.close();
+});
+
+/** Each case gets its own account so cases never see each other's cards. */
+function nextCarrier(): number {
+  carrier += 1;
+  return carrier;
+}
+
+async function card(carrierId: number, cardId: string, dues: Record<string, number>, lane: 'priority' | 'normal' = 'normal') {
+  await fx.store.upsert({ carrierId, cardId, now: NOW, dues });
+  if (lane === 'priority') {
+    await fx.store.requestCheck({ carrierId, cardId, now: NOW, cooldownMs: 0, lane: 'priority', types: ['package'] });
+    // Restore the original package due so budgets are not affected by the request.
+    await fx.redis.hdel(fx.keys(carrierId).due(cardId), 'req:package');
+  }
+}
+
+function claim(carrierId: number, over: Partial<ClaimInput> = {}) {
+  return fx.store.claim({ ...CLAIM_DEFAULTS, carrierId, now: NOW, ...over });
+}
+
+const ids = (result: { claimed: { cardId: string }[] }) => result.claimed.map((c) => c.cardId);
+
+describe('claim', () => {
+  test('claims due cards: token <prefix>:<id>, lane and running scored now + lease, clm written', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 10 });
+    await card(c, 'b', { card_status: NOW + 10 });
+    const result = await claim(c);
+    assert.deepEqual(result, { expired: 0, claimed: [{ cardId: 'a', token: 'r1:a', fromPriority: false }] });
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 1_000);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+    assert.equal((await fx.hash(c, 'a')).clm, String(NOW));
+    const pttl = await fx.redis.pttl(fx.keys(c).claim('a'));
+    assert.ok(pttl > 1_000, 'PX = lease + safety margin');
+  });
+
+  test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW });
+    await claim(c);
+    assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+    const later = NOW + 1_000; // expiry <= now: expired
+    const result = await claim(c, { now: later, tokenPrefix: 'r2' });
+    assert.equal(result.expired, 1);
+    assert.deepEqual(ids(result), ['a']);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a');
+    assert.equal(await fx.redis.exists(fx.keys(c).exec('a')), 0);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+  });
+
+  test('no capacity: running full → nothing claimed', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW });
+    await card(c, 'b', { card_status: NOW });
+    assert.equal((await claim(c, { inflightLimit: 1 })).claimed.length, 1);
+    assert.deepEqual(await claim(c, { inflightLimit: 1, tokenPrefix: 'r2' }), { expired: 0, claimed: [] });
+  });
+
+  test('lane order: priority up to quota (ratio, floor), normal, then priority again', async () => {
+    const c = nextCarrier();
+    for (const id of ['p1', 'p2', 'p3']) await card(c, id, { package: NOW - 5 }, 'priority');
+    for (const id of ['n1', 'n2']) await card(c, id, { package: NOW - 5 });
+    const result = await claim(c, { inflightLimit: 4, priorityRatio: 0.5 });
+    assert.deepEqual(
+      result.claimed.map((x) => [x.cardId, x.fromPriority]),
+      [['p1', true], ['p2', true], ['n1', false], ['n2', false]],
+    );
+    const c2 = nextCarrier();
+    for (const id of ['p1', 'p2', 'p3']) await card(c2, id, { package: NOW - 5 }, 'priority');
+    await card(c2, 'n1', { package: NOW - 5 });
+    // quota 2, normal 1, then priority again with the last slot.
+    assert.deepEqual(ids(await claim(c2, { inflightLimit: 4, priorityRatio: 0.5 })), ['p1', 'p2', 'n1', 'p3']);
+  });
+
+  test('ratio 0 = priority takes all capacity; tiny ratio still gives priority one slot', async () => {
+    const c = nextCarrier();
+    for (const id of ['p1', 'p2']) await card(c, id, { package: NOW - 5 }, 'priority');
+    await card(c, 'n1', { package: NOW - 5 });
+    assert.deepEqual(ids(await claim(c, { inflightLimit: 2, priorityRatio: 0 })), ['p1', 'p2']);
+    const c2 = nextCarrier();
+    for (const id of ['p1', 'p2']) await card(c2, id, { package: NOW - 5 }, 'priority');
+    for (const id of ['n1', 'n2']) await card(c2, id, { package: NOW - 5 });
+    assert.deepEqual(ids(await claim(c2, { inflightLimit: 3, priorityRatio: 0.01 })), ['p1', 'n1', 'n2']);
+  });
+
+  test('claiming from the priority lane clears prio; from the normal lane leaves it', async () => {
+    const c = nextCarrier();
+    await card(c, 'p', { package: NOW - 5 }, 'priority');
+    assert.equal((await fx.hash(c, 'p')).prio, '1');
+    await claim(c);
+    assert.equal((await fx.hash(c, 'p')).prio, undefined);
+  });
+
+  test('budget: the round stops at the first card that would exceed a group (no skipping ahead)', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 30 }); // g1: 1
+    await card(c, 'b', { card_status: NOW - 20, carddata: NOW - 20 }); // g1: 2 → 3 > 2
+    await card(c, 'c', { card_status: NOW - 10 }); // would fit, but order is preserved
+    const result = await claim(c, { groupBudget: { g1: 2 } });
+    assert.deepEqual(ids(result), ['a']);
+    assert.equal(await fx.score(c, 'queue', 'b'), NOW - 20, 'stopped card untouched');
+  });
+
+  test('budget: a group with budget > 0 admits one card even when it needs more', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 30, carddata: NOW - 30 }); // g1: 2 > 1
+    await card(c, 'b', { card_status: NOW - 20 });
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 1 } })), ['a']);
+  });
+
+  test('budget: exhausted group stops at once; cards needing no call of it pass', async () => {
+    const c = nextCarrier();
+    await card(c, 'pkg', { package: NOW - 30, card_status: NOW + 99 }); // no gateway call due now
+    await card(c, 'a', { card_status: NOW - 20 });
+    await card(c, 'b', { realname: NOW - 10 });
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 0, g2: 5 } })), ['pkg']);
+  });
+
+  test('budget: exact fit continues; group absent from the budget is unlimited; no budget = unlimited', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 30 });
+    await card(c, 'b', { card_status: NOW - 20 });
+    await card(c, 'r1', { realname: NOW - 15 });
+    await card(c, 'r2', { realname: NOW - 12 });
+    await card(c, 'c', { card_status: NOW - 10 });
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 2 } })), ['a', 'b', 'r1', 'r2']);
+    const c2 = nextCarrier();
+    for (const id of ['a', 'b', 'c']) await card(c2, id, { card_status: NOW - 1, carddata: NOW - 1 });
+    assert.equal((await claim(c2, { groupBudget: undefined })).claimed.length, 3);
+    const c3 = nextCarrier();
+    for (const id of ['a', 'b', 'c']) await card(c3, id, { card_status: NOW - 1 });
+    assert.equal((await claim(c3, { groupBudget: {} })).claimed.length, 3, 'empty budget map = every group unlimited');
+  });
+
+  test('budget: realname counted only with real-name control', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { realname: NOW - 20 });
+    await card(c, 'b', { realname: NOW - 10 });
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g2: 1 }, countRealname: true })), ['a']);
+    const c2 = nextCarrier();
+    await card(c2, 'a', { realname: NOW - 20 });
+    await card(c2, 'b', { realname: NOW - 10 });
+    assert.deepEqual(ids(await claim(c2, { groupBudget: { g2: 0 }, countRealname: false })), ['a', 'b']);
+  });
+
+  test('budget: only types due now count; types without a group are not budgeted', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20, carddata: NOW + 500 }); // 1 call now
+    await card(c, 'b', { card_status: NOW - 10 });
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 2 } })), ['a', 'b']);
+    const c2 = nextCarrier();
+    await card(c2, 'a', { card_status: NOW - 20 });
+    await card(c2, 'b', { card_status: NOW - 10 });
+    assert.deepEqual(ids(await claim(c2, { groupBudget: { g1: 0 }, typeGroups: {} })), ['a', 'b']);
+  });
+
+  test('already-claimed card (e.g. rescored by upsert) is pushed back by its remaining lease and not counted', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20 });
+    await claim(c); // lease until NOW + 1000
+    await fx.redis.zadd(fx.keys(c).queue, NOW - 20, 'a'); // e.g. an external rescore
+    await card(c, 'b', { card_status: NOW - 10 });
+    const result = await claim(c, { now: NOW + 400, tokenPrefix: 'r2', groupBudget: { g1: 1 } });
+    assert.deepEqual(ids(result), ['b'], 'a did not consume the budget');
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 1_000, 'now + remaining lease');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+  });
+
+  test('orphan claim key (no running entry) is cleared and the card claimed', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20 });
+    await fx.redis.set(fx.keys(c).claim('a'), 'ghost:a', 'PX', 60_000);
+    assert.deepEqual(ids(await claim(c)), ['a']);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+  });
+
+  test('nothing due: score > now → nothing; cards in no lane are never claimed', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW + 1 });
+    assert.deepEqual(await claim(c), { expired: 0, claimed: [] });
+  });
+
+  test('invalid arguments → ScriptArgumentError (-2)', async () => {
+    const c = nextCarrier();
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: NOW });
+    const args = [...call.args];
+    args[1] = 0; // lease 0 would never leave the due range
+    const reply = await callScript(fx.redis, call.name, call.keys, args);
+    assert.throws(() => expectCode('claim', reply, []), ScriptArgumentError);
+  });
+
+  test("now '' → Redis TIME", async () => {
+    const c = nextCarrier();
+    const serverNow = Date.now();
+    await card(c, 'a', { card_status: serverNow - 60_000 });
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '' });
+    await callScript(fx.redis, call.name, call.keys, call.args);
+    const expiry = await fx.score(c, 'running', 'r1:a');
+    assert.ok(expiry !== null && Math.abs(expiry - (serverNow + 1_000)) < 5_000, `expiry ${expiry} from server time`);
+  });
+});

@@ -1,0 +1,189 @@
+/**
+ * finish (DESIGN §4.4), including the fixes: no resurrection of a removed card's hash, and a
+ * request-check landing during execution is never lost.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { DueField } from '../../src/redis/dueFields.js';
+import type { FinishInput } from '../../src/redis/carrierQueueStore.js';
+
+const NOW = 3_000_000;
+const HOUR = 3_600_000;
+let fx: Fixture;
+let carrier = 200;
+
+before(async () => {
+  fx = await createFixture('lua-finish');
+});
+after(async () => {
+  await fx.close();
+});
+
+/** Fresh account with card 'a' (card_status + carddata due) claimed by r1:a at NOW, exec by w1. */
+async function executing(): Promise<number> {
+  carrier += 1;
+  await fx.store.upsert({ carrierId: carrier, cardId: 'a', now: NOW, dues: { card_status: NOW - 1, carddata: NOW + 50_000 } });
+  await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: carrier, now: NOW });
+  assert.equal(await fx.store.acquireExec(carrier, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+  return carrier;
+}
+
+function finish(c: number, over: Partial<FinishInput> = {}): Promise<boolean> {
+  return fx.store.finish({
+    carrierId: c,
+    cardId: 'a',
+    token: 'r1:a',
+    now: NOW + 100,
+    set: { [DueField.due('card_status')]: NOW + 60_000, [DueField.ok('card_status')]: NOW + 100 },
+    del: [DueField.fail('card_status')],
+    ...over,
+  });
+}
+
+describe('finish', () => {
+  test('owner: result written, claim/exec/running/clm released, scored by earliest due in the normal lane', async () => {
+    const c = await executing();
+    await fx.redis.hset(fx.keys(c).due('a'), DueField.fail('card_status'), '3');
+    assert.equal(await finish(c), true);
+    const hash = await fx.hash(c, 'a');
+    assert.equal(hash[DueField.ok('card_status')], String(NOW + 100));
+    assert.equal(hash[DueField.fail('card_status')], undefined, 'del applied');
+    assert.equal(hash.clm, undefined);
+    assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 50_000, 'earliest of 60 000 and 50 000');
+  });
+
+  test('prio = 1 → priority lane', async () => {
+    const c = await executing();
+    await fx.redis.hset(fx.keys(c).due('a'), 'prio', '1');
+    await finish(c);
+    assert.equal(await fx.store.laneOf(c, 'a'), 'priority');
+  });
+
+  test('prio cleared while in the priority lane → back to the normal lane', async () => {
+    carrier += 1;
+    const c = carrier;
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW + 99_000 } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW, cooldownMs: 0, lane: 'priority', types: ['card_status'] });
+    const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1 });
+    assert.equal(claimed.claimed[0]?.fromPriority, true);
+    assert.equal(await finish(c), true);
+    assert.equal(await fx.store.laneOf(c, 'a'), 'normal');
+  });
+
+  test('no due type left → now + 1 h', async () => {
+    const c = await executing();
+    await finish(c, { set: {}, del: [DueField.due('card_status'), DueField.due('carddata')] });
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 100 + HOUR);
+  });
+
+  test('fix: card removed during execution → result not written, hash not recreated, claim released, true', async () => {
+    const c = await executing();
+    await fx.store.remove(c, 'a');
+    assert.equal(await finish(c), true);
+    assert.equal(await fx.redis.exists(fx.keys(c).due('a')), 0);
+    assert.equal(await fx.store.laneOf(c, 'a'), null);
+    assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+  });
+
+  test('fix: card removed and lease lost → nothing written, false', async () => {
+    const c = await executing();
+    await fx.store.remove(c, 'a');
+    assert.equal(await finish(c, { token: 'r0:a' }), false);
+    assert.equal(await fx.redis.exists(fx.keys(c).due('a')), 0);
+  });
+
+  test('lane entry without a due hash is dropped (cannot be polled)', async () => {
+    const c = await executing();
+    await fx.redis.del(fx.keys(c).due('a'));
+    assert.equal(await finish(c), true);
+    assert.equal(await fx.store.laneOf(c, 'a'), null);
+  });
+
+  test('fix: request-check during execution survives: due:t kept at the request, req:t kept, card due again', async () => {
+    const c = await executing();
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW + 50, cooldownMs: 0, lane: 'normal', types: ['card_status'] });
+    assert.equal(await finish(c), true);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.card_status.due, NOW + 50);
+    assert.equal(state?.types.card_status.req, NOW + 50);
+    assert.equal(state?.types.card_status.ok, NOW + 100, 'business result still written');
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 50);
+  });
+
+  test('fix: request for a type the result does not mention is kept too; a priority request goes to the priority lane', async () => {
+    const c = await executing();
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW + 50, cooldownMs: 0, lane: 'priority', types: ['carddata'] });
+    await finish(c);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.carddata.due, NOW + 50);
+    assert.equal(await fx.store.laneOf(c, 'a'), 'priority');
+    assert.equal(await fx.score(c, 'prio', 'a'), NOW + 50);
+  });
+
+  test('request made before the claim was served by this execution: req:t dropped, due written as given', async () => {
+    carrier += 1;
+    const c = carrier;
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW + 99_000 } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW - 10, cooldownMs: 0, lane: 'normal', types: ['card_status'] });
+    await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW });
+    await finish(c);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.card_status.req, null);
+    assert.equal(state?.types.card_status.due, NOW + 60_000);
+  });
+
+  test("request with confirmation during execution: the request's cfm/exp win over the result's", async () => {
+    const c = await executing();
+    await fx.store.requestCheck({
+      carrierId: c, cardId: 'a', now: NOW + 50, cooldownMs: 0, lane: 'priority', types: ['card_status'],
+      confirmDelaysSec: [10, 30], expected: 'offline',
+    });
+    await finish(c, { del: [DueField.confirm('card_status'), DueField.expected('card_status')] });
+    const state = await fx.store.readDue(c, 'a');
+    assert.deepEqual(state?.types.card_status.cfm, [10, 30]);
+    assert.equal(state?.types.card_status.exp, 'offline');
+  });
+
+  test('hash recreated during execution (remove + upsert, no clm): every request counts as after the claim', async () => {
+    const c = await executing();
+    await fx.store.remove(c, 'a');
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW + 10, dues: { card_status: NOW + 90_000 } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW + 20, cooldownMs: 0, lane: 'normal', types: ['card_status'] });
+    assert.equal(await finish(c), true);
+    assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.due, NOW + 20);
+  });
+
+  test('stale token: result recorded but no due moved later, cfm untouched, claim of the owner kept, false', async () => {
+    const c = await executing();
+    // Lease of r1 expires; r2 takes over.
+    await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1_000, tokenPrefix: 'r2' });
+    await fx.redis.hset(fx.keys(c).due('a'), DueField.confirm('card_status'), '10');
+    const ok = await finish(c, {
+      now: NOW + 1_100,
+      set: {
+        [DueField.due('card_status')]: NOW + 60_000,
+        [DueField.due('carddata')]: NOW + 10,
+        [DueField.ok('card_status')]: NOW + 1_100,
+      },
+      del: [DueField.confirm('card_status')],
+    });
+    assert.equal(ok, false);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.card_status.ok, NOW + 1_100);
+    assert.equal(state?.types.card_status.due, NOW - 1, 'not moved later');
+    assert.equal(state?.types.carddata.due, NOW + 10, 'moving earlier is fine');
+    assert.deepEqual(state?.types.card_status.cfm, [10]);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a');
+    assert.equal(await fx.score(c, 'running', 'r2:a'), NOW + 2_000);
+  });
+
+  test('lease expired by now (no new claim yet) → false, claim left for the claim round to count', async () => {
+    const c = await executing();
+    assert.equal(await finish(c, { now: NOW + 1_000 }), false);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
+  });
+});
