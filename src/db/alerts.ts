@@ -1,0 +1,241 @@
+/**
+ * Failure alerts (one open per card and type, recovered on success) and account-level alerts
+ * (more than N opened within W). Every write is idempotent under activity retries.
+ */
+import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { DomainError } from '../domain/errors.js';
+import { requireId, requireInt, requireText } from '../domain/validate.js';
+import { withTransaction, type Pool } from './pool.js';
+import type { Queryable } from './queryable.js';
+
+export interface FailureAlert {
+  readonly id: string;
+  readonly cardId: string;
+  readonly carrierId: string;
+  readonly type: CheckType;
+  readonly status: 'open' | 'recovered';
+  readonly failCount: number;
+  readonly firstFailedAt?: Date;
+  readonly lastError?: string;
+  readonly openedAt: Date;
+  readonly recoveredAt?: Date;
+  readonly ackedAt?: Date;
+}
+
+export interface CarrierAlert {
+  readonly id: string;
+  readonly carrierId: string;
+  readonly kind: 'failure_burst' | 'ingest_backlog';
+  readonly status: 'open' | 'resolved';
+  readonly alertCount: number;
+  readonly threshold: number;
+  readonly windowMs: number;
+  readonly openedAt: Date;
+}
+
+interface FailureAlertRow {
+  id: string;
+  card_id: string;
+  carrier_id: string;
+  check_type: CheckType;
+  status: 'open' | 'recovered';
+  fail_count: number;
+  first_failed_at: Date | null;
+  last_error: string | null;
+  opened_at: Date;
+  recovered_at: Date | null;
+  acked_at: Date | null;
+}
+
+const FAILURE_COLUMNS = `id::text, card_id::text, carrier_id::text, check_type, status, fail_count, first_failed_at, last_error,
+  opened_at, recovered_at, acked_at`;
+
+function toFailureAlert(row: FailureAlertRow): FailureAlert {
+  return {
+    id: row.id,
+    cardId: row.card_id,
+    carrierId: row.carrier_id,
+    type: row.check_type,
+    status: row.status,
+    failCount: row.fail_count,
+    openedAt: row.opened_at,
+    ...(row.first_failed_at === null ? {} : { firstFailedAt: row.first_failed_at }),
+    ...(row.last_error === null ? {} : { lastError: row.last_error }),
+    ...(row.recovered_at === null ? {} : { recoveredAt: row.recovered_at }),
+    ...(row.acked_at === null ? {} : { ackedAt: row.acked_at }),
+  };
+}
+
+export interface FailureInput {
+  readonly cardId: string;
+  readonly carrierId: string;
+  readonly type: CheckType;
+  /** Consecutive failures including this one (`fail:t` after the increment). */
+  readonly failCount: number;
+  readonly firstFailedAt?: Date;
+  readonly error: string;
+  readonly now?: Date;
+  /** Failures that open an alert; defaults to the account's failure_alert_threshold. */
+  readonly threshold?: number;
+  /** Account alert: more than `accountThreshold` opened within `accountWindowMs` (defaults: the account's). */
+  readonly accountThreshold?: number;
+  readonly accountWindowMs?: number;
+}
+
+export interface FailureResult {
+  /** True only for the call that opened the alert (a retry sees false). */
+  readonly opened: boolean;
+  readonly alert: FailureAlert | null;
+  /** Set when this failure pushed the account over its window threshold (new or refreshed). */
+  readonly accountAlert: CarrierAlert | null;
+}
+
+/**
+ * Records a failure: below the threshold nothing is written; at or above it the open alert for
+ * (card, type) is created or refreshed (partial unique index + ON CONFLICT make retries land on
+ * the same row), and on a fresh open the account's window count is evaluated.
+ */
+export async function recordFailure(pool: Pool, input: FailureInput): Promise<FailureResult> {
+  requireId(input.cardId, 'cardId');
+  requireId(input.carrierId, 'carrierId');
+  if (!isCheckType(input.type)) throw DomainError.invalid('type', 'type is not a check type');
+  requireInt(input.failCount, 'failCount', 1, Number.MAX_SAFE_INTEGER);
+  const now = input.now ?? new Date();
+  return withTransaction(pool, async (client) => {
+    const { rows: limits } = await client.query<{ failure_alert_threshold: number; account_alert_threshold: number; account_alert_window_ms: number }>(
+      'SELECT failure_alert_threshold, account_alert_threshold, account_alert_window_ms FROM carrier_account WHERE id = $1::bigint',
+      [input.carrierId],
+    );
+    const account = limits[0];
+    if (!account) throw DomainError.notFound('carrierId', `carrier account ${input.carrierId} does not exist`);
+    const threshold = input.threshold ?? account.failure_alert_threshold;
+    if (input.failCount < threshold) return { opened: false, alert: null, accountAlert: null };
+    const { rows } = await client.query<FailureAlertRow & { inserted: boolean }>(
+      `INSERT INTO polling_failure_alert (card_id, carrier_id, check_type, fail_count, first_failed_at, last_error, opened_at)
+       VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7)
+       ON CONFLICT (card_id, check_type) WHERE status = 'open'
+       DO UPDATE SET fail_count = GREATEST(polling_failure_alert.fail_count, excluded.fail_count), last_error = excluded.last_error
+       RETURNING ${FAILURE_COLUMNS}, (xmax = 0) AS inserted`,
+      [input.cardId, input.carrierId, input.type, input.failCount, input.firstFailedAt ?? null, input.error.slice(0, 1000), now],
+    );
+    const row = rows[0]!;
+    const accountAlert = row.inserted
+      ? await evaluateAccountAlert(client, {
+          carrierId: input.carrierId,
+          now,
+          threshold: input.accountThreshold ?? account.account_alert_threshold,
+          windowMs: input.accountWindowMs ?? account.account_alert_window_ms,
+        })
+      : null;
+    return { opened: row.inserted, alert: toFailureAlert(row), accountAlert };
+  });
+}
+
+/** Marks the open alert of (card, type) recovered. Returns whether one was open (a retry sees false). */
+export async function recoverFailure(db: Queryable, cardId: string, type: CheckType, now = new Date()): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE polling_failure_alert SET status = 'recovered', recovered_at = $3
+      WHERE card_id = $1::bigint AND check_type = $2 AND status = 'open'`,
+    [requireId(cardId, 'cardId'), type, now],
+  );
+  return (result.rowCount ?? 0) > 0;
+}
+
+/** Batch recovery for many (card, type) successes in one statement; returns how many were open. */
+export async function recoverFailures(db: Queryable, successes: readonly { cardId: string; type: CheckType }[], now = new Date()): Promise<number> {
+  if (successes.length === 0) return 0;
+  const result = await db.query(
+    `UPDATE polling_failure_alert a SET status = 'recovered', recovered_at = $3
+       FROM unnest($1::bigint[], $2::text[]) AS s(card_id, check_type)
+      WHERE a.card_id = s.card_id AND a.check_type = s.check_type AND a.status = 'open'`,
+    [successes.map((s) => s.cardId), successes.map((s) => s.type), now],
+  );
+  return result.rowCount ?? 0;
+}
+
+interface CarrierAlertRow {
+  id: string;
+  carrier_id: string;
+  kind: CarrierAlert['kind'];
+  status: CarrierAlert['status'];
+  alert_count: number;
+  threshold: number;
+  window_ms: number;
+  opened_at: Date;
+}
+
+const toCarrierAlert = (row: CarrierAlertRow): CarrierAlert => ({
+  id: row.id,
+  carrierId: row.carrier_id,
+  kind: row.kind,
+  status: row.status,
+  alertCount: row.alert_count,
+  threshold: row.threshold,
+  windowMs: row.window_ms,
+  openedAt: row.opened_at,
+});
+
+/**
+ * Counts failure alerts opened on the account within (now − window, now]; when more than
+ * `threshold`, opens the account's failure_burst alert or refreshes the open one.
+ */
+export async function evaluateAccountAlert(
+  db: Queryable,
+  input: { carrierId: string; now?: Date; threshold: number; windowMs: number },
+): Promise<CarrierAlert | null> {
+  requireInt(input.threshold, 'accountThreshold', 1, 1_000_000);
+  requireInt(input.windowMs, 'accountWindowMs', 1, 604_800_000);
+  const now = input.now ?? new Date();
+  const { rows } = await db.query<CarrierAlertRow>(
+    `WITH n AS (
+       SELECT count(*)::int AS c FROM polling_failure_alert
+        WHERE carrier_id = $1::bigint AND opened_at > $2::timestamptz - make_interval(secs => $3::double precision / 1000) AND opened_at <= $2
+     )
+     INSERT INTO carrier_alert (carrier_id, kind, alert_count, threshold, window_ms, opened_at, updated_at)
+     SELECT $1::bigint, 'failure_burst', n.c, $4, $3, $2, $2 FROM n WHERE n.c > $4
+     ON CONFLICT (carrier_id, kind) WHERE status = 'open'
+     DO UPDATE SET alert_count = GREATEST(carrier_alert.alert_count, excluded.alert_count), updated_at = excluded.updated_at
+     RETURNING id::text, carrier_id::text, kind, status, alert_count, threshold, window_ms, opened_at`,
+    [input.carrierId, now, input.windowMs, input.threshold],
+  );
+  return rows[0] ? toCarrierAlert(rows[0]) : null;
+}
+
+export async function resolveCarrierAlert(db: Queryable, carrierId: string, kind: CarrierAlert['kind'], now = new Date()): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE carrier_alert SET status = 'resolved', resolved_at = $3, updated_at = $3 WHERE carrier_id = $1::bigint AND kind = $2 AND status = 'open'`,
+    [requireId(carrierId, 'carrierId'), kind, now],
+  );
+  return (result.rowCount ?? 0) > 0;
+}
+
+export async function listFailureAlerts(db: Queryable, filter: { cardId?: string; carrierId?: string; openOnly?: boolean } = {}, limit = 100): Promise<FailureAlert[]> {
+  const { rows } = await db.query<FailureAlertRow>(
+    `SELECT ${FAILURE_COLUMNS} FROM polling_failure_alert
+      WHERE ($1::bigint IS NULL OR card_id = $1) AND ($2::bigint IS NULL OR carrier_id = $2) AND ($3::boolean IS NOT TRUE OR status = 'open')
+      ORDER BY opened_at DESC, id DESC LIMIT $4`,
+    [filter.cardId ?? null, filter.carrierId ?? null, filter.openOnly ?? false, limit],
+  );
+  return rows.map(toFailureAlert);
+}
+
+export async function listCarrierAlerts(db: Queryable, filter: { carrierId?: string; openOnly?: boolean } = {}, limit = 100): Promise<CarrierAlert[]> {
+  const { rows } = await db.query<CarrierAlertRow>(
+    `SELECT id::text, carrier_id::text, kind, status, alert_count, threshold, window_ms, opened_at FROM carrier_alert
+      WHERE ($1::bigint IS NULL OR carrier_id = $1) AND ($2::boolean IS NOT TRUE OR status = 'open')
+      ORDER BY opened_at DESC, id DESC LIMIT $3`,
+    [filter.carrierId ?? null, filter.openOnly ?? false, limit],
+  );
+  return rows.map(toCarrierAlert);
+}
+
+/** Acknowledges a failure alert (idempotent: the first ack's time and actor are kept). */
+export async function ackFailureAlert(db: Queryable, id: string, actor: string, now = new Date()): Promise<FailureAlert> {
+  const { rows } = await db.query<FailureAlertRow>(
+    `UPDATE polling_failure_alert SET acked_at = coalesce(acked_at, $2), acked_by = coalesce(acked_by, $3)
+      WHERE id = $1::bigint RETURNING ${FAILURE_COLUMNS}`,
+    [requireId(id, 'id'), now, requireText(actor, 'actor')],
+  );
+  if (!rows[0]) throw DomainError.notFound('id', `alert ${id} does not exist`);
+  return toFailureAlert(rows[0]);
+}

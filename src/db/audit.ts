@@ -1,0 +1,71 @@
+/** Append-only audit records, written with the change they describe (same transaction). */
+import type { Queryable } from './queryable.js';
+
+export type AuditEntity = 'polling_priority_item' | 'system_config' | 'carrier_account' | 'iot_card' | 'polling_config';
+
+export interface AuditInput {
+  readonly entityType: AuditEntity;
+  readonly entityId: string;
+  readonly action: string;
+  readonly actor: string;
+  readonly source: string;
+  readonly reason?: string;
+  readonly before: unknown;
+  readonly after: unknown;
+  readonly occurredAt?: Date;
+}
+
+export interface AuditRecord extends Required<Omit<AuditInput, 'reason'>> {
+  readonly id: string;
+  readonly reason?: string;
+}
+
+export async function writeAudit(db: Queryable, input: AuditInput): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_log (entity_type, entity_id, action, actor, source, reason, before, after, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, coalesce($9, now()))`,
+    [
+      input.entityType,
+      input.entityId,
+      input.action,
+      input.actor,
+      input.source,
+      input.reason ?? null,
+      input.before === null || input.before === undefined ? null : JSON.stringify(input.before),
+      input.after === null || input.after === undefined ? null : JSON.stringify(input.after),
+      input.occurredAt ?? null,
+    ],
+  );
+}
+
+/** One entity's audit trail, oldest first. */
+export async function listAudit(db: Queryable, entityType: AuditEntity, entityId: string): Promise<AuditRecord[]> {
+  const { rows } = await db.query<{
+    id: string;
+    entity_type: AuditEntity;
+    entity_id: string;
+    action: string;
+    actor: string;
+    source: string;
+    reason: string | null;
+    before: unknown;
+    after: unknown;
+    occurred_at: Date;
+  }>(
+    `SELECT id::text, entity_type, entity_id, action, actor, source, reason, before, after, occurred_at
+       FROM audit_log WHERE entity_type = $1 AND entity_id = $2 ORDER BY id`,
+    [entityType, entityId],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    entityType: row.entity_type,
+    entityId: row.entity_id,
+    action: row.action,
+    actor: row.actor,
+    source: row.source,
+    before: row.before,
+    after: row.after,
+    occurredAt: row.occurred_at,
+    ...(row.reason === null ? {} : { reason: row.reason }),
+  }));
+}

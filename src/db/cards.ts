@@ -1,0 +1,205 @@
+/**
+ * Cards with their polling scope (DESIGN §7; seed 002). Every read returns `polled`: the card's
+ * own switch and, unless standalone, its bound device's switch — computed in SQL so batch
+ * lifecycle operations need one statement, not one per card.
+ */
+import type { Card, CardLatest, CardStatus, ScopedCard } from '../domain/card.js';
+import type { CardRow } from '../domain/cardInput.js';
+import { DomainError } from '../domain/errors.js';
+import { requireId } from '../domain/validate.js';
+import type { Queryable } from './queryable.js';
+
+export interface ScopedCardRow {
+  id: string;
+  iccid: string;
+  msisdn: string | null;
+  carrier_id: string;
+  status: CardStatus;
+  enable_polling: boolean;
+  is_standalone: boolean;
+  device_id: string | null;
+  polled: boolean;
+}
+
+/** Columns of a scoped card; `c` = iot_card, `b` = active binding, `d` = device. */
+export const SCOPED_COLUMNS = `c.id::text, c.iccid, c.msisdn, c.carrier_id::text, c.status, c.enable_polling, c.is_standalone,
+  b.device_id::text, (c.enable_polling AND (c.is_standalone OR coalesce(d.enable_polling, true))) AS polled`;
+
+/** Joins that SCOPED_COLUMNS needs, after `FROM iot_card c` (or a CTE aliased c). */
+export const SCOPE_JOINS = `LEFT JOIN device_sim_binding b ON b.card_id = c.id AND b.unbound_at IS NULL
+  LEFT JOIN device d ON d.id = b.device_id`;
+
+export function toScopedCard(row: ScopedCardRow): ScopedCard {
+  const card: Card = {
+    id: row.id,
+    iccid: row.iccid,
+    carrierId: row.carrier_id,
+    status: row.status,
+    enablePolling: row.enable_polling,
+    standalone: row.is_standalone,
+    ...(row.msisdn === null ? {} : { msisdn: row.msisdn }),
+    ...(row.device_id === null ? {} : { deviceId: row.device_id }),
+  };
+  return { ...card, polled: row.polled };
+}
+
+export async function findCards(db: Queryable, ids: readonly string[]): Promise<ScopedCard[]> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS} WHERE c.id = ANY($1::bigint[]) ORDER BY c.id`,
+    [ids],
+  );
+  return rows.map(toScopedCard);
+}
+
+export async function getCard(db: Queryable, id: string): Promise<ScopedCard> {
+  const [card] = await findCards(db, [requireId(id, 'cardId')]);
+  if (!card) throw DomainError.notFound('cardId', `card ${id} does not exist`);
+  return card;
+}
+
+export async function findCardByIccid(db: Queryable, iccid: string): Promise<ScopedCard | null> {
+  const { rows } = await db.query<ScopedCardRow>(`SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS} WHERE c.iccid = $1`, [iccid.toUpperCase()]);
+  return rows[0] ? toScopedCard(rows[0]) : null;
+}
+
+/** ICCIDs among `iccids` that already exist (for batch rejection). */
+export async function existingIccids(db: Queryable, iccids: readonly string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ iccid: string }>('SELECT iccid FROM iot_card WHERE iccid = ANY($1::text[])', [iccids]);
+  return new Set(rows.map((row) => row.iccid));
+}
+
+/**
+ * Inserts valid rows in one statement (plus one for device bindings); a row whose ICCID was
+ * taken meanwhile is skipped (ON CONFLICT) and reported by its absence. Run inside a transaction.
+ */
+export async function insertCards(db: Queryable, cards: readonly CardRow[]): Promise<ScopedCard[]> {
+  if (cards.length === 0) return [];
+  const inserted = await db.query<{ id: string; iccid: string }>(
+    `INSERT INTO iot_card (iccid, msisdn, carrier_id, status, enable_polling, is_standalone)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::boolean[])
+     ON CONFLICT (iccid) DO NOTHING
+     RETURNING id::text, iccid`,
+    [
+      cards.map((card) => card.iccid),
+      cards.map((card) => card.msisdn),
+      cards.map((card) => card.carrierId),
+      cards.map((card) => card.status),
+      cards.map((card) => card.enablePolling),
+      cards.map((card) => card.standalone),
+    ],
+  );
+  const idByIccid = new Map(inserted.rows.map((row) => [row.iccid, row.id]));
+  const bound = cards.filter((card) => card.deviceId !== null && idByIccid.has(card.iccid));
+  if (bound.length > 0) {
+    await db.query(
+      `INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])`,
+      [bound.map((card) => card.deviceId), bound.map((card) => idByIccid.get(card.iccid))],
+    );
+  }
+  return findCards(db, inserted.rows.map((row) => row.id));
+}
+
+/** Sets each card's status in one statement; returns the changed cards with their scope. Unknown ids are absent. */
+export async function updateStatuses(db: Queryable, changes: readonly { cardId: string; status: CardStatus }[]): Promise<ScopedCard[]> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `WITH u AS (
+       SELECT DISTINCT ON (id) id, status FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS x(id, status, n) ORDER BY id, n DESC
+     ), c AS (
+       UPDATE iot_card t SET status = u.status, updated_at = now() FROM u WHERE t.id = u.id RETURNING t.*
+     )
+     SELECT ${SCOPED_COLUMNS} FROM c ${SCOPE_JOINS} ORDER BY c.id`,
+    [changes.map((change) => change.cardId), changes.map((change) => change.status)],
+  );
+  return rows.map(toScopedCard);
+}
+
+export async function setCardPolling(db: Queryable, cardId: string, enabled: boolean): Promise<ScopedCard> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `WITH c AS (UPDATE iot_card SET enable_polling = $2, updated_at = now() WHERE id = $1::bigint RETURNING *)
+     SELECT ${SCOPED_COLUMNS} FROM c ${SCOPE_JOINS}`,
+    [requireId(cardId, 'cardId'), enabled],
+  );
+  if (!rows[0]) throw DomainError.notFound('cardId', `card ${cardId} does not exist`);
+  return toScopedCard(rows[0]);
+}
+
+/** Moves a card to another account; returns the card and the account it left. */
+export async function setCardCarrier(db: Queryable, cardId: string, carrierId: string): Promise<{ card: ScopedCard; previousCarrierId: string }> {
+  const { rows } = await db.query<ScopedCardRow & { previous_carrier_id: string }>(
+    `WITH old AS (SELECT id, carrier_id FROM iot_card WHERE id = $1::bigint FOR UPDATE),
+     c AS (UPDATE iot_card t SET carrier_id = $2::bigint, updated_at = now() FROM old WHERE t.id = old.id
+           RETURNING t.*, old.carrier_id AS previous_carrier_id)
+     SELECT ${SCOPED_COLUMNS}, c.previous_carrier_id::text FROM c ${SCOPE_JOINS}`,
+    [requireId(cardId, 'cardId'), requireId(carrierId, 'carrierId')],
+  );
+  const row = rows[0];
+  if (!row) throw DomainError.notFound('cardId', `card ${cardId} does not exist`);
+  return { card: toScopedCard(row), previousCarrierId: row.previous_carrier_id };
+}
+
+/** Deletes a card (executions, alerts, items cascade); returns it as it was, or null. */
+export async function deleteCard(db: Queryable, cardId: string): Promise<Card | null> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `WITH c AS (DELETE FROM iot_card WHERE id = $1::bigint RETURNING *)
+     SELECT c.id::text, c.iccid, c.msisdn, c.carrier_id::text, c.status, c.enable_polling, c.is_standalone,
+            NULL::text AS device_id, false AS polled FROM c`,
+    [requireId(cardId, 'cardId')],
+  );
+  return rows[0] ? toScopedCard(rows[0]) : null;
+}
+
+/** One page of an account's cards in id order (rebuild, listings). */
+export async function pageCarrierCards(db: Queryable, carrierId: string, afterId: string, limit: number): Promise<ScopedCard[]> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS}
+      WHERE c.carrier_id = $1::bigint AND c.id > $2::bigint ORDER BY c.id LIMIT $3`,
+    [carrierId, afterId, limit],
+  );
+  return rows.map(toScopedCard);
+}
+
+export interface CardFilter {
+  readonly carrierId?: string;
+  readonly status?: CardStatus;
+  readonly polled?: boolean;
+}
+
+/** Keyset-paginated listing for the API: cards with id > afterId. */
+export async function listCards(db: Queryable, filter: CardFilter, afterId = '0', limit = 100): Promise<ScopedCard[]> {
+  const { rows } = await db.query<ScopedCardRow>(
+    `SELECT * FROM (
+       SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS}
+        WHERE c.id > $1::bigint AND ($2::bigint IS NULL OR c.carrier_id = $2::bigint) AND ($3::text IS NULL OR c.status = $3)
+        ORDER BY c.id
+     ) s WHERE ($4::boolean IS NULL OR s.polled = $4) LIMIT $5`,
+    [afterId, filter.carrierId ?? null, filter.status ?? null, filter.polled ?? null, limit],
+  );
+  return rows.map(toScopedCard);
+}
+
+interface LatestRow {
+  network_status: string | null;
+  network_observed_at: Date | null;
+  realname_status: string | null;
+  realname_observed_at: Date | null;
+  data_usage_kb: string | null;
+  data_observed_at: Date | null;
+}
+
+export async function getCardLatest(db: Queryable, cardId: string): Promise<CardLatest> {
+  const { rows } = await db.query<LatestRow>(
+    `SELECT network_status, network_observed_at, realname_status, realname_observed_at, data_usage_kb, data_observed_at
+       FROM iot_card WHERE id = $1::bigint`,
+    [requireId(cardId, 'cardId')],
+  );
+  const row = rows[0];
+  if (!row) throw DomainError.notFound('cardId', `card ${cardId} does not exist`);
+  return {
+    ...(row.network_status === null ? {} : { networkStatus: row.network_status }),
+    ...(row.network_observed_at === null ? {} : { networkObservedAt: row.network_observed_at }),
+    ...(row.realname_status === null ? {} : { realnameStatus: row.realname_status }),
+    ...(row.realname_observed_at === null ? {} : { realnameObservedAt: row.realname_observed_at }),
+    ...(row.data_usage_kb === null ? {} : { dataUsageKb: Number(row.data_usage_kb) }),
+    ...(row.data_observed_at === null ? {} : { dataObservedAt: row.data_observed_at }),
+  };
+}

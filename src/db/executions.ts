@@ -1,0 +1,93 @@
+/** card_execution: one row per cardCheck run, listed newest first in the card detail (DESIGN §10). */
+import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { DomainError } from '../domain/errors.js';
+import { requireId, requireText } from '../domain/validate.js';
+import type { Queryable } from './queryable.js';
+
+export const EXECUTION_OUTCOMES = ['success', 'partial', 'failed', 'deferred', 'aborted'] as const;
+export type ExecutionOutcome = (typeof EXECUTION_OUTCOMES)[number];
+
+export interface Execution {
+  readonly cardId: string;
+  readonly carrierId: string;
+  readonly startedAt: Date;
+  readonly finishedAt?: Date;
+  readonly types: readonly CheckType[];
+  readonly outcome: ExecutionOutcome;
+  readonly gatewayMs: number;
+  readonly workflowId: string;
+  readonly runId: string;
+  readonly fromPriority?: boolean;
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
+export interface StoredExecution extends Execution {
+  readonly id: string;
+}
+
+/** Idempotent on (workflowId, runId): a retried activity returns the existing row's id. */
+export async function recordExecution(db: Queryable, execution: Execution): Promise<string> {
+  requireId(execution.cardId, 'cardId');
+  requireId(execution.carrierId, 'carrierId');
+  requireText(execution.workflowId, 'workflowId');
+  requireText(execution.runId, 'runId');
+  if (!execution.types.every(isCheckType)) throw DomainError.invalid('types', 'types must be check types');
+  if (!(EXECUTION_OUTCOMES as readonly string[]).includes(execution.outcome)) throw DomainError.invalid('outcome', 'unknown outcome');
+  const { rows } = await db.query<{ id: string }>(
+    `WITH ins AS (
+       INSERT INTO card_execution (card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
+       VALUES ($1::bigint, $2::bigint, $3, $4, $5::text[], $6, $7, $8, $9, $10, $11::jsonb)
+       ON CONFLICT (workflow_id, run_id) DO NOTHING RETURNING id
+     )
+     SELECT id::text FROM ins UNION ALL SELECT id::text FROM card_execution WHERE workflow_id = $8 AND run_id = $9 LIMIT 1`,
+    [
+      execution.cardId,
+      execution.carrierId,
+      execution.startedAt,
+      execution.finishedAt ?? null,
+      execution.types,
+      execution.outcome,
+      Math.max(0, Math.round(execution.gatewayMs)),
+      execution.workflowId,
+      execution.runId,
+      execution.fromPriority ?? false,
+      JSON.stringify(execution.details ?? {}),
+    ],
+  );
+  return rows[0]!.id;
+}
+
+export async function listExecutions(db: Queryable, cardId: string, limit = 20): Promise<StoredExecution[]> {
+  const { rows } = await db.query<{
+    id: string;
+    card_id: string;
+    carrier_id: string;
+    started_at: Date;
+    finished_at: Date | null;
+    types: CheckType[];
+    outcome: ExecutionOutcome;
+    gateway_ms: number;
+    workflow_id: string;
+    run_id: string;
+    from_priority: boolean;
+    details: Record<string, unknown>;
+  }>(
+    `SELECT id::text, card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details
+       FROM card_execution WHERE card_id = $1::bigint ORDER BY started_at DESC, id DESC LIMIT $2`,
+    [requireId(cardId, 'cardId'), limit],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    cardId: row.card_id,
+    carrierId: row.carrier_id,
+    startedAt: row.started_at,
+    ...(row.finished_at === null ? {} : { finishedAt: row.finished_at }),
+    types: row.types,
+    outcome: row.outcome,
+    gatewayMs: row.gateway_ms,
+    workflowId: row.workflow_id,
+    runId: row.run_id,
+    fromPriority: row.from_priority,
+    details: row.details,
+  }));
+}

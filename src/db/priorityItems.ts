@@ -1,0 +1,378 @@
+/**
+ * Priority items (DESIGN §9; seed 004): create-or-merge, claim / lease take-over, complete,
+ * retryable and final failure. Every transition locks the row, changes it and writes an audit
+ * record with before/after snapshots in the same transaction, so the trail never misses a step.
+ */
+import type pg from 'pg';
+import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { DomainError } from '../domain/errors.js';
+import { DEFAULT_ATTEMPT_LIMIT, type Lane, type PriorityItem, type PriorityRequest, type PriorityStatus } from '../domain/priorityItem.js';
+import { requireId, requireInt, requireText } from '../domain/validate.js';
+import { writeAudit } from './audit.js';
+import { mapped } from './errors.js';
+import { withTransaction, type Pool } from './pool.js';
+import type { Queryable } from './queryable.js';
+
+interface ItemRow {
+  id: string;
+  card_id: string;
+  status: PriorityStatus;
+  types: CheckType[];
+  lane: Lane;
+  cooldown_ms: number;
+  confirm_delays_sec: number[];
+  expected: string | null;
+  trigger_count: number;
+  first_actor: string;
+  first_source: string;
+  last_actor: string;
+  last_source: string;
+  last_triggered_at: Date;
+  attempt_count: number;
+  attempt_limit: number;
+  claim_token: string | null;
+  claimed_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  next_run_at: Date | null;
+  result: 'success' | 'failed' | null;
+  failure_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMN_NAMES = [
+  'status', 'types', 'lane', 'cooldown_ms', 'confirm_delays_sec', 'expected', 'trigger_count', 'first_actor', 'first_source',
+  'last_actor', 'last_source', 'last_triggered_at', 'attempt_count', 'attempt_limit', 'claim_token', 'claimed_at', 'started_at',
+  'finished_at', 'next_run_at', 'result', 'failure_reason', 'created_at', 'updated_at',
+] as const;
+
+/** Select list of an item, optionally qualified by a table alias. */
+function columns(alias = ''): string {
+  const q = alias ? `${alias}.` : '';
+  return [`${q}id::text AS id`, `${q}card_id::text AS card_id`, ...COLUMN_NAMES.map((name) => `${q}${name}`)].join(', ');
+}
+
+const COLUMNS = columns();
+
+function toItem(row: ItemRow): PriorityItem {
+  return {
+    id: row.id,
+    cardId: row.card_id,
+    status: row.status,
+    types: row.types,
+    lane: row.lane,
+    cooldownMs: row.cooldown_ms,
+    confirmDelaysSec: row.confirm_delays_sec,
+    expected: row.expected,
+    triggerCount: row.trigger_count,
+    firstActor: row.first_actor,
+    firstSource: row.first_source,
+    lastActor: row.last_actor,
+    lastSource: row.last_source,
+    lastTriggeredAt: row.last_triggered_at,
+    attemptCount: row.attempt_count,
+    attemptLimit: row.attempt_limit,
+    claimToken: row.claim_token,
+    claimedAt: row.claimed_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    nextRunAt: row.next_run_at,
+    result: row.result,
+    failureReason: row.failure_reason,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+const ENTITY = 'polling_priority_item';
+const WORKER = 'worker';
+
+/** Who performs a worker-side transition; defaults to the worker itself. */
+export interface TransitionActor {
+  readonly actor?: string;
+  readonly source?: string;
+}
+
+async function lockActive(client: pg.PoolClient, cardId: string): Promise<PriorityItem | null> {
+  const { rows } = await client.query<ItemRow>(
+    `SELECT ${COLUMNS} FROM polling_priority_item WHERE card_id = $1::bigint AND status IN ('pending', 'processing') FOR UPDATE`,
+    [cardId],
+  );
+  return rows[0] ? toItem(rows[0]) : null;
+}
+
+async function lockById(client: pg.PoolClient, id: string): Promise<PriorityItem | null> {
+  const { rows } = await client.query<ItemRow>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint FOR UPDATE`, [id]);
+  return rows[0] ? toItem(rows[0]) : null;
+}
+
+/** UPDATE with fixed SQL text (`sets` are code constants), then the audit record. */
+async function transition(
+  client: pg.PoolClient,
+  before: PriorityItem,
+  sets: string,
+  params: readonly unknown[],
+  audit: { action: string; actor: string; source: string; reason?: string; now: Date },
+): Promise<PriorityItem> {
+  const { rows } = await client.query<ItemRow>(
+    `UPDATE polling_priority_item SET ${sets}, updated_at = $2 WHERE id = $1::bigint RETURNING ${COLUMNS}`,
+    [before.id, audit.now, ...params],
+  );
+  const after = toItem(rows[0]!);
+  await writeAudit(client, {
+    entityType: ENTITY,
+    entityId: before.id,
+    action: audit.action,
+    actor: audit.actor,
+    source: audit.source,
+    before,
+    after,
+    occurredAt: audit.now,
+    ...(audit.reason === undefined ? {} : { reason: audit.reason }),
+  });
+  return after;
+}
+
+function validateRequest(request: PriorityRequest): CheckType[] {
+  requireId(request.cardId, 'cardId');
+  requireText(request.actor, 'actor');
+  requireText(request.source, 'source');
+  if (!Array.isArray(request.types) || request.types.length === 0) throw DomainError.invalid('types', 'types must list at least one check type');
+  request.types.forEach((type, index) => {
+    if (!isCheckType(type)) throw DomainError.invalid(`types[${index}]`, `${String(type)} is not a check type`);
+  });
+  if (request.lane !== undefined && request.lane !== 'priority' && request.lane !== 'normal') throw DomainError.invalid('lane', 'lane must be priority or normal');
+  if (request.cooldownMs !== undefined) requireInt(request.cooldownMs, 'cooldownMs', 0, 86_400_000);
+  request.confirmDelaysSec?.forEach((delay, index) => requireInt(delay, `confirmDelaysSec[${index}]`, 1, 86_400));
+  if (request.attemptLimit !== undefined) requireInt(request.attemptLimit, 'attemptLimit', 1, 100);
+  return [...new Set(request.types)];
+}
+
+export interface RequestResult {
+  readonly item: PriorityItem;
+  /** True when the trigger merged into the card's existing active item. */
+  readonly merged: boolean;
+}
+
+/**
+ * Creates the card's active item, or merges into it: trigger count + 1, union of types, latest
+ * actor/source, the priority lane if either asked for it, the shorter cooldown.
+ */
+export async function requestPriorityItem(pool: Pool, request: PriorityRequest): Promise<RequestResult> {
+  const types = validateRequest(request);
+  const now = request.now ?? new Date();
+  return mapped(() =>
+    withTransaction(pool, async (client) => {
+      const card = await client.query('SELECT 1 FROM iot_card WHERE id = $1::bigint', [request.cardId]);
+      if (card.rowCount === 0) throw DomainError.notFound('cardId', `card ${request.cardId} does not exist`);
+      const active = await lockActive(client, request.cardId);
+      const audit = { actor: request.actor, source: request.source, now };
+      if (active) {
+        const item = await transition(
+          client,
+          active,
+          `trigger_count = trigger_count + 1,
+           types = ARRAY(SELECT DISTINCT unnest(types || $3::text[]) ORDER BY 1),
+           lane = CASE WHEN lane = 'priority' OR $4 = 'priority' THEN 'priority' ELSE 'normal' END,
+           cooldown_ms = LEAST(cooldown_ms, coalesce($5, cooldown_ms)),
+           confirm_delays_sec = coalesce($6::integer[], confirm_delays_sec),
+           expected = coalesce($7, expected),
+           last_actor = $8, last_source = $9, last_triggered_at = $2`,
+          [types, request.lane ?? 'priority', request.cooldownMs ?? null, request.confirmDelaysSec ?? null, request.expected ?? null, request.actor, request.source],
+          { ...audit, action: 'merged' },
+        );
+        return { item, merged: true };
+      }
+      // The partial unique index makes a concurrent creator fail here; the caller may retry and merge.
+      const { rows } = await client.query<ItemRow>(
+        `INSERT INTO polling_priority_item (card_id, types, lane, cooldown_ms, confirm_delays_sec, expected, first_actor, first_source,
+           last_actor, last_source, last_triggered_at, attempt_limit, created_at, updated_at)
+         VALUES ($1::bigint, $2::text[], $3, $4, $5::integer[], $6, $7, $8, $7, $8, $9, $10, $9, $9)
+         RETURNING ${COLUMNS}`,
+        [
+          request.cardId,
+          [...types].sort(),
+          request.lane ?? 'priority',
+          request.cooldownMs ?? 0,
+          request.confirmDelaysSec ?? [],
+          request.expected ?? null,
+          request.actor,
+          request.source,
+          now,
+          request.attemptLimit ?? DEFAULT_ATTEMPT_LIMIT,
+        ],
+      );
+      const item = toItem(rows[0]!);
+      await writeAudit(client, { entityType: ENTITY, entityId: item.id, action: 'created', ...audit, occurredAt: now, before: null, after: item });
+      return { item, merged: false };
+    }),
+  );
+}
+
+export interface ClaimInput extends TransitionActor {
+  readonly cardId: string;
+  /** The execution's claim token (DESIGN §4.1); completing or failing must present it. */
+  readonly token: string;
+  /** How long a processing claim protects the item from take-over. */
+  readonly leaseMs: number;
+  readonly now?: Date;
+}
+
+export type ClaimResult =
+  | { readonly status: 'claimed' | 'taken_over'; readonly item: PriorityItem }
+  /** No active item: a normal execution. */
+  | { readonly status: 'none' }
+  /** Another execution holds an unexpired claim: do not call the gateway for the item. */
+  | { readonly status: 'busy'; readonly item: PriorityItem }
+  /** A crashed claim used the last attempt: the item was failed instead of taken over. */
+  | { readonly status: 'exhausted'; readonly item: PriorityItem };
+
+/**
+ * pending → processing (attempt + 1), or take-over of a processing item whose lease expired.
+ * Claiming is the start of an attempt: the attempt counter moves here, so a crash mid-call
+ * still counts against the limit.
+ */
+export async function claimPriorityItem(pool: Pool, input: ClaimInput): Promise<ClaimResult> {
+  requireId(input.cardId, 'cardId');
+  requireText(input.token, 'token');
+  requireInt(input.leaseMs, 'leaseMs', 1, 86_400_000);
+  const now = input.now ?? new Date();
+  const audit = { actor: input.actor ?? WORKER, source: input.source ?? WORKER, now };
+  return withTransaction(pool, async (client): Promise<ClaimResult> => {
+    const item = await lockActive(client, input.cardId);
+    if (!item) return { status: 'none' };
+    const claimSets = `status = 'processing', claim_token = $3, claimed_at = $2, started_at = $2, attempt_count = attempt_count + 1,
+      finished_at = NULL, next_run_at = NULL`;
+    if (item.status === 'pending') {
+      return { status: 'claimed', item: await transition(client, item, claimSets, [input.token], { ...audit, action: 'claimed' }) };
+    }
+    if (item.claimToken === input.token) return { status: 'claimed', item }; // a retried claim of the same execution
+    const expired = item.claimedAt === null || item.claimedAt.getTime() + input.leaseMs <= now.getTime();
+    if (!expired) return { status: 'busy', item };
+    if (item.attemptCount >= item.attemptLimit) {
+      const failed = await transition(
+        client,
+        item,
+        `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, claim_token = NULL, next_run_at = NULL`,
+        ['claim lease expired on the last attempt'],
+        { ...audit, action: 'failed', reason: 'claim lease expired on the last attempt' },
+      );
+      return { status: 'exhausted', item: failed };
+    }
+    return { status: 'taken_over', item: await transition(client, item, claimSets, [input.token], { ...audit, action: 'taken_over', reason: 'claim lease expired' }) };
+  });
+}
+
+export interface FinishInput extends TransitionActor {
+  readonly itemId: string;
+  /** Must match the claim; a stale executor (its item taken over) changes nothing. */
+  readonly token: string;
+  readonly now?: Date;
+}
+
+/** processing → completed. Returns null when the token no longer owns the item. */
+export async function completePriorityItem(pool: Pool, input: FinishInput): Promise<PriorityItem | null> {
+  return finish(pool, input, (item, client, audit) =>
+    transition(client, item, `status = 'completed', result = 'success', failure_reason = NULL, finished_at = $2, claim_token = NULL`, [], {
+      ...audit,
+      action: 'completed',
+    }),
+  );
+}
+
+export interface FailInput extends FinishInput {
+  readonly reason: string;
+  /**
+   * Retryable (gateway timeout, transient error): back to pending with `nextRunAt` until the
+   * attempt limit, then failed. Not retryable (business failure: card gone, not polled, capability
+   * not configured): failed at once.
+   */
+  readonly retryable: boolean;
+  readonly nextRunAt?: Date;
+}
+
+/** Fails an attempt; see {@link FailInput.retryable}. Returns null when the token no longer owns the item. */
+export async function failPriorityItem(pool: Pool, input: FailInput): Promise<PriorityItem | null> {
+  const reason = requireText(input.reason, 'reason', 1000);
+  return finish(pool, input, (item, client, audit) => {
+    if (input.retryable && item.attemptCount < item.attemptLimit) {
+      const nextRunAt = input.nextRunAt ?? audit.now;
+      return transition(
+        client,
+        item,
+        `status = 'pending', result = 'failed', failure_reason = $3, finished_at = $2, next_run_at = $4, claim_token = NULL, claimed_at = NULL`,
+        [reason, nextRunAt],
+        { ...audit, action: 'retry_scheduled', reason },
+      );
+    }
+    const why = input.retryable ? `attempt limit reached: ${reason}` : reason;
+    return transition(client, item, `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, claim_token = NULL, next_run_at = NULL`, [why], {
+      ...audit,
+      action: 'failed',
+      reason: why,
+    });
+  });
+}
+
+async function finish(
+  pool: Pool,
+  input: FinishInput,
+  apply: (item: PriorityItem, client: pg.PoolClient, audit: { actor: string; source: string; now: Date }) => Promise<PriorityItem>,
+): Promise<PriorityItem | null> {
+  requireId(input.itemId, 'itemId');
+  requireText(input.token, 'token');
+  const audit = { actor: input.actor ?? WORKER, source: input.source ?? WORKER, now: input.now ?? new Date() };
+  return withTransaction(pool, async (client) => {
+    const item = await lockById(client, input.itemId);
+    if (!item) throw DomainError.notFound('itemId', `priority item ${input.itemId} does not exist`);
+    if (item.status !== 'processing' || item.claimToken !== input.token) return null;
+    return apply(item, client, audit);
+  });
+}
+
+/**
+ * Fails a pending item without an execution (e.g. a rebuild finds the card no longer polled).
+ * Returns null when the item is not pending any more.
+ */
+export async function failPendingPriorityItem(pool: Pool, input: TransitionActor & { itemId: string; reason: string; now?: Date }): Promise<PriorityItem | null> {
+  requireId(input.itemId, 'itemId');
+  const reason = requireText(input.reason, 'reason', 1000);
+  const now = input.now ?? new Date();
+  return withTransaction(pool, async (client) => {
+    const item = await lockById(client, input.itemId);
+    if (!item || item.status !== 'pending') return null;
+    return transition(client, item, `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, next_run_at = NULL`, [reason], {
+      actor: input.actor ?? WORKER,
+      source: input.source ?? WORKER,
+      now,
+      action: 'failed',
+      reason,
+    });
+  });
+}
+
+export async function getPriorityItem(db: Queryable, id: string): Promise<PriorityItem> {
+  const { rows } = await db.query<ItemRow>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint`, [requireId(id, 'id')]);
+  if (!rows[0]) throw DomainError.notFound('id', `priority item ${id} does not exist`);
+  return toItem(rows[0]);
+}
+
+export async function findActivePriorityItem(db: Queryable, cardId: string): Promise<PriorityItem | null> {
+  const { rows } = await db.query<ItemRow>(
+    `SELECT ${COLUMNS} FROM polling_priority_item WHERE card_id = $1::bigint AND status IN ('pending', 'processing')`,
+    [requireId(cardId, 'cardId')],
+  );
+  return rows[0] ? toItem(rows[0]) : null;
+}
+
+/** Pending items of one account's cards (rebuild re-requests them), keyset-paginated by item id. */
+export async function listPendingPriorityItems(db: Queryable, carrierId: string, afterId = '0', limit = 1000): Promise<(PriorityItem & { carrierId: string })[]> {
+  const { rows } = await db.query<ItemRow & { carrier_id: string }>(
+    `SELECT ${columns('i')}, c.carrier_id::text
+       FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
+      WHERE i.status = 'pending' AND c.carrier_id = $1::bigint AND i.id > $2::bigint ORDER BY i.id LIMIT $3`,
+    [requireId(carrierId, 'carrierId'), afterId, limit],
+  );
+  return rows.map((row) => ({ ...toItem(row), carrierId: row.carrier_id }));
+}

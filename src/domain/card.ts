@@ -1,0 +1,44 @@
+/** Card domain types (DESIGN §10 "card"). */
+export const CARD_STATUSES = ['inventory', 'test', 'active', 'suspended', 'stopped', 'terminated'] as const;
+export type CardStatus = (typeof CARD_STATUSES)[number];
+
+export function isCardStatus(value: unknown): value is CardStatus {
+  return typeof value === 'string' && (CARD_STATUSES as readonly string[]).includes(value);
+}
+
+export interface Card {
+  readonly id: string;
+  readonly iccid: string;
+  readonly msisdn?: string;
+  readonly carrierId: string;
+  readonly status: CardStatus;
+  readonly enablePolling: boolean;
+  readonly deviceId?: string;
+  readonly standalone: boolean;
+}
+
+/** A card plus whether it is in polling scope (own switch and, unless standalone, its device's). */
+export interface ScopedCard extends Card {
+  readonly polled: boolean;
+}
+
+/** Latest observed values kept on the card (out-of-order protected). */
+export interface CardLatest {
+  readonly networkStatus?: string;
+  readonly networkObservedAt?: Date;
+  readonly realnameStatus?: string;
+  readonly realnameObservedAt?: Date;
+  readonly dataUsageKb?: number;
+  readonly dataObservedAt?: Date;
+}
+
+export interface NewCard {
+  readonly iccid: string;
+  readonly msisdn?: string;
+  readonly carrierId: string;
+  readonly status?: CardStatus;
+  readonly enablePolling?: boolean;
+  readonly deviceId?: string;
+  /** Defaults to true when no device is given, false when one is. */
+  readonly standalone?: boolean;
+}

@@ -1,0 +1,48 @@
+/** Carrier account domain types (DESIGN §10 "carrier"). */
+import type { GatewayCheckType } from '../common/checkTypes.js';
+
+export interface RateLimitGroup {
+  readonly name: string;
+  readonly qps: number;
+}
+
+export interface Carrier {
+  readonly id: string;
+  readonly name: string;
+  readonly gatewayAccount: string;
+  readonly enabled: boolean;
+  readonly inflightLimit: number;
+  readonly priorityRatio: number;
+  readonly leaseMs: number;
+  readonly stepTimeoutMs: number;
+  readonly totalTimeoutMs: number;
+  readonly realnameControl: boolean;
+  readonly backoffBaseMs: number;
+  readonly failureAlertThreshold: number;
+  readonly accountAlertThreshold: number;
+  readonly accountAlertWindowMs: number;
+  readonly groups: readonly RateLimitGroup[];
+  readonly typeGroups: Partial<Record<GatewayCheckType, string>>;
+}
+
+/** Input for create; omitted limits take the column defaults. */
+export interface NewCarrier {
+  readonly name: string;
+  readonly gatewayAccount: string;
+  readonly enabled?: boolean;
+  readonly inflightLimit?: number;
+  readonly priorityRatio?: number;
+  readonly leaseMs?: number;
+  readonly stepTimeoutMs?: number;
+  readonly totalTimeoutMs?: number;
+  readonly realnameControl?: boolean;
+  readonly backoffBaseMs?: number;
+  readonly failureAlertThreshold?: number;
+  readonly accountAlertThreshold?: number;
+  readonly accountAlertWindowMs?: number;
+  readonly groups?: readonly RateLimitGroup[];
+  readonly typeGroups?: Partial<Record<GatewayCheckType, string>>;
+}
+
+/** Patch: every field optional; `groups` / `typeGroups` replace the whole set when given. */
+export type CarrierPatch = Partial<NewCarrier>;

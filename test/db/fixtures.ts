@@ -1,0 +1,40 @@
+/** Shared fixtures for the PostgreSQL tests (not a test file itself). */
+import type pg from 'pg';
+import { createCarrier } from '../../src/db/carriers.js';
+import type { Carrier } from '../../src/domain/carrier.js';
+
+let counter = 0;
+
+/** A valid 19-character ICCID unique within the process. */
+export function iccid(n: number): string {
+  return `8986${String(n).padStart(15, '0')}`;
+}
+
+export async function makeCarrier(pool: pg.Pool, name = `acct-${++counter}`): Promise<Carrier> {
+  return createCarrier(pool, {
+    name,
+    gatewayAccount: `gw-${name}`,
+    groups: [
+      { name: 'status', qps: 50 },
+      { name: 'data', qps: 20 },
+    ],
+    typeGroups: { card_status: 'status', carddata: 'data', realname: 'status' },
+  });
+}
+
+/** Counts statements sent by every pg client while fn runs (pool.query goes through Client#query). */
+export async function countStatements<T>(pg_: typeof pg, fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
+  const proto = pg_.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  let statements = 0;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    statements += 1;
+    return original.apply(this, args);
+  };
+  try {
+    const result = await fn();
+    return { result, statements };
+  } finally {
+    proto.query = original;
+  }
+}
