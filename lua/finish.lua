@@ -23,9 +23,10 @@
 -- Fixes over the seed:
 --  * a card in no lane (or without a due hash) was removed from polling: the result is not
 --    written, so a stale hash is never recreated, and the card is not re-added;
---  * a request-check made after the claim (req:t > claim time `clm`) is never lost: due:t is kept
---    <= req:t, and the request's cfm:t/exp:t win over this execution's. Requests at or before the
---    claim were served by this execution and their req:t is dropped. Without `clm` (the hash was
+--  * a request-check made after the claim (req:t >= claim time `clm`; a tie counts as after, since
+--    re-running is safe and losing is not) is never lost: due:t is kept <= req:t, and the request's
+--    cfm:t/exp:t win over this execution's. Requests before the claim were served by this
+--    execution and their req:t is dropped. Without `clm` (the hash was
 --    recreated during the execution) every request counts as made after the claim;
 --  * a stale finish (token lost its claim) still records what the gateway said, but never moves
 --    a due:t later than it is, nor touches cfm:t/exp:t: the current owner decides those.
@@ -71,7 +72,7 @@ local function protect(t)
   local req = tonumber(redis.call('HGET', dueKey, F_REQ .. t))
   local floor = nil
   if owned then
-    if req and req > claimedAt then floor = req end
+    if req and req >= claimedAt then floor = req end
   else
     floor = tonumber(redis.call('HGET', dueKey, F_DUE .. t))
     if req and (floor == nil or req < floor) then floor = req end
@@ -105,7 +106,7 @@ if owned then
     if string.sub(f, 1, #F_REQ) == F_REQ then
       local t = string.sub(f, #F_REQ + 1)
       local req = tonumber(fields[i + 1])
-      if req and req > claimedAt then
+      if req and req >= claimedAt then
         protect(t)
       else
         -- Served by this execution (requested before the claim).

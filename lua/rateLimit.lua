@@ -1,9 +1,11 @@
 --[[
   rateLimit — shared limiter of one (carrier account, rate-limit group), DESIGN §5.
 
-  Sliding window: every granted call is a ZSET member scored with its grant time. A call is
-  granted only while fewer than `rate` calls were granted in the last `window` ms, so no window of
-  that length ever holds more than `rate` grants, whichever processes asked. The caller passes
+  Sliding window with reservations: every granted call is a ZSET member scored with its slot time
+  (now, or a reserved time in the future). A slot is given only where every window of `window` ms
+  holding it has fewer than `rate` slots, so no window ever holds more than `rate` calls, whichever
+  processes asked. A caller whose slot lies in the future sleeps until it (no polling, no herd of
+  waiters) and then confirms it (pushback may have voided it). The caller passes
   window = 1000 ms + a safety margin: the gap between the grant here and the call's arrival at the
   carrier varies by a few ms per call, and the margin keeps the carrier's own one-second windows
   (measured at arrival) within the rate too.
@@ -22,11 +24,11 @@
     KEYS[1]  window ZSET   member = call id, score = grant time (ms)
     KEYS[2]  state HASH    rate, ceil, since (time of the last rate step), pause (paused until),
                            hold (ignore pushback until); absent = running at the configured rate
-    ARGV[1]  op            'acquire' | 'peek' | 'pushback'
+    ARGV[1]  op            'acquire' | 'confirm' | 'peek' | 'pushback'
     ARGV[2]  now ms        '' = Redis TIME
     ARGV[3]  configured rate (calls per window, integer >= 1)
     ARGV[4]  window ms
-    ARGV[5]  call id       (acquire) unique member for the granted call
+    ARGV[5]  call id       (acquire, confirm) unique member of the call's slot
     ARGV[6]  retry after ms (pushback) '' = ARGV[7]
     ARGV[7]  default pause ms
     ARGV[8]  decrease factor (0 < f < 1)
@@ -34,11 +36,14 @@
     ARGV[10] recovery step ms
     ARGV[11] probe step ms
     ARGV[12] state ttl ms
+    ARGV[13] max wait ms   (acquire) reserve a slot at most this far ahead; '' = 0 (now or never)
   Output: { result, waitMs, effectiveRate, remaining, nowMs, pausedUntilMs }
-    acquire:  result 1 = granted (waitMs 0), 0 = not granted, waitMs = time until a slot may free
-    peek:     result 1; waitMs as acquire would answer; grants nothing
+    acquire:  result 1 = slot reserved, call after waitMs (0 = now) and confirm if waitMs > 0;
+              result 0 = the earliest slot is waitMs away, beyond max wait: nothing reserved
+    confirm:  result 1 = the reservation stands, 0 = pushback voided it
+    peek:     result 1; waitMs = time to the earliest slot; reserves nothing
     pushback: result 1 = applied, 0 = ignored (same burst as the last decrease)
-    remaining = grants still possible in the current window (0 while paused)
+    remaining = slots still free in the current window, reservations counted (0 while paused)
 ]]
 
 local windowKey = KEYS[1]
@@ -60,6 +65,7 @@ local minRate = tonumber(ARGV[9])
 local recoveryStep = tonumber(ARGV[10])
 local probeStep = tonumber(ARGV[11])
 local stateTtl = tonumber(ARGV[12])
+local maxWait = tonumber(ARGV[13]) or 0
 
 -- Pushback state with lazy recovery up to now.
 local s = redis.call('HMGET', stateKey, 'rate', 'ceil', 'since', 'pause', 'hold')
@@ -96,6 +102,8 @@ if op == 'pushback' then
   end
   ceil = rate
   rate = math.max(minRate, math.floor(rate * factor))
+  -- Reservations made at the old rate are void; their holders find out when they confirm.
+  redis.call('ZREMRANGEBYSCORE', windowKey, '(' .. now, '+inf')
   pause = now + retryAfter
   since = pause
   hold = now + math.max(retryAfter, window)
@@ -105,26 +113,42 @@ end
 
 if hasState and stepped then saveState() end
 
+if op == 'confirm' then
+  -- A reservation survives unless carrier pushback cancelled it meanwhile.
+  local kept = 0
+  if redis.call('ZSCORE', windowKey, callId) then kept = 1 end
+  return { kept, 0, rate, 0, math.floor(now), math.floor(pause) }
+end
+
 redis.call('ZREMRANGEBYSCORE', windowKey, '-inf', now - window)
 local count = redis.call('ZCARD', windowKey)
 
-local wait = 0
-if pause > now then
-  wait = pause - now
-elseif count >= rate then
-  -- The slot frees when the (count - rate + 1)-th oldest grant leaves the window.
+-- Earliest slot: not before now nor the end of a pause; with `rate` grants (past or reserved) in
+-- the window, not before the (count - rate + 1)-th newest one leaves it.
+local slot = math.max(now, pause)
+if count >= rate then
   local entry = redis.call('ZRANGE', windowKey, count - rate, count - rate, 'WITHSCORES')
-  wait = tonumber(entry[2]) + window - now
+  slot = math.max(slot, tonumber(entry[2]) + window)
 end
+-- Safety net for rate changes (configured or pushback) that leave reservations beyond the slot:
+-- every window holding the slot must have room. If not, go after the last entry's window.
+if redis.call('ZCOUNT', windowKey, '(' .. (slot - window), '(' .. (slot + window)) >= rate then
+  local last = redis.call('ZRANGE', windowKey, -1, -1, 'WITHSCORES')
+  slot = math.max(slot, tonumber(last[2]) + window)
+end
+local wait = slot - now
+local reserved = redis.call('ZCOUNT', windowKey, '(' .. (now - window), '+inf')
 
-if op == 'acquire' and wait <= 0 then
-  redis.call('ZADD', windowKey, now, callId)
-  redis.call('PEXPIRE', windowKey, math.ceil(window))
-  return { 1, 0, rate, rate - count - 1, math.floor(now), math.floor(pause) }
+if op == 'acquire' and wait <= maxWait then
+  redis.call('ZADD', windowKey, slot, callId)
+  -- Keep the key until the latest slot (possibly reserved by another caller) leaves its window.
+  local latest = redis.call('ZRANGE', windowKey, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIRE', windowKey, math.ceil(tonumber(latest[2]) + window - now))
+  return { 1, math.ceil(wait), rate, math.max(0, rate - reserved - 1), math.floor(now), math.floor(pause) }
 end
 
 local remaining = 0
-if pause <= now then remaining = math.max(0, rate - count) end
+if pause <= now then remaining = math.max(0, rate - reserved) end
 local result = 0
 if op == 'peek' then result = 1 end
 return { result, math.ceil(wait), rate, remaining, math.floor(now), math.floor(pause) }

@@ -18,7 +18,7 @@
 --   -1 the card is not polled in this account (in no lane)
 --   -2 invalid argument
 --
--- For each requested type: due:t = now and req:t = now. req:t is what makes a request that lands
+-- For each requested type: due:t = min(due:t, now) and req:t = now (the latest request). req:t is what makes a request that lands
 -- while the card executes survive finish (finish keeps due:t <= req:t for requests made after the
 -- claim). A card whose claim is alive is left where it is (priority: prio = 1 so finish moves it to
 -- the priority lane); otherwise it is scored min(score, now), in the priority lane for 'priority'.
@@ -43,7 +43,10 @@ for i = 7, #ARGV do
   local t = ARGV[i]
   local lastOk = tonumber(redis.call('HGET', dueKey, F_OK .. t))
   if not (cooldown > 0 and lastOk and lastOk > 0 and now - lastOk < cooldown) then
-    redis.call('HSET', dueKey, F_DUE .. t, now, F_REQ .. t, now)
+    -- A request never delays a type that is already due earlier.
+    local due = tonumber(redis.call('HGET', dueKey, F_DUE .. t))
+    if due == nil or due > now then due = now end
+    redis.call('HSET', dueKey, F_DUE .. t, due, F_REQ .. t, now)
     if delays ~= '' then
       redis.call('HSET', dueKey, F_CFM .. t, delays)
       if expected ~= '' then

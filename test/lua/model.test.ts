@@ -1,0 +1,380 @@
+/**
+ * Randomized model test: thousands of random interleavings of upsert / remove / move /
+ * requestCheck (both lanes) / claim / acquireExec / renew / finish / release / lease expiry over
+ * several cards and two accounts, run against the real scripts with a virtual clock, and after
+ * every step compared with the in-memory model (exact Redis state and every reply) and checked
+ * against the invariants I1–I6 of DESIGN §4.
+ *
+ * LUA_MODEL_SEED replays a run (the seed is printed on failure); LUA_MODEL_STEPS sets its length.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createFixture } from './fixture.js';
+import { CarrierModel, type ModelAccount } from './model/carrierModel.js';
+import { readSnapshot, type AccountSnapshot } from './model/snapshot.js';
+import { Random } from './model/random.js';
+import { CHECK_TYPES, type CheckType } from '../../src/common/checkTypes.js';
+import type { AccountKeys } from '../../src/redis/keys.js';
+
+const SEED = Number(process.env.LUA_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const STEPS = Number(process.env.LUA_MODEL_STEPS ?? 6000);
+const ACCOUNTS = ['1', '2'] as const;
+const CARDS = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'] as const;
+const LEASE = 1_000;
+const EXEC_TTL = 60_000;
+const TYPE_GROUPS = { card_status: 'g1', carddata: 'g1', realname: 'g2' } as const;
+// Realistic epoch ms, so number formatting in Lua is exercised on 13-digit values.
+const START = 1_700_000_000_000;
+
+interface Issued {
+  readonly account: string;
+  readonly cardId: string;
+  readonly token: string;
+  readonly claimAt: number;
+}
+
+interface PendingRequest {
+  readonly account: string;
+  readonly cardId: string;
+  readonly type: string;
+  readonly at: number;
+}
+
+function modelSnapshot(a: ModelAccount): AccountSnapshot {
+  const record = <V>(map: Map<string, V>): Record<string, V> => Object.fromEntries(map);
+  return {
+    prio: record(a.prio),
+    queue: record(a.queue),
+    running: record(a.running),
+    claim: record(a.claim),
+    exec: record(a.exec),
+    due: Object.fromEntries([...a.due].map(([id, hash]) => [id, Object.fromEntries(hash)])),
+  };
+}
+
+test(`carrier queue scripts follow the model under random interleavings (seed ${SEED}, ${STEPS} steps)`, async () => {
+  const fx = await createFixture('lua-model');
+  const rnd = new Random(SEED);
+  const model = new CarrierModel();
+  const keys = new Map<string, AccountKeys>(ACCOUNTS.map((id) => [id, fx.keys(id)]));
+  for (const id of ACCOUNTS) model.account(id);
+  const issued: Issued[] = [];
+  let pending: PendingRequest[] = [];
+  const log: string[] = [];
+  const counts: Record<string, number> = {};
+  const outcomes: Record<string, number> = {};
+  const tally = (name: string, by = 1): void => {
+    outcomes[name] = (outcomes[name] ?? 0) + by;
+  };
+  let now = START;
+  let round = 0;
+
+  const whereIs = (cardId: string): string | null => {
+    for (const id of ACCOUNTS) {
+      const a = model.account(id);
+      if (a.prio.has(cardId) || a.queue.has(cardId)) return id;
+    }
+    return null;
+  };
+  // Mostly tokens that still own their claim, so success paths are exercised as much as stale ones.
+  const pickToken = (): Issued | null => {
+    const live = issued.filter((t) => {
+      const a = model.account(t.account);
+      return a.claim.get(t.cardId) === t.token && (a.running.get(t.token) ?? 0) > now;
+    });
+    if (live.length > 0 && rnd.chance(0.75)) return rnd.pick(live);
+    return issued.length > 0 ? rnd.pick(issued) : null;
+  };
+  const execValue = (t: Issued): string => {
+    const current = model.account(t.account).exec.get(t.cardId);
+    if (current?.startsWith(`${t.token}|`) && rnd.chance(0.8)) return current.slice(t.token.length + 1);
+    return rnd.pick(['w1', 'w2']);
+  };
+  const resolve = (match: (p: PendingRequest) => boolean): void => {
+    pending = pending.filter((p) => !match(p));
+  };
+  const randomDues = (): [CheckType, number][] =>
+    rnd.subset(CHECK_TYPES).map((type) => [type, now + rnd.int(-2_000, 5_000)] as [CheckType, number]);
+
+  const ops: { name: string; weight: number; run: () => Promise<void> }[] = [
+    {
+      name: 'upsert',
+      weight: 10,
+      run: async () => {
+        const cardId = rnd.pick(CARDS);
+        const account = whereIs(cardId) ?? rnd.pick(ACCOUNTS);
+        const dues = rnd.chance(0.1) ? [] : randomDues();
+        log.push(`upsert ${account}/${cardId} ${JSON.stringify(dues)}`);
+        await fx.store.upsert({ carrierId: account, cardId, now, dues: Object.fromEntries(dues) });
+        model.upsert(account, cardId, now, dues);
+        const kept = new Set<string>(dues.map(([type]) => type));
+        resolve((p) => p.account === account && p.cardId === cardId && !kept.has(p.type));
+      },
+    },
+    {
+      name: 'remove',
+      weight: 3,
+      run: async () => {
+        const cardId = rnd.pick(CARDS);
+        const account = whereIs(cardId) ?? rnd.pick(ACCOUNTS);
+        log.push(`remove ${account}/${cardId}`);
+        assert.equal(await fx.store.remove(account, cardId), model.remove(account, cardId), 'remove reply');
+        resolve((p) => p.account === account && p.cardId === cardId);
+      },
+    },
+    {
+      name: 'move',
+      weight: 3,
+      run: async () => {
+        const cardId = rnd.pick(CARDS);
+        const from = whereIs(cardId);
+        if (from === null) return;
+        const to = ACCOUNTS.find((id) => id !== from)!;
+        log.push(`move ${cardId} ${from} → ${to} (remove)`);
+        await fx.store.remove(from, cardId);
+        model.remove(from, cardId);
+        resolve((p) => p.account === from && p.cardId === cardId);
+        await check(); // briefly in neither account is fine, in both is not
+        const dues = randomDues();
+        if (dues.length === 0) dues.push(['card_status', now]);
+        log.push(`move ${cardId} (upsert ${to}) ${JSON.stringify(dues)}`);
+        await fx.store.upsert({ carrierId: to, cardId, now, dues: Object.fromEntries(dues) });
+        model.upsert(to, cardId, now, dues);
+      },
+    },
+    {
+      name: 'requestCheck',
+      weight: 10,
+      run: async () => {
+        const cardId = rnd.pick(CARDS);
+        const account = rnd.chance(0.9) ? (whereIs(cardId) ?? rnd.pick(ACCOUNTS)) : rnd.pick(ACCOUNTS);
+        const types = rnd.subset(CHECK_TYPES);
+        if (types.length === 0) types.push(rnd.pick(CHECK_TYPES));
+        const lane = rnd.chance(0.5) ? 'priority' : 'normal';
+        const cooldownMs = rnd.pick([0, 0, 3_000]);
+        const delays = rnd.chance(0.2) ? [10, 30] : [];
+        const expected = delays.length > 0 && rnd.chance(0.5) ? 'offline' : '';
+        log.push(`requestCheck ${account}/${cardId} ${lane} ${types.join(',')} cd=${cooldownMs} cfm=${delays.join(',')} exp=${expected}`);
+        const reply = await fx.store.requestCheck({
+          carrierId: account, cardId, now, cooldownMs, lane, types,
+          confirmDelaysSec: delays, ...(expected ? { expected } : {}),
+        });
+        const expectedReply = model.requestCheck(account, {
+          cardId, now, cooldownMs, delays: delays.join(','), expected, lane, types,
+        });
+        const modelReply =
+          expectedReply.reply < 0
+            ? { status: 'not_polled' }
+            : { status: expectedReply.reply > 0 ? 'requested' : 'cooldown', requested: expectedReply.reply };
+        assert.deepEqual(reply, modelReply, 'requestCheck reply');
+        for (const type of expectedReply.types) pending.push({ account, cardId, type, at: now });
+        tally(`requestCheck:${reply.status}`);
+      },
+    },
+    {
+      name: 'claim',
+      weight: 12,
+      run: async () => {
+        const account = rnd.pick(ACCOUNTS);
+        round += 1;
+        const groupBudget: Record<string, number> | undefined = rnd.chance(0.5)
+          ? undefined
+          : rnd.chance(0.8)
+            ? { g1: rnd.int(0, 3), g2: rnd.int(0, 2) }
+            : { g1: rnd.int(0, 3) };
+        const input = {
+          now,
+          leaseMs: LEASE,
+          inflightLimit: rnd.int(1, 6),
+          priorityRatio: rnd.pick([0, 0.5, 0.34, 1]),
+          tokenPrefix: `r${round}`,
+          typeGroups: TYPE_GROUPS,
+          countRealname: rnd.chance(0.5),
+          ...(groupBudget ? { groupBudget } : {}),
+        };
+        log.push(`claim ${account} ${JSON.stringify(input)}`);
+        const before = await readSnapshot(fx.redis, keys, CARDS);
+        const result = await fx.store.claim({ carrierId: account, ...input });
+        const expected = model.claim(account, input);
+        assert.deepEqual(result, { expired: expected.expired, claimed: expected.claimed }, 'claim reply');
+        tally('claim:cards', result.claimed.length);
+        tally('claim:expired', result.expired);
+        if (expected.stopped) tally('claim:budgetStop');
+        for (const c of result.claimed) issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now });
+        if (issued.length > 16) issued.splice(0, issued.length - 16);
+        checkBudget(before.get(account)!, result.claimed.map((c) => c.cardId), input);
+        if (!groupBudget && result.claimed.length < expected.capacity) {
+          // I4: with capacity to spare and no budget, nothing due is left unclaimed.
+          const after = await readSnapshot(fx.redis, keys, CARDS);
+          const snap = after.get(account)!;
+          for (const [cardId, score] of [...Object.entries(snap.prio), ...Object.entries(snap.queue)])
+            assert.ok(score > now, `I4: ${cardId} due at ${score} left unclaimed at ${now}`);
+        }
+      },
+    },
+    {
+      name: 'acquireExec',
+      weight: 8,
+      run: async () => {
+        const t = pickToken();
+        if (t === null) return;
+        const value = execValue(t);
+        log.push(`acquireExec ${t.account}/${t.cardId} ${t.token} ${value}`);
+        const reply = await fx.store.acquireExec(t.account, t.cardId, t.token, value, EXEC_TTL, now);
+        assert.equal(reply, model.acquireExec(t.account, t.cardId, t.token, value, now), 'acquireExec reply');
+        tally(`acquireExec:${reply}`);
+      },
+    },
+    {
+      name: 'renew',
+      weight: 5,
+      run: async () => {
+        const t = pickToken();
+        if (t === null) return;
+        const value = execValue(t);
+        log.push(`renew ${t.account}/${t.cardId} ${t.token} ${value}`);
+        const reply = await fx.store.renew(t.account, t.cardId, t.token, value, LEASE, now);
+        assert.equal(reply, model.renew(t.account, t.cardId, t.token, value, LEASE, now), 'renew reply');
+        tally(`renew:${reply}`);
+      },
+    },
+    {
+      name: 'finish',
+      weight: 10,
+      run: async () => {
+        const t = pickToken();
+        if (t === null) return;
+        const set: [string, string][] = [];
+        const del: string[] = [];
+        for (const type of rnd.subset(CHECK_TYPES)) {
+          set.push([`due:${type}`, String(now + rnd.int(-500, 8_000))], [`ok:${type}`, String(now)]);
+          if (rnd.chance(0.3)) set.push([`cfm:${type}`, '30']);
+          if (rnd.chance(0.3)) del.push(`cfm:${type}`, `exp:${type}`);
+          if (rnd.chance(0.2)) set.push([`fail:${type}`, '1']);
+          else del.push(`fail:${type}`);
+        }
+        if (rnd.chance(0.05)) del.push(`due:${rnd.pick(CHECK_TYPES)}`);
+        log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')}`);
+        const owned = await fx.store.finish({ carrierId: t.account, cardId: t.cardId, token: t.token, now, set: Object.fromEntries(set), del });
+        assert.equal(owned, model.finish(t.account, t.cardId, t.token, now, set, del), 'finish reply');
+        tally(`finish:${owned}`);
+        // I5: an execution that started after a request served it.
+        if (owned) resolve((p) => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt);
+      },
+    },
+    {
+      name: 'release',
+      weight: 3,
+      run: async () => {
+        const t = pickToken();
+        if (t === null) return;
+        log.push(`release ${t.account}/${t.cardId} ${t.token}`);
+        const reply = await fx.store.release(t.account, t.cardId, t.token, now);
+        assert.equal(reply, model.release(t.account, t.cardId, t.token, now), 'release reply');
+        tally(`release:${reply}`);
+      },
+    },
+    {
+      name: 'advance',
+      weight: 8,
+      run: async () => {
+        const by = rnd.chance(0.8) ? rnd.int(1, 400) : LEASE + rnd.int(0, 500);
+        now += by;
+        log.push(`advance +${by} → ${now}`);
+      },
+    },
+  ];
+  const totalWeight = ops.reduce((sum, op) => sum + op.weight, 0);
+
+  /** I6: within a round, no group plans more calls than its budget except the one admitted card. */
+  function checkBudget(
+    before: AccountSnapshot,
+    claimed: string[],
+    input: { now: number; countRealname: boolean; groupBudget?: Record<string, number> },
+  ): void {
+    if (!input.groupBudget) return;
+    const used = new Map<string, number>();
+    for (const cardId of claimed) {
+      const need = new Map<string, number>();
+      for (const [type, group] of Object.entries(TYPE_GROUPS)) {
+        if (type === 'realname' && !input.countRealname) continue;
+        const due = Number(before.due[cardId]?.[`due:${type}`] ?? NaN);
+        if (due <= input.now) need.set(group, (need.get(group) ?? 0) + 1);
+      }
+      for (const [group, n] of need) {
+        const budget = input.groupBudget[group];
+        if (budget === undefined) continue;
+        const u = used.get(group) ?? 0;
+        assert.ok(budget > 0, `I6: ${cardId} claimed although ${group} is exhausted`);
+        assert.ok(u === 0 || u + n <= budget, `I6: ${group} planned ${u + n} > budget ${budget}`);
+        used.set(group, u + n);
+      }
+    }
+  }
+
+  async function check(): Promise<void> {
+    const snapshot = await readSnapshot(fx.redis, keys, CARDS);
+    for (const id of ACCOUNTS) {
+      assert.deepEqual(snapshot.get(id), modelSnapshot(model.account(id)), `account ${id} differs from the model`);
+    }
+    for (const cardId of CARDS) {
+      // I1: in at most one lane of at most one account; a due hash exactly where it is polled.
+      const lanes = ACCOUNTS.flatMap((id) => {
+        const snap = snapshot.get(id)!;
+        return [cardId in snap.prio ? `${id}/prio` : null, cardId in snap.queue ? `${id}/queue` : null].filter(Boolean);
+      });
+      assert.ok(lanes.length <= 1, `I1: ${cardId} in ${lanes.join(' and ')}`);
+      for (const id of ACCOUNTS) {
+        const snap = snapshot.get(id)!;
+        assert.equal(cardId in snap.due, cardId in snap.prio || cardId in snap.queue, `I1: ${id}/${cardId} hash ⇔ lane`);
+      }
+    }
+    for (const id of ACCOUNTS) {
+      const snap = snapshot.get(id)!;
+      // I3: running holds exactly the live claims' tokens.
+      assert.deepEqual(new Set(Object.keys(snap.running)), new Set(Object.values(snap.claim)), `I3: ${id} running ≠ claims`);
+      // I2: one claim token per card (a string key) and an exec right only for that token.
+      for (const [cardId, exec] of Object.entries(snap.exec)) {
+        const claim = snap.claim[cardId];
+        assert.ok(claim !== undefined && exec.startsWith(`${claim}|`), `I2: ${id}/${cardId} exec ${exec} without claim ${claim}`);
+      }
+    }
+    // I5: a pending request keeps its type due no later than the latest pending request of that
+    // type (all made at or before now, so the card stays due until an execution serves them).
+    for (const p of pending) {
+      const latest = Math.max(
+        ...pending.filter((q) => q.account === p.account && q.cardId === p.cardId && q.type === p.type).map((q) => q.at),
+      );
+      const due = Number(snapshot.get(p.account)!.due[p.cardId]?.[`due:${p.type}`] ?? NaN);
+      assert.ok(due <= latest, `I5: request ${JSON.stringify(p)} lost (due:${p.type} = ${due})`);
+    }
+  }
+
+  let step = 0;
+  try {
+    for (step = 0; step < STEPS; step += 1) {
+      let pick = rnd.next() * totalWeight;
+      const op = ops.find((candidate) => (pick -= candidate.weight) < 0) ?? ops[0]!;
+      counts[op.name] = (counts[op.name] ?? 0) + 1;
+      await op.run();
+      await check();
+    }
+    // I4: after every lease has run out, every polled card is claimable again.
+    now += LEASE + 1;
+    for (const id of ACCOUNTS) {
+      const polled = [...model.account(id).prio.keys(), ...model.account(id).queue.keys()];
+      const result = await fx.store.claim({
+        carrierId: id, now: now + 10 * 3_600_000, leaseMs: LEASE, inflightLimit: 100, priorityRatio: 0,
+        tokenPrefix: 'final', typeGroups: TYPE_GROUPS, countRealname: true,
+      });
+      assert.deepEqual(new Set(result.claimed.map((c) => c.cardId)), new Set(polled), `I4: account ${id} not all claimable`);
+    }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`model test failed: LUA_MODEL_SEED=${SEED} at step ${step}\nlast operations:\n  ${log.slice(-15).join('\n  ')}`);
+    throw new Error(`LUA_MODEL_SEED=${SEED} step ${step}: ${message}`, { cause: error });
+  } finally {
+    await fx.close();
+  }
+  console.log(`model test: seed ${SEED}, ${STEPS} steps, ops ${JSON.stringify(counts)}, outcomes ${JSON.stringify(outcomes)}`);
+});

@@ -1,0 +1,395 @@
+/**
+ * In-memory model of the carrier queue (DESIGN §4), written from the spec and the script headers,
+ * used by the randomized test to predict Redis state step by step. Deliberately plain: maps and
+ * loops, no cleverness, so a disagreement points at the scripts.
+ */
+import { GATEWAY_CHECK_TYPES } from '../../../src/common/checkTypes.js';
+
+export type Hash = Map<string, string>;
+
+/** Score of a card with no due type (finish). */
+const NO_DUE_RETRY_MS = 3_600_000;
+
+export class ModelAccount {
+  readonly prio = new Map<string, number>();
+  readonly queue = new Map<string, number>();
+  readonly running = new Map<string, number>();
+  readonly claim = new Map<string, string>();
+  readonly exec = new Map<string, string>();
+  readonly due = new Map<string, Hash>();
+}
+
+export interface ModelClaimInput {
+  readonly now: number;
+  readonly leaseMs: number;
+  readonly inflightLimit: number;
+  readonly priorityRatio: number;
+  readonly tokenPrefix: string;
+  readonly groupBudget?: Readonly<Record<string, number>>;
+  readonly typeGroups: Readonly<Record<string, string>>;
+  readonly countRealname: boolean;
+}
+
+export interface ModelClaimResult {
+  expired: number;
+  claimed: { cardId: string; token: string; fromPriority: boolean }[];
+  /** Calls per group of each claimed card, as planned (for I6). */
+  needs: Map<string, number>[];
+  capacity: number;
+  stopped: boolean;
+}
+
+/** Sorted like ZRANGEBYSCORE: score, then member (card ids are ASCII). */
+function dueMembers(lane: Map<string, number>, now: number, limit: number): string[] {
+  return [...lane.entries()]
+    .filter(([, score]) => score <= now)
+    .sort(([a, sa], [b, sb]) => sa - sb || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, limit)
+    .map(([member]) => member);
+}
+
+function num(raw: string | undefined): number | null {
+  if (raw === undefined) return null;
+  const value = Number(raw);
+  return Number.isFinite(value) ? value : null;
+}
+
+function earliestDue(hash: Hash): number | null {
+  let earliest: number | null = null;
+  for (const [field, value] of hash) {
+    if (!field.startsWith('due:')) continue;
+    const v = num(value);
+    if (v !== null && (earliest === null || v < earliest)) earliest = v;
+  }
+  return earliest;
+}
+
+export class CarrierModel {
+  readonly accounts = new Map<string, ModelAccount>();
+
+  account(id: string): ModelAccount {
+    let account = this.accounts.get(id);
+    if (!account) {
+      account = new ModelAccount();
+      this.accounts.set(id, account);
+    }
+    return account;
+  }
+
+  private liveExpiry(a: ModelAccount, cardId: string, token: string, now: number): number | null {
+    if (a.claim.get(cardId) !== token) return null;
+    const expiry = a.running.get(token);
+    return expiry !== undefined && expiry > now ? expiry : null;
+  }
+
+  private clearClaim(a: ModelAccount, cardId: string, token: string): void {
+    if (a.claim.get(cardId) === token) a.claim.delete(cardId);
+    if (a.exec.get(cardId)?.startsWith(`${token}|`)) a.exec.delete(cardId);
+    a.running.delete(token);
+  }
+
+  private laneOf(a: ModelAccount, cardId: string): Map<string, number> | null {
+    if (a.prio.has(cardId)) return a.prio;
+    return a.queue.has(cardId) ? a.queue : null;
+  }
+
+  claim(accountId: string, input: ModelClaimInput): ModelClaimResult {
+    const a = this.account(accountId);
+    const { now } = input;
+    let expired = 0;
+    for (const [token, expiry] of [...a.running]) {
+      if (expiry > now) continue;
+      expired += 1;
+      const cardId = /:([^:]+)$/.exec(token)?.[1];
+      if (cardId !== undefined) this.clearClaim(a, cardId, token);
+      a.running.delete(token);
+    }
+    const result: ModelClaimResult = { expired, claimed: [], needs: [], capacity: 0, stopped: false };
+    const capacity = input.inflightLimit - a.running.size;
+    result.capacity = capacity;
+    if (capacity <= 0) return result;
+    const budgeted = input.groupBudget !== undefined;
+    const budget = input.groupBudget ?? {};
+    const used = new Map<string, number>();
+    let taken = 0;
+    let stop = false;
+
+    const tryClaim = (cardId: string, fromPriority: boolean, lane: Map<string, number>): boolean => {
+      const current = a.claim.get(cardId);
+      if (current !== undefined) {
+        const expiry = a.running.get(current);
+        if (expiry !== undefined && expiry > now) {
+          lane.set(cardId, expiry);
+          return false;
+        }
+        this.clearClaim(a, cardId, current);
+      }
+      const need = new Map<string, number>();
+      const hash = a.due.get(cardId);
+      if (budgeted) {
+        for (const type of GATEWAY_CHECK_TYPES) {
+          if (type === 'realname' && !input.countRealname) continue;
+          const due = num(hash?.get(`due:${type}`));
+          const group = input.typeGroups[type];
+          if (due !== null && due <= now && group !== undefined) need.set(group, (need.get(group) ?? 0) + 1);
+        }
+      }
+      for (const [group, n] of need) {
+        const b = budget[group];
+        const u = used.get(group) ?? 0;
+        if (b !== undefined && (b <= 0 || (u > 0 && u + n > b))) {
+          stop = true;
+          return false;
+        }
+      }
+      const token = `${input.tokenPrefix}:${cardId}`;
+      a.claim.set(cardId, token);
+      for (const [group, n] of need) used.set(group, (used.get(group) ?? 0) + n);
+      lane.set(cardId, now + input.leaseMs);
+      a.running.set(token, now + input.leaseMs);
+      if (hash) {
+        if (fromPriority) hash.delete('prio');
+        hash.set('clm', String(now));
+      }
+      taken += 1;
+      result.claimed.push({ cardId, token, fromPriority });
+      result.needs.push(need);
+      return true;
+    };
+
+    const drain = (lane: Map<string, number>, fromPriority: boolean, startQuota: number): void => {
+      let quota = startQuota;
+      while (quota > 0 && !stop && taken < capacity) {
+        const ids = dueMembers(lane, now, quota);
+        if (ids.length === 0) return;
+        for (const id of ids) {
+          if (stop || quota <= 0 || taken >= capacity) return;
+          if (tryClaim(id, fromPriority, lane)) quota -= 1;
+        }
+      }
+    };
+
+    let priorityQuota = capacity;
+    if (input.priorityRatio > 0) {
+      priorityQuota = Math.min(capacity, Math.max(1, Math.floor(capacity * input.priorityRatio)));
+    }
+    drain(a.prio, true, priorityQuota);
+    drain(a.queue, false, capacity - taken);
+    drain(a.prio, true, capacity - taken);
+    result.stopped = stop;
+    return result;
+  }
+
+  acquireExec(accountId: string, cardId: string, token: string, value: string, now: number): 'acquired' | 'lost' | 'busy' {
+    const a = this.account(accountId);
+    if (this.liveExpiry(a, cardId, token, now) === null) return 'lost';
+    const record = `${token}|${value}`;
+    const current = a.exec.get(cardId);
+    if (current !== undefined && current !== record && current.startsWith(`${token}|`)) return 'busy';
+    a.exec.set(cardId, record);
+    return 'acquired';
+  }
+
+  renew(accountId: string, cardId: string, token: string, value: string, leaseMs: number, now: number): boolean {
+    const a = this.account(accountId);
+    if (this.liveExpiry(a, cardId, token, now) === null) return false;
+    if (a.exec.get(cardId) !== `${token}|${value}`) return false;
+    a.running.set(token, now + leaseMs);
+    if (a.prio.has(cardId)) a.prio.set(cardId, now + leaseMs);
+    if (a.queue.has(cardId)) a.queue.set(cardId, now + leaseMs);
+    return true;
+  }
+
+  release(accountId: string, cardId: string, token: string, now: number): boolean {
+    const a = this.account(accountId);
+    if (this.liveExpiry(a, cardId, token, now) === null) return false;
+    this.clearClaim(a, cardId, token);
+    a.due.get(cardId)?.delete('clm');
+    if (a.prio.has(cardId)) a.prio.set(cardId, now);
+    if (a.queue.has(cardId)) a.queue.set(cardId, now);
+    return true;
+  }
+
+  finish(
+    accountId: string,
+    cardId: string,
+    token: string,
+    now: number,
+    set: readonly [string, string][],
+    del: readonly string[],
+  ): boolean {
+    const a = this.account(accountId);
+    const owned = this.liveExpiry(a, cardId, token, now) !== null;
+    const inLane = this.laneOf(a, cardId) !== null;
+    const hash = a.due.get(cardId);
+    if (!inLane || !hash) {
+      if (!hash) {
+        a.prio.delete(cardId);
+        a.queue.delete(cardId);
+      }
+      if (owned) {
+        this.clearClaim(a, cardId, token);
+        return true;
+      }
+      return false;
+    }
+    const claimedAt = num(hash.get('clm')) ?? -1;
+    const floors = new Map<string, number | null>();
+    const protectedTypes = new Map<string, boolean>();
+    const typeOf = (field: string): string | null => {
+      for (const prefix of ['due:', 'cfm:', 'exp:']) if (field.startsWith(prefix)) return field.slice(prefix.length);
+      return null;
+    };
+    const protect = (type: string): boolean => {
+      const known = protectedTypes.get(type);
+      if (known !== undefined) return known;
+      const req = num(hash.get(`req:${type}`));
+      let floor: number | null = null;
+      if (owned) {
+        if (req !== null && req >= claimedAt) floor = req;
+      } else {
+        floor = num(hash.get(`due:${type}`));
+        if (req !== null && (floor === null || req < floor)) floor = req;
+      }
+      const isProtected = floor !== null || !owned;
+      protectedTypes.set(type, isProtected);
+      floors.set(type, floor);
+      return isProtected;
+    };
+    const writable = (field: string): boolean => {
+      const type = typeOf(field);
+      if (type === null) return true;
+      if (field.startsWith('due:')) {
+        protect(type);
+        return true;
+      }
+      return !protect(type);
+    };
+    for (const [field, value] of set) if (writable(field)) hash.set(field, value);
+    for (const field of del) if (writable(field)) hash.delete(field);
+    if (owned) {
+      for (const [field, value] of [...hash]) {
+        if (!field.startsWith('req:')) continue;
+        const req = num(value);
+        if (req !== null && req >= claimedAt) protect(field.slice(4));
+        else hash.delete(field);
+      }
+    }
+    for (const [type, floor] of floors) {
+      if (floor === null) continue;
+      const due = num(hash.get(`due:${type}`));
+      if (due === null || due > floor) hash.set(`due:${type}`, String(floor));
+    }
+    if (!owned) return false;
+    this.clearClaim(a, cardId, token);
+    hash.delete('clm');
+    const score = earliestDue(hash) ?? now + NO_DUE_RETRY_MS;
+    if (hash.get('prio') === '1') {
+      a.queue.delete(cardId);
+      a.prio.set(cardId, score);
+    } else {
+      a.prio.delete(cardId);
+      a.queue.set(cardId, score);
+    }
+    return true;
+  }
+
+  /** Returns the script's answer and the types actually requested. */
+  requestCheck(
+    accountId: string,
+    input: {
+      cardId: string;
+      now: number;
+      cooldownMs: number;
+      delays: string;
+      expected: string;
+      lane: 'priority' | 'normal';
+      types: readonly string[];
+    },
+  ): { reply: number; types: string[] } {
+    const a = this.account(accountId);
+    const { cardId, now } = input;
+    const prioScore = a.prio.get(cardId);
+    const queueScore = a.queue.get(cardId);
+    const hash = a.due.get(cardId);
+    if ((prioScore === undefined && queueScore === undefined) || !hash) return { reply: -1, types: [] };
+    const types: string[] = [];
+    for (const type of input.types) {
+      const lastOk = num(hash.get(`ok:${type}`));
+      if (input.cooldownMs > 0 && lastOk !== null && lastOk > 0 && now - lastOk < input.cooldownMs) continue;
+      const due = num(hash.get(`due:${type}`));
+      hash.set(`due:${type}`, String(due === null || due > now ? now : due));
+      hash.set(`req:${type}`, String(now));
+      if (input.delays !== '') {
+        hash.set(`cfm:${type}`, input.delays);
+        if (input.expected !== '') hash.set(`exp:${type}`, input.expected);
+        else hash.delete(`exp:${type}`);
+      }
+      types.push(type);
+    }
+    if (types.length === 0) return { reply: 0, types };
+    const current = a.claim.get(cardId);
+    const claimed = current !== undefined && this.liveExpiry(a, cardId, current, now) !== null;
+    if (input.lane === 'priority') {
+      hash.set('prio', '1');
+      if (claimed) return { reply: types.length, types };
+      const old = prioScore ?? queueScore ?? now;
+      a.queue.delete(cardId);
+      a.prio.set(cardId, Math.min(old, now));
+      return { reply: types.length, types };
+    }
+    if (claimed) return { reply: types.length, types };
+    const lane = prioScore !== undefined ? a.prio : a.queue;
+    lane.set(cardId, Math.min(lane.get(cardId) ?? now, now));
+    return { reply: types.length, types };
+  }
+
+  upsert(accountId: string, cardId: string, now: number, dues: readonly [string, number][]): void {
+    const a = this.account(accountId);
+    if (dues.length === 0) {
+      this.remove(accountId, cardId);
+      return;
+    }
+    let hash = a.due.get(cardId);
+    if (!hash) {
+      hash = new Map();
+      a.due.set(cardId, hash);
+    }
+    const wanted = new Set<string>();
+    let earliest: number | null = null;
+    for (const [type, given] of dues) {
+      let due = given;
+      const req = num(hash.get(`req:${type}`));
+      if (req !== null && req < due) due = req;
+      wanted.add(type);
+      hash.set(`due:${type}`, String(due));
+      if (earliest === null || due < earliest) earliest = due;
+    }
+    hash.set('carrier', accountId);
+    for (const field of [...hash.keys()]) {
+      if (!field.startsWith('due:')) continue;
+      const type = field.slice(4);
+      if (!wanted.has(type)) {
+        hash.delete(field);
+        hash.delete(`req:${type}`);
+      }
+    }
+    let score = earliest ?? now;
+    const current = a.claim.get(cardId);
+    if (current !== undefined) {
+      const expiry = this.liveExpiry(a, cardId, current, now);
+      if (expiry !== null && expiry > score) score = expiry;
+    }
+    if (a.prio.has(cardId)) a.prio.set(cardId, score);
+    else a.queue.set(cardId, score);
+  }
+
+  remove(accountId: string, cardId: string): boolean {
+    const a = this.account(accountId);
+    const was = a.prio.delete(cardId) || a.queue.delete(cardId);
+    a.prio.delete(cardId);
+    a.queue.delete(cardId);
+    a.due.delete(cardId);
+    return was;
+  }
+}
