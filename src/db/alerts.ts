@@ -213,7 +213,7 @@ export async function listFailureAlerts(db: Queryable, filter: { cardId?: string
   const { rows } = await db.query<FailureAlertRow>(
     `SELECT ${FAILURE_COLUMNS} FROM polling_failure_alert
       WHERE ($1::bigint IS NULL OR card_id = $1) AND ($2::bigint IS NULL OR carrier_id = $2) AND ($3::boolean IS NOT TRUE OR status = 'open')
-      ORDER BY opened_at DESC, id DESC LIMIT $4`,
+      ORDER BY opened_at DESC, polling_failure_alert.id DESC LIMIT $4`,
     [filter.cardId ?? null, filter.carrierId ?? null, filter.openOnly ?? false, limit],
   );
   return rows.map(toFailureAlert);
@@ -223,7 +223,7 @@ export async function listCarrierAlerts(db: Queryable, filter: { carrierId?: str
   const { rows } = await db.query<CarrierAlertRow>(
     `SELECT id::text, carrier_id::text, kind, status, alert_count, threshold, window_ms, opened_at FROM carrier_alert
       WHERE ($1::bigint IS NULL OR carrier_id = $1) AND ($2::boolean IS NOT TRUE OR status = 'open')
-      ORDER BY opened_at DESC, id DESC LIMIT $3`,
+      ORDER BY opened_at DESC, carrier_alert.id DESC LIMIT $3`,
     [filter.carrierId ?? null, filter.openOnly ?? false, limit],
   );
   return rows.map(toCarrierAlert);

@@ -53,7 +53,7 @@ export async function listAudit(db: Queryable, entityType: AuditEntity, entityId
     occurred_at: Date;
   }>(
     `SELECT id::text, entity_type, entity_id, action, actor, source, reason, before, after, occurred_at
-       FROM audit_log WHERE entity_type = $1 AND entity_id = $2 ORDER BY id`,
+       FROM audit_log WHERE entity_type = $1 AND entity_id = $2 ORDER BY audit_log.id`,
     [entityType, entityId],
   );
   return rows.map((row) => ({

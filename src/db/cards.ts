@@ -171,7 +171,7 @@ export async function listCards(db: Queryable, filter: CardFilter, afterId = '0'
        SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS}
         WHERE c.id > $1::bigint AND ($2::bigint IS NULL OR c.carrier_id = $2::bigint) AND ($3::text IS NULL OR c.status = $3)
         ORDER BY c.id
-     ) s WHERE ($4::boolean IS NULL OR s.polled = $4) LIMIT $5`,
+     ) s WHERE ($4::boolean IS NULL OR s.polled = $4) ORDER BY s.id::bigint LIMIT $5`,
     [afterId, filter.carrierId ?? null, filter.status ?? null, filter.polled ?? null, limit],
   );
   return rows.map(toScopedCard);

@@ -73,7 +73,7 @@ export async function listExecutions(db: Queryable, cardId: string, limit = 20):
     details: Record<string, unknown>;
   }>(
     `SELECT id::text, card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details
-       FROM card_execution WHERE card_id = $1::bigint ORDER BY started_at DESC, id DESC LIMIT $2`,
+       FROM card_execution WHERE card_id = $1::bigint ORDER BY started_at DESC, card_execution.id DESC LIMIT $2`,
     [requireId(cardId, 'cardId'), limit],
   );
   return rows.map((row) => ({

@@ -72,7 +72,7 @@ export async function getPollingConfig(db: Queryable, id: string): Promise<Polli
 }
 
 export async function listPollingConfigs(db: Queryable, options: { enabledOnly?: boolean } = {}): Promise<PollingConfig[]> {
-  const { rows } = await db.query<ConfigRow>(`${SELECT_CONFIG} WHERE ($1::boolean IS NOT TRUE OR enabled) ORDER BY priority DESC, id`, [
+  const { rows } = await db.query<ConfigRow>(`${SELECT_CONFIG} WHERE ($1::boolean IS NOT TRUE OR enabled) ORDER BY priority DESC, polling_config.id`, [
     options.enabledOnly ?? false,
   ]);
   return rows.map(toPollingConfig);

@@ -1,0 +1,119 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { listAudit } from '../../src/db/audit.js';
+import { insertCards } from '../../src/db/cards.js';
+import { claimPriorityItem, completePriorityItem, failPriorityItem, findActivePriorityItem, requestPriorityItem } from '../../src/db/priorityItems.js';
+import { normaliseCard } from '../../src/domain/cardInput.js';
+import { DomainError } from '../../src/domain/errors.js';
+import type { PriorityItem } from '../../src/domain/priorityItem.js';
+import { createTestDb, type TestDb } from '../helpers/db.js';
+import { iccid, makeCarrier } from './fixtures.js';
+
+let db: TestDb;
+let cardIds: string[];
+before(async () => {
+  db = await createTestDb('priority');
+  const carrier = await makeCarrier(db.pool);
+  const cards = await insertCards(db.pool, [1, 2, 3, 4, 5].map((n) => normaliseCard({ iccid: iccid(200 + n), carrierId: carrier.id })));
+  cardIds = cards.map((card) => card.id);
+});
+after(() => db.close());
+
+const snapshot = (value: unknown): Pick<PriorityItem, 'status' | 'attemptCount'> => value as PriorityItem;
+
+test('priority item: create-or-merge unions types, counts triggers, keeps who and from where', async () => {
+  const cardId = cardIds[0]!;
+  const first = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'alice', source: 'api', cooldownMs: 5000 });
+  assert.equal(first.merged, false);
+  const concurrent = await Promise.allSettled([
+    requestPriorityItem(db.pool, { cardId, types: ['realname', 'card_status'], actor: 'billing', source: 'service', cooldownMs: 1000 }),
+    requestPriorityItem(db.pool, { cardId, types: ['carddata'], actor: 'bob', source: 'cli' }),
+  ]);
+  assert.ok(concurrent.every((r) => r.status === 'fulfilled'));
+  const item = (await findActivePriorityItem(db.pool, cardId))!;
+  assert.equal(item.id, first.item.id);
+  assert.equal(item.triggerCount, 3);
+  assert.deepEqual(item.types, ['card_status', 'carddata', 'realname']);
+  assert.equal(item.cooldownMs, 1000);
+  assert.equal(item.firstActor, 'alice');
+  assert.equal(item.firstSource, 'api');
+  const audit = await listAudit(db.pool, 'polling_priority_item', item.id);
+  assert.deepEqual(audit.map((a) => a.action), ['created', 'merged', 'merged']);
+  assert.equal(audit[0]!.before, null);
+  assert.equal((audit[1]!.before as PriorityItem).triggerCount, 1);
+  assert.equal((audit[1]!.after as PriorityItem).triggerCount, 2);
+  await assert.rejects(
+    requestPriorityItem(db.pool, { cardId: '987654', types: ['card_status'], actor: 'a', source: 'api' }),
+    (error: unknown) => error instanceof DomainError && error.code === 'not_found' && error.field === 'cardId',
+  );
+  await assert.rejects(
+    requestPriorityItem(db.pool, { cardId, types: ['nope' as never], actor: 'a', source: 'api' }),
+    (error: unknown) => error instanceof DomainError && error.field === 'types[0]',
+  );
+});
+
+test('priority item: pending → processing → completed, each transition audited with before/after', async () => {
+  const cardId = cardIds[1]!;
+  const { item } = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'ops', source: 'api' });
+  const claim = await claimPriorityItem(db.pool, { cardId, token: 't1', leaseMs: 60_000 });
+  assert.equal(claim.status, 'claimed');
+  const busy = await claimPriorityItem(db.pool, { cardId, token: 't2', leaseMs: 60_000 });
+  assert.equal(busy.status, 'busy');
+  assert.equal(await completePriorityItem(db.pool, { itemId: item.id, token: 'wrong' }), null, 'a stale token changes nothing');
+  const done = await completePriorityItem(db.pool, { itemId: item.id, token: 't1' });
+  assert.equal(done?.status, 'completed');
+  assert.equal(done?.result, 'success');
+  assert.equal(await findActivePriorityItem(db.pool, cardId), null);
+  const audit = await listAudit(db.pool, 'polling_priority_item', item.id);
+  assert.deepEqual(audit.map((a) => [a.action, snapshot(a.before)?.status ?? null, snapshot(a.after).status]), [
+    ['created', null, 'pending'],
+    ['claimed', 'pending', 'processing'],
+    ['completed', 'processing', 'completed'],
+  ]);
+  // A new trigger after completion opens a new active item.
+  const next = await requestPriorityItem(db.pool, { cardId, types: ['carddata'], actor: 'ops', source: 'api' });
+  assert.notEqual(next.item.id, item.id);
+});
+
+test('priority item: retryable failures go back to pending with a next run time until the attempt limit', async () => {
+  const cardId = cardIds[2]!;
+  const { item } = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'ops', source: 'api', attemptLimit: 2 });
+  const nextRunAt = new Date(Date.now() + 30_000);
+  await claimPriorityItem(db.pool, { cardId, token: 'a1', leaseMs: 60_000 });
+  const retry = await failPriorityItem(db.pool, { itemId: item.id, token: 'a1', reason: 'gateway timeout', retryable: true, nextRunAt });
+  assert.equal(retry?.status, 'pending');
+  assert.equal(retry?.attemptCount, 1);
+  assert.equal(retry?.nextRunAt?.getTime(), nextRunAt.getTime());
+  await claimPriorityItem(db.pool, { cardId, token: 'a2', leaseMs: 60_000 });
+  const final = await failPriorityItem(db.pool, { itemId: item.id, token: 'a2', reason: 'gateway timeout', retryable: true });
+  assert.equal(final?.status, 'failed');
+  assert.equal(final?.attemptCount, 2);
+  assert.match(final?.failureReason ?? '', /attempt limit/);
+  const actions = (await listAudit(db.pool, 'polling_priority_item', item.id)).map((a) => a.action);
+  assert.deepEqual(actions, ['created', 'claimed', 'retry_scheduled', 'claimed', 'failed']);
+});
+
+test('priority item: a business failure fails at once', async () => {
+  const cardId = cardIds[3]!;
+  const { item } = await requestPriorityItem(db.pool, { cardId, types: ['realname'], actor: 'ops', source: 'api' });
+  await claimPriorityItem(db.pool, { cardId, token: 'b1', leaseMs: 60_000 });
+  const failed = await failPriorityItem(db.pool, { itemId: item.id, token: 'b1', reason: 'card no longer polled', retryable: false });
+  assert.equal(failed?.status, 'failed');
+  assert.equal(failed?.attemptCount, 1);
+});
+
+test('priority item: a processing item whose lease expired is taken over; on the last attempt it fails instead', async () => {
+  const cardId = cardIds[4]!;
+  const { item } = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'ops', source: 'api', attemptLimit: 2 });
+  const t0 = new Date('2026-01-01T00:00:00Z');
+  await claimPriorityItem(db.pool, { cardId, token: 'c1', leaseMs: 10_000, now: t0 });
+  assert.equal((await claimPriorityItem(db.pool, { cardId, token: 'c2', leaseMs: 10_000, now: new Date(t0.getTime() + 5_000) })).status, 'busy');
+  const takeover = await claimPriorityItem(db.pool, { cardId, token: 'c2', leaseMs: 10_000, now: new Date(t0.getTime() + 10_000) });
+  assert.equal(takeover.status, 'taken_over');
+  assert.equal(await completePriorityItem(db.pool, { itemId: item.id, token: 'c1' }), null, 'the crashed executor cannot finish');
+  const exhausted = await claimPriorityItem(db.pool, { cardId, token: 'c3', leaseMs: 10_000, now: new Date(t0.getTime() + 30_000) });
+  assert.equal(exhausted.status, 'exhausted');
+  if (exhausted.status === 'exhausted') assert.equal(exhausted.item.status, 'failed');
+  const actions = (await listAudit(db.pool, 'polling_priority_item', item.id)).map((a) => a.action);
+  assert.deepEqual(actions, ['created', 'claimed', 'taken_over', 'failed']);
+});
