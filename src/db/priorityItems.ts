@@ -146,7 +146,7 @@ function validateRequest(request: PriorityRequest): CheckType[] {
   if (request.cooldownMs !== undefined) requireInt(request.cooldownMs, 'cooldownMs', 0, 86_400_000);
   request.confirmDelaysSec?.forEach((delay, index) => requireInt(delay, `confirmDelaysSec[${index}]`, 1, 86_400));
   if (request.attemptLimit !== undefined) requireInt(request.attemptLimit, 'attemptLimit', 1, 100);
-  return [...new Set(request.types)];
+  return [...new Set<CheckType>(request.types)];
 }
 
 export interface RequestResult {

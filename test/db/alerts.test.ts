@@ -23,7 +23,7 @@ test('failure alert: opens at the threshold, one open per (card, type) under ret
   assert.equal(opened.alert?.status, 'open');
   const retried = await Promise.all([recordFailure(db.pool, { ...failure, failCount: 3 }), recordFailure(db.pool, { ...failure, failCount: 4 })]);
   assert.deepEqual(retried.map((r) => r.opened), [false, false]);
-  assert.equal(retried[1]!.alert?.id, opened.alert?.id);
+  assert.equal(retried[1].alert?.id, opened.alert?.id);
   let alerts = await listFailureAlerts(db.pool, { cardId: card!.id });
   assert.equal(alerts.length, 1);
   assert.equal(alerts[0]!.failCount, 4);
