@@ -46,6 +46,12 @@
     remaining = slots still free in the current window, reservations counted (0 while paused)
 ]]
 
+-- Exclusive score bound. `..` would format with 14 significant digits and cut the sub-ms part
+-- of epoch-ms scores; %.17g keeps every digit.
+local function exclusive(score)
+  return '(' .. string.format('%.17g', score)
+end
+
 local windowKey = KEYS[1]
 local stateKey = KEYS[2]
 
@@ -103,7 +109,7 @@ if op == 'pushback' then
   ceil = rate
   rate = math.max(minRate, math.floor(rate * factor))
   -- Reservations made at the old rate are void; their holders find out when they confirm.
-  redis.call('ZREMRANGEBYSCORE', windowKey, '(' .. now, '+inf')
+  redis.call('ZREMRANGEBYSCORE', windowKey, exclusive(now), '+inf')
   pause = now + retryAfter
   since = pause
   hold = now + math.max(retryAfter, window)
@@ -132,12 +138,12 @@ if count >= rate then
 end
 -- Safety net for rate changes (configured or pushback) that leave reservations beyond the slot:
 -- every window holding the slot must have room. If not, go after the last entry's window.
-if redis.call('ZCOUNT', windowKey, '(' .. (slot - window), '(' .. (slot + window)) >= rate then
+if redis.call('ZCOUNT', windowKey, exclusive(slot - window), exclusive(slot + window)) >= rate then
   local last = redis.call('ZRANGE', windowKey, -1, -1, 'WITHSCORES')
   slot = math.max(slot, tonumber(last[2]) + window)
 end
 local wait = slot - now
-local reserved = redis.call('ZCOUNT', windowKey, '(' .. (now - window), '+inf')
+local reserved = redis.call('ZCOUNT', windowKey, exclusive(now - window), '+inf')
 
 if op == 'acquire' and wait <= maxWait then
   redis.call('ZADD', windowKey, slot, callId)

@@ -7,6 +7,8 @@ import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { GatewayClient, GatewayObservation } from './client.js';
 import { GatewayError } from './errors.js';
 
+const DEFAULT_CALL_RESERVE_MS = 1000;
+
 export interface LimitedCallRequest<T extends GatewayCheckType> {
   readonly carrierId: string;
   /** Rate-limit group of `type` on this account. */
@@ -17,6 +19,11 @@ export interface LimitedCallRequest<T extends GatewayCheckType> {
   readonly iccid: string;
   /** End of the step (epoch ms): bounds both the wait for a slot and the call. */
   readonly deadline: number;
+  /**
+   * Time kept for the call itself: the wait for a slot ends this long before the deadline, so a
+   * late slot does not become a certain timeout. @default 1000
+   */
+  readonly callReserveMs?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -30,7 +37,7 @@ export async function callThroughLimiter<T extends GatewayCheckType>(
   request: LimitedCallRequest<T>,
 ): Promise<LimitedCallResult<T>> {
   const slot = await deps.limiter.acquire(request.carrierId, request.group, {
-    deadline: request.deadline,
+    deadline: request.deadline - (request.callReserveMs ?? DEFAULT_CALL_RESERVE_MS),
     ...(request.signal ? { signal: request.signal } : {}),
   });
   if (slot.outcome === 'deferred') return slot;

@@ -1,0 +1,291 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { loadConfig } from '../../src/config/index.js';
+import { DEFAULT_WINDOW_MARGIN_MS, RedisRateLimiter } from '../../src/ratelimit/limiter.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { GatewayClient } from '../../src/gateway/client.js';
+import { GatewayError } from '../../src/gateway/errors.js';
+import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
+import { configureAccount, groupStats, simStats } from './simHelpers.js';
+import type { CallerInput, CallerOutput } from './fixtures/limiterCaller.js';
+
+const WINDOW_MS = 1000 + DEFAULT_WINDOW_MARGIN_MS;
+
+describe('rate limiter script (test clock)', () => {
+  let t: TestRedis;
+  let clock = 1_000_000;
+  const limiter = (qps: number): RedisRateLimiter => new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => qps, now: () => clock });
+  before(async () => {
+    t = await createTestRedis('ratelimit-unit');
+  });
+  after(async () => t.close());
+
+  test('grants the QPS within a window, then says exactly when the next slot frees', async () => {
+    const l = limiter(3);
+    clock = 1_000_000;
+    for (let i = 0; i < 3; i += 1) {
+      clock += 10;
+      assert.equal((await l.tryAcquire('c1', 'g')).granted, true);
+    }
+    assert.deepEqual(await l.remaining('c1', ['g', 'other']), { g: 0, other: 3 });
+    clock += 100;
+    const refused = await l.tryAcquire('c1', 'g');
+    assert.equal(refused.granted, false);
+    // First grant at 1_000_010 leaves the window at 1_000_010 + 1040.
+    assert.equal(refused.waitMs, 1_000_010 + WINDOW_MS - clock);
+    clock = 1_000_010 + WINDOW_MS;
+    assert.equal((await l.tryAcquire('c1', 'g')).granted, true);
+    assert.equal((await l.tryAcquire('c1', 'g')).granted, false);
+  });
+
+  test('no sliding window ever holds more grants than the QPS (random clock walk)', async () => {
+    const l = limiter(5);
+    clock = 2_000_000;
+    const grants: number[] = [];
+    let seed = 7;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let i = 0; i < 400; i += 1) {
+      clock += Math.floor(random() * 60);
+      if ((await l.tryAcquire('c2', 'g')).granted) grants.push(clock);
+    }
+    let max = 0;
+    for (let i = 0; i < grants.length; i += 1) {
+      let j = i;
+      while (j < grants.length && (grants[j] ?? 0) - (grants[i] ?? 0) < WINDOW_MS) j += 1;
+      max = Math.max(max, j - i);
+    }
+    assert.equal(max, 5);
+    // ~12 s of clock at 5 per 1.04 s: the limiter must also not starve the group.
+    const span = (grants.at(-1) ?? 0) - (grants[0] ?? 0);
+    assert.ok(grants.length >= Math.floor((span / WINDOW_MS) * 5), `${grants.length} grants over ${span} ms`);
+  });
+
+  test('pushback: pause, halve, ignore the same burst, recover fast to below the refused rate, then probe slowly', async () => {
+    const l = limiter(10);
+    clock = 3_000_000;
+    assert.equal(await l.effectiveRate('c3', 'g'), 10);
+    const first = await l.reportRateLimited('c3', 'g', 500);
+    assert.deepEqual(first, { applied: true, effectiveRate: 5, pausedUntilMs: 3_000_500 });
+    const sameBurst = await l.reportRateLimited('c3', 'g', 500);
+    assert.equal(sameBurst.applied, false);
+    assert.equal(await l.effectiveRate('c3', 'g'), 5);
+    const paused = await l.tryAcquire('c3', 'g');
+    assert.equal(paused.granted, false);
+    assert.equal(paused.waitMs, 500);
+    assert.deepEqual(await l.remaining('c3', ['g']), { g: 0 });
+    // Fast recovery: +1 per second after the pause, up to the refused rate − 1 = 9.
+    clock = 3_000_500 + 999;
+    assert.equal(await l.effectiveRate('c3', 'g'), 5);
+    clock = 3_000_500 + 1000;
+    assert.equal(await l.effectiveRate('c3', 'g'), 6);
+    clock = 3_000_500 + 4000;
+    assert.equal(await l.effectiveRate('c3', 'g'), 9);
+    clock = 3_000_500 + 20_000;
+    assert.equal(await l.effectiveRate('c3', 'g'), 9, 'probing above the refused rate waits for the probe step');
+    clock = 3_000_500 + 4000 + 30_000;
+    assert.equal(await l.effectiveRate('c3', 'g'), 10);
+    // Back at the configured rate with the state gone; a new rejection halves again.
+    assert.equal(await t.redis.exists(`${t.namespace}poll:{cc3}:rl:g:pushback`), 0);
+    clock += 5000;
+    assert.equal((await l.reportRateLimited('c3', 'g')).effectiveRate, 5);
+  });
+
+  test('a rejected probe lowers the ceiling: recovery then stops one below it', async () => {
+    const l = limiter(10);
+    clock = 4_000_000;
+    await l.reportRateLimited('c4', 'g', 0); // refused at 10 → 5
+    clock += 2000; // 7
+    assert.equal(await l.effectiveRate('c4', 'g'), 7);
+    assert.equal((await l.reportRateLimited('c4', 'g', 0)).effectiveRate, 3); // refused at 7 → 3
+    clock += 3000;
+    assert.equal(await l.effectiveRate('c4', 'g'), 6);
+    clock += 10_000;
+    assert.equal(await l.effectiveRate('c4', 'g'), 6, 'stays below the refused rate until the probe step');
+  });
+});
+
+describe('rate limiter wait mode (Redis clock)', () => {
+  let t: TestRedis;
+  before(async () => {
+    t = await createTestRedis('ratelimit-wait');
+  });
+  after(async () => t.close());
+
+  test('short deadlines give deferrals (counted), longer ones wait for the next window', async () => {
+    const l = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 5 });
+    const started = Date.now();
+    const short = await Promise.all(Array.from({ length: 20 }, () => l.acquire('w1', 'g', { deadline: Date.now() + 200 })));
+    assert.equal(short.filter((r) => r.outcome === 'granted').length, 5);
+    assert.equal(short.filter((r) => r.outcome === 'deferred').length, 15);
+    assert.ok(Date.now() - started < 500, 'deferral is answered at once, not after sleeping to the deadline');
+    assert.deepEqual({ granted: l.stats().granted, deferred: l.stats().deferred }, { granted: 5, deferred: 15 });
+
+    const long = await Promise.all(Array.from({ length: 8 }, () => l.acquire('w1', 'g', { deadline: Date.now() + 1500 })));
+    const granted = long.filter((r) => r.outcome === 'granted');
+    assert.equal(granted.length, 5);
+    for (const r of granted) assert.ok(r.waitedMs >= 700 && r.waitedMs < 1400, `waited ${r.waitedMs} ms for the next window`);
+    assert.ok(l.stats().waits >= 5, 'waiting callers slept between attempts');
+  });
+
+  test('carrier pushback voids reservations; their holders re-acquire at the reduced rate', async () => {
+    const l = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 2 });
+    const key = `${t.namespace}poll:{cw3}:rl:g`;
+    for (let i = 0; i < 2; i += 1) assert.equal((await l.acquire('w3', 'g', { deadline: Date.now() + 100 })).outcome, 'granted');
+    const pending = l.acquire('w3', 'g', { deadline: Date.now() + 3000 });
+    await sleep(50);
+    assert.equal(await t.redis.zcard(key), 3, 'a slot ahead is reserved');
+    assert.equal((await l.reportRateLimited('w3', 'g', 200)).applied, true);
+    assert.equal(await t.redis.zcard(key), 2, 'the reservation made at the old rate is void');
+    assert.equal((await pending).outcome, 'granted');
+    assert.equal(await l.effectiveRate('w3', 'g'), 1);
+  });
+
+  test('a cancelled wait rejects with the caller\'s reason', async () => {
+    const l = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 1 });
+    assert.equal((await l.acquire('w2', 'g', { deadline: Date.now() + 100 })).outcome, 'granted');
+    const controller = new AbortController();
+    const reason = new Error('activity cancelled');
+    setTimeout(() => controller.abort(reason), 50);
+    await assert.rejects(l.acquire('w2', 'g', { deadline: Date.now() + 5000, signal: controller.signal }), (error) => error === reason);
+  });
+});
+
+describe('rate limiter across processes and carrier pushback (simulator)', () => {
+  let t: TestRedis;
+  let sim: RunningSimulator;
+  before(async () => {
+    t = await createTestRedis('ratelimit-sim');
+    sim = await startSimulator({ seed: 42 });
+  });
+  after(async () => {
+    await sim.close();
+    await t.close();
+  });
+
+  test('4 processes × 50 callers on one 10-QPS group for 10 s: never above 10 in any second, none rejected, ≥ 95 % used', async () => {
+    const qps = 10;
+    const durationMs = 10_000;
+    const account = 'acct-multi';
+    await configureAccount(sim.url, account, { groups: { g: qps }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 20, p99: 80 } });
+    const fixture = fileURLToPath(new URL('./fixtures/limiterCaller.ts', import.meta.url));
+    const children = [0, 1, 2, 3].map((processIndex) => {
+        const input: CallerInput = {
+          redisUrl: loadConfig().REDIS_URL,
+          namespace: t.namespace,
+          carrierId: 'multi',
+          group: 'g',
+          qps,
+          simUrl: sim.url,
+          account,
+          processIndex,
+          concurrency: 50,
+          durationMs,
+          maxWaitMs: 1500,
+          redueMs: 1000,
+        };
+        return spawnCaller(fixture, input);
+      });
+    await Promise.all(children.map((child) => child.ready));
+    // A common start shortly ahead, so no process starts with a head start over the others.
+    const startAt = Date.now() + 200;
+    for (const child of children) child.start(startAt);
+    const outputs = await Promise.all(children.map((child) => child.output));
+    const stats = groupStats(await simStats(sim.url), account, 'g');
+    const granted = outputs.reduce((sum, o) => sum + o.granted, 0);
+    const deferred = outputs.reduce((sum, o) => sum + o.deferred, 0);
+    const lateSlots = outputs.reduce((sum, o) => sum + o.lateSlots, 0);
+    const ok = outputs.reduce((sum, o) => sum + o.ok, 0);
+    const budget = (qps * durationMs) / 1000;
+    const report = { maxPerSecond: stats.maxPerSecond, calls: stats.calls, rejected: stats.rejected, granted, ok, deferred, lateSlots, utilisation: stats.calls / budget };
+    process.stdout.write(`# multi-process limiter: ${JSON.stringify(report)}\n`);
+    for (const o of outputs) assert.ok(o.runMs >= durationMs, `process ${o.processIndex} stopped after ${o.runMs} ms`);
+    assert.ok(stats.maxPerSecond <= qps, `simulator saw ${stats.maxPerSecond} calls in one second`);
+    assert.equal(stats.rejected, 0);
+    assert.equal(stats.calls, granted, 'every granted slot reached the simulator, nothing else did');
+    assert.equal(ok, granted);
+    assert.ok(stats.calls >= 0.95 * budget, `used ${stats.calls} of ${budget}`);
+    assert.ok(deferred > 0, 'waits beyond the deadline are reported as deferrals');
+  });
+
+  test('carrier enforces 6 QPS while configured 10: rejections stop and throughput converges near 6', async () => {
+    const account = 'acct-pushback';
+    await configureAccount(sim.url, account, { groups: { g: 6 }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 10, p99: 40 } });
+    const limiter = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 10 });
+    const client = new GatewayClient({ baseUrl: sim.url });
+    const settleMs = 10_000;
+    const measureMs = 10_000;
+    const start = Date.now();
+    const end = start + settleMs + measureMs;
+    let settled: { calls: number; rejected: number } | undefined;
+    const snapshot = (async () => {
+      await sleep(settleMs);
+      settled = groupStats(await simStats(sim.url), account, 'g');
+    })();
+    const caller = async (index: number): Promise<void> => {
+      const iccid = `89861000${String(index).padStart(12, '0')}`;
+      while (Date.now() < end) {
+        try {
+          const r = await callThroughLimiter(
+            { client, limiter },
+            { carrierId: 'pb', group: 'g', type: 'card_status', account, iccid, deadline: Math.min(Date.now() + 2000, end), callReserveMs: 500 },
+          );
+          if (r.outcome === 'deferred') await sleep(100);
+        } catch (error) {
+          if (!(error instanceof GatewayError && error.errorClass === 'rate_limited')) throw error;
+        }
+      }
+    };
+    await Promise.all([snapshot, ...Array.from({ length: 30 }, (_, i) => caller(i))]);
+    const final = groupStats(await simStats(sim.url), account, 'g');
+    client.close();
+    assert.ok(settled);
+    const rate = ((final.calls - settled.calls) * 1000) / measureMs;
+    const effective = await limiter.effectiveRate('pb', 'g');
+    const report = { settling: settled, final, measuredQps: rate, effectiveRate: effective, limiter: limiter.stats() };
+    process.stdout.write(`# pushback: ${JSON.stringify(report)}\n`);
+    assert.ok(settled.rejected > 0, 'the carrier did push back during settling');
+    assert.ok(limiter.stats().pushbacksApplied >= 1);
+    assert.equal(final.rejected - settled.rejected, 0, 'no rejections after settling');
+    // The 100 ms window margin caps 6 QPS at 6 per 1.1 s = 5.45; "near 6" = at least 75 %.
+    assert.ok(rate >= 0.75 * 6 && rate <= 6, `throughput after settling ${rate} QPS`);
+    assert.equal(effective, 6);
+  });
+});
+
+interface Child {
+  readonly ready: Promise<void>;
+  readonly output: Promise<CallerOutput>;
+  start(startAt: number): void;
+}
+
+/** Spawns a caller process; it answers `ready`, waits for the start time on stdin, then prints its counts. */
+function spawnCaller(fixture: string, input: CallerInput): Child {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+    env: { ...process.env, LIMITER_CALLER: JSON.stringify(input) },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  let markReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.startsWith('ready\n')) markReady();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const output = new Promise<CallerOutput>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`caller ${input.processIndex} exited ${code}: ${stderr}`));
+      else resolve(JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as CallerOutput);
+    });
+  });
+  return { ready: Promise.race([ready, output.then(() => undefined)]), output, start: (startAt) => child.stdin.end(`${startAt}\n`) };
+}
