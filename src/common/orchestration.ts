@@ -10,9 +10,13 @@ export const CARRIER_ID_ATTRIBUTE = defineSearchAttributeKey('CarrierId', Search
 export const CHECK_TYPES_ATTRIBUTE = defineSearchAttributeKey('CheckTypes', SearchAttributeType.KEYWORD_LIST);
 export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('Outcome', SearchAttributeType.KEYWORD);
 
-export const POLLING_CONTROL_WORKFLOW_ID = 'polling-control';
-export const cardWorkflowId = (cardId: string): string => `card-${cardId}`;
-export const schedulerWorkflowId = (carrierId: string): string => `carrier-scheduler-${carrierId}`;
+/**
+ * Workflow ids. `prefix` is empty in production (ids are exactly `card-<id>` etc.); tests sharing
+ * one Temporal namespace give each stack its own prefix.
+ */
+export const pollingControlWorkflowId = (prefix = ''): string => `${prefix}polling-control`;
+export const cardWorkflowId = (cardId: string, prefix = ''): string => `${prefix}card-${cardId}`;
+export const schedulerWorkflowId = (carrierId: string, prefix = ''): string => `${prefix}carrier-scheduler-${carrierId}`;
 
 export type PollingMode = 'carrier' | 'legacy';
 export const POLLING_MODES: readonly PollingMode[] = ['carrier', 'legacy'];
@@ -22,6 +26,12 @@ export interface TaskQueueNames {
   readonly card: string;
   readonly gateway: string;
   readonly ingest: string;
+}
+
+/** Where a deployment's workflows run and how their ids are spelled; passed down from pollingControl. */
+export interface Deployment {
+  readonly taskQueues: TaskQueueNames;
+  readonly workflowIdPrefix: string;
 }
 
 export interface ClaimedCard {

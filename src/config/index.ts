@@ -32,6 +32,8 @@ const schema = z.object({
   TASK_QUEUE_CARD: nonEmpty.default('polling-card'),
   TASK_QUEUE_GATEWAY: nonEmpty.default('polling-gateway'),
   TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
+  /** Prepended to workflow ids (`<prefix>card-<id>`); empty in production, unique per test stack. */
+  WORKFLOW_ID_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"').default(''),
   WORKER_CARD_MAX_WORKFLOWS: positiveInt.default(200),
   WORKER_CARD_MAX_ACTIVITIES: positiveInt.default(200),
   WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),

@@ -1,0 +1,122 @@
+/**
+ * What finishing an execution writes into the card's due hash (DESIGN §6): next due per type
+ * keeping the card's phase, failure streaks with jittered backoff, rate-limit deferrals, delayed
+ * confirmation. Pure: inputs in, field changes out, so every rule is unit-tested directly.
+ */
+import type { CheckType } from '../common/checkTypes.js';
+import type { ExecutionOutcome, StepResult } from '../common/orchestration.js';
+import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../common/schedule.js';
+import { DueField } from '../redis/dueFields.js';
+import { formatConfirmDelays, type DueState } from '../redis/dueState.js';
+
+export interface FinishPlanInput {
+  readonly state: DueState | null;
+  readonly results: readonly StepResult[];
+  /** Interval per polled type (ms); a type without one is no longer polled. */
+  readonly intervalsMs: Partial<Record<CheckType, number>>;
+  readonly backoffBaseMs: number;
+  readonly now: number;
+  readonly random: () => number;
+}
+
+export interface TypeFinish {
+  readonly type: CheckType;
+  readonly outcome: StepResult['outcome'];
+  /** Consecutive failures before and after this execution. */
+  readonly failBefore: number;
+  readonly failAfter: number;
+  readonly nextDue: number | null;
+  /** Delayed confirmation ended without seeing the expected state. */
+  readonly confirmationMissed: boolean;
+  readonly confirmed: boolean;
+}
+
+export interface FinishPlan {
+  readonly set: Record<string, string | number>;
+  readonly del: string[];
+  readonly types: readonly TypeFinish[];
+  readonly outcome: ExecutionOutcome;
+}
+
+/** The state a confirmation compares with `expected`, per type. */
+export function observedState(result: StepResult): string | undefined {
+  if (result.outcome !== 'success' || !result.observation) return undefined;
+  const payload = result.observation.payload;
+  if (result.type === 'card_status' && typeof payload.network === 'string') return payload.network;
+  if (result.type === 'realname' && typeof payload.realname === 'string') return payload.realname;
+  if (result.type === 'package' && typeof payload.state === 'string') return payload.state;
+  return undefined;
+}
+
+export function planFinish(input: FinishPlanInput): FinishPlan {
+  const set: Record<string, string | number> = {};
+  const del: string[] = [];
+  const types: TypeFinish[] = [];
+  const { now } = input;
+  for (const result of input.results) {
+    const type = result.type;
+    const previous = input.state?.types[type];
+    const failBefore = previous?.fail ?? 0;
+    const interval = input.intervalsMs[type];
+    let nextDue: number | null = null;
+    let failAfter = failBefore;
+    let confirmationMissed = false;
+    let confirmed = false;
+    switch (result.outcome) {
+      case 'success': {
+        set[DueField.ok(type)] = now;
+        del.push(DueField.fail(type), DueField.firstFail(type), DueField.error(type));
+        failAfter = 0;
+        const expected = previous?.exp ?? null;
+        const regular = interval === undefined ? null : nextDueAfterSuccess(previous?.due ?? undefined, interval, now);
+        if (expected !== null) {
+          const step = confirmationStep({ delaysSec: previous?.cfm ?? [], expected }, observedState(result));
+          if (step.kind === 'again') {
+            nextDue = now + step.delayMs;
+            if (step.remaining.length > 0) set[DueField.confirm(type)] = formatConfirmDelays(step.remaining);
+            else del.push(DueField.confirm(type));
+          } else {
+            del.push(DueField.confirm(type), DueField.expected(type));
+            nextDue = regular;
+            confirmed = step.kind === 'confirmed';
+            confirmationMissed = step.kind === 'exhausted';
+          }
+        } else {
+          nextDue = regular;
+        }
+        break;
+      }
+      case 'failure': {
+        failAfter = failBefore + 1;
+        set[DueField.fail(type)] = failAfter;
+        if (failBefore === 0 || previous?.ffail == null) set[DueField.firstFail(type)] = now;
+        set[DueField.error(type)] = `${result.errorClass}|${result.message}`.slice(0, 600);
+        if (interval !== undefined) nextDue = now + backoffDelay(failAfter, { baseMs: input.backoffBaseMs, capMs: interval }, input.random);
+        break;
+      }
+      case 'deferred':
+        // Not the card's fault: due again shortly, no failure counted.
+        if (interval !== undefined) nextDue = now + deferralDelay(input.random);
+        break;
+      case 'skipped':
+        // Left due as it is: the card is claimed again at once for what it did not run.
+        nextDue = previous?.due ?? null;
+        break;
+    }
+    if (interval === undefined) del.push(DueField.due(type));
+    else if (result.outcome !== 'skipped' && nextDue !== null) set[DueField.due(type)] = nextDue;
+    types.push({ type, outcome: result.outcome, failBefore, failAfter, nextDue: interval === undefined ? null : nextDue, confirmationMissed, confirmed });
+  }
+  return { set, del, types, outcome: overallOutcome(input.results) };
+}
+
+export function overallOutcome(results: readonly StepResult[]): ExecutionOutcome {
+  const ran = results.filter((r) => r.outcome !== 'skipped');
+  if (ran.length === 0) return 'deferred';
+  const successes = ran.filter((r) => r.outcome === 'success').length;
+  const failures = ran.filter((r) => r.outcome === 'failure').length;
+  if (failures === 0 && successes === ran.length) return 'success';
+  if (successes === 0 && failures === 0) return 'deferred';
+  if (successes === 0) return 'failure';
+  return 'partial';
+}

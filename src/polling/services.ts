@@ -1,0 +1,133 @@
+/**
+ * The polling services shared by activities and the API: request-check (durable priority item,
+ * then the Redis request), the mode switch (rebuild under a lock, then persist), and the priority
+ * item transitions an execution causes (DESIGN §8, §9).
+ */
+import type { RuntimeDeps } from '../runtime/deps.js';
+import { LifecycleService } from '../lifecycle/service.js';
+import { rebuild } from '../lifecycle/rebuild.js';
+import { getPollingMode, setPollingMode } from '../db/systemConfig.js';
+import { writeAudit } from '../db/audit.js';
+import {
+  claimPriorityItem,
+  completePriorityItem,
+  failPendingPriorityItem,
+  failPriorityItem,
+  requestPriorityItem,
+} from '../db/priorityItems.js';
+import { isDomainError } from '../domain/errors.js';
+import type { ModeSwitcher, RequestChecker } from '../activities/control.js';
+import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
+import type { PollingMode, RequestCheckInput, RequestCheckResult, StepResult } from '../common/orchestration.js';
+
+/** Error classes after which retrying a priority item cannot help (DESIGN §9 business failures). */
+const FINAL_ERROR_CLASSES = new Set(['permanent', 'invalid_response']);
+/** How soon a priority item whose attempt failed retryably runs again. */
+const PRIORITY_RETRY_DELAY_MS = 5000;
+
+export interface PollingServices {
+  readonly lifecycle: LifecycleService;
+  readonly requests: RequestChecker;
+  readonly modes: ModeSwitcher;
+  readonly priority: PriorityTransitions & PriorityClaims;
+}
+
+export function createPollingServices(input: { deps: RuntimeDeps; namespace?: string }): PollingServices {
+  const { deps } = input;
+  const namespace = input.namespace ?? deps.config.REDIS_KEY_PREFIX;
+  const { pool, store } = deps;
+  const lifecycle = new LifecycleService({ pool, store });
+
+  const requests: RequestChecker = {
+    async requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult> {
+      const lane = request.lane ?? 'priority';
+      let created: { id: string; merged: boolean };
+      try {
+        const { item, merged } = await requestPriorityItem(pool, {
+          cardId: request.cardId,
+          types: [...request.types],
+          lane,
+          ...(request.cooldownMs === undefined ? {} : { cooldownMs: request.cooldownMs }),
+          ...(request.confirmDelaysSec === undefined ? {} : { confirmDelaysSec: [...request.confirmDelaysSec] }),
+          ...(request.expected === undefined ? {} : { expected: request.expected }),
+          actor: request.actor ?? 'api',
+          source: request.source ?? 'api',
+        });
+        created = { id: item.id, merged };
+      } catch (error) {
+        if (isDomainError(error) && error.code === 'not_found') return { status: 'not_polled', requested: 0 };
+        throw error;
+      }
+      const result = await store.requestCheck({
+        carrierId,
+        cardId: request.cardId,
+        cooldownMs: request.cooldownMs ?? 0,
+        ...(request.confirmDelaysSec && request.confirmDelaysSec.length > 0 ? { confirmDelaysSec: [...request.confirmDelaysSec] } : {}),
+        ...(request.expected === undefined ? {} : { expected: request.expected }),
+        lane,
+        types: [...request.types],
+      });
+      if (result.status === 'not_polled') {
+        await failPendingPriorityItem(pool, { itemId: created.id, reason: 'card is not polled', actor: request.actor ?? 'api', source: request.source ?? 'api' });
+        return { status: 'not_polled', requested: 0 };
+      }
+      // Everything asked for succeeded within the cooldown: a fresh item has nothing left to do.
+      if (result.status === 'cooldown' && !created.merged) {
+        await failPendingPriorityItem(pool, { itemId: created.id, reason: 'all requested types succeeded within the cooldown', actor: request.actor ?? 'api', source: request.source ?? 'api' });
+      }
+      return { status: result.status, requested: result.requested };
+    },
+  };
+
+  const modes: ModeSwitcher = {
+    async switchMode(mode: PollingMode, actor: string, heartbeat: () => void): Promise<{ changed: boolean }> {
+      const before = await getPollingMode(pool);
+      if (before.mode === mode) return { changed: false };
+      heartbeat();
+      // To carrier: Redis is rebuilt from PostgreSQL first, so claiming starts on complete lanes.
+      if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace }, { ignoreMode: true });
+      heartbeat();
+      const after = await setPollingMode(pool, mode, actor);
+      await writeAudit(pool, {
+        entityType: 'system_config',
+        entityId: 'polling.mode',
+        action: 'mode_switched',
+        actor,
+        source: 'pollingControl',
+        before: { mode: before.mode },
+        after: { mode: after.mode },
+        occurredAt: after.updatedAt,
+      });
+      deps.reference.invalidate();
+      return { changed: true };
+    },
+  };
+
+  const priority: PriorityTransitions & PriorityClaims = {
+    async claimForExecution({ cardId, token, leaseMs }) {
+      const claimed = await claimPriorityItem(pool, { cardId, token, leaseMs });
+      return claimed.status === 'claimed' || claimed.status === 'taken_over' ? claimed.item.id : undefined;
+    },
+    async failForExecution({ itemId, token, reason }) {
+      await failPriorityItem(pool, { itemId, token, reason, retryable: false });
+    },
+    async executionFinished(execution) {
+      const itemId = execution.plan.priorityItemId;
+      if (itemId === undefined) return;
+      const failures = execution.results.filter((r): r is Extract<StepResult, { outcome: 'failure' }> => r.outcome === 'failure');
+      const unfinished = execution.results.filter((r) => r.outcome === 'deferred' || r.outcome === 'skipped');
+      const final = failures.find((f) => FINAL_ERROR_CLASSES.has(f.errorClass));
+      if (final) {
+        await failPriorityItem(pool, { itemId, token: execution.token, reason: `${final.type}: ${final.errorClass}|${final.message}`, retryable: false });
+      } else if (failures.length > 0 || unfinished.length > 0) {
+        const first = failures[0];
+        const reason = first ? `${first.type}: ${first.errorClass}|${first.message}` : `${unfinished[0]?.type ?? 'check'} deferred`;
+        await failPriorityItem(pool, { itemId, token: execution.token, reason, retryable: true, nextRunAt: new Date(Date.now() + PRIORITY_RETRY_DELAY_MS) });
+      } else {
+        await completePriorityItem(pool, { itemId, token: execution.token });
+      }
+    },
+  };
+
+  return { lifecycle, requests, modes, priority };
+}

@@ -1,0 +1,67 @@
+/**
+ * The connections and services one process needs (Redis store and limiter, gateway client,
+ * PostgreSQL pool, metrics), built once from the configuration and closed together.
+ */
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/index.js';
+import { connectRedis } from '../redis/connect.js';
+import { CarrierQueueStore } from '../redis/carrierQueueStore.js';
+import { RedisRateLimiter } from '../ratelimit/limiter.js';
+import { GatewayClient } from '../gateway/client.js';
+import { createPool, type Pool } from '../db/pool.js';
+import { ReferenceData } from '../activities/referenceData.js';
+import { createActivityMetrics, type ActivityMetrics } from '../activities/metrics.js';
+
+export interface RuntimeDeps {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly store: CarrierQueueStore;
+  readonly limiter: RedisRateLimiter;
+  readonly gateway: GatewayClient;
+  readonly pool: Pool;
+  readonly reference: ReferenceData;
+  readonly registry: Registry;
+  readonly metrics: ActivityMetrics;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  /** Redis key namespace (tests isolate themselves with it). */
+  readonly namespace?: string;
+  readonly schema?: string;
+  readonly poolSize?: number;
+  readonly name?: string;
+}
+
+export async function createRuntimeDeps(config: Config, options: RuntimeOptions = {}): Promise<RuntimeDeps> {
+  const namespace = options.namespace ?? config.REDIS_KEY_PREFIX;
+  const redis = await connectRedis(config.REDIS_URL, { connectionName: options.name ?? 'card-poller' });
+  const pool = createPool({ url: config.DATABASE_URL, schema: options.schema ?? config.DATABASE_SCHEMA, max: options.poolSize ?? 20, applicationName: options.name ?? 'card-poller' });
+  const reference = new ReferenceData(pool);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const store = new CarrierQueueStore(redis, namespace);
+  const limiter = new RedisRateLimiter({
+    redis,
+    namespace,
+    // The limiter enforces the configured QPS; pushback lowers the effective rate below it.
+    qps: async (carrierId, group) => (await reference.carrier(carrierId))?.groups.find((g) => g.name === group)?.qps ?? 1,
+  });
+  const gateway = new GatewayClient({ baseUrl: config.GATEWAY_URL });
+  return {
+    config,
+    redis,
+    store,
+    limiter,
+    gateway,
+    pool,
+    reference,
+    registry,
+    metrics: createActivityMetrics(registry),
+    async close() {
+      gateway.close();
+      await Promise.allSettled([pool.end(), redis.quit()]);
+    },
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * Builds the worker of one task queue (DESIGN §2.2). Each queue scales on its own: control runs
+ * the control/scheduler workflows and the claim activity, card runs cardCheck workflows and the
+ * Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
+ */
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Config, TaskQueues } from '../config/index.js';
+import { taskQueues } from '../config/index.js';
+import type { RuntimeDeps } from '../runtime/deps.js';
+import { createControlActivities, type ModeSwitcher, type RequestChecker } from '../activities/control.js';
+import { createCardActivities } from '../activities/card.js';
+import { createGatewayActivities } from '../activities/gateway.js';
+import { createIngestActivities } from '../activities/ingest.js';
+import { createPackageEvaluator } from '../activities/packageEvaluation.js';
+import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
+
+export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
+export type WorkerKind = (typeof WORKER_KINDS)[number];
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface WorkerServices {
+  readonly requests: RequestChecker;
+  readonly modes: ModeSwitcher;
+  readonly priority: PriorityTransitions & PriorityClaims;
+}
+
+export interface WorkerSetup {
+  readonly kind: WorkerKind;
+  readonly config: Config;
+  readonly connection: NativeConnection;
+  readonly deps: RuntimeDeps;
+  readonly services: WorkerServices;
+  /** Built once and shared by the workers of one process. */
+  readonly workflowBundle: WorkflowBundleWithSourceMap;
+  /** Overrides the configured task-queue names (tests use unique ones). */
+  readonly taskQueues?: TaskQueues;
+}
+
+const quiet = (): void => undefined;
+
+export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet, log: quiet } });
+}
+
+export async function createWorker(setup: WorkerSetup): Promise<Worker> {
+  const { config, deps, kind } = setup;
+  const queues = setup.taskQueues ?? taskQueues(config);
+  const common = {
+    connection: setup.connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    shutdownGraceTime: config.WORKER_SHUTDOWN_GRACE_MS,
+  };
+  switch (kind) {
+    case 'control':
+      return Worker.create({
+        ...common,
+        taskQueue: queues.control,
+        workflowBundle: setup.workflowBundle,
+        activities: createControlActivities({
+          pool: deps.pool,
+          store: deps.store,
+          limiter: deps.limiter,
+          reference: deps.reference,
+          requests: setup.services.requests,
+          modes: setup.services.modes,
+          metrics: deps.metrics,
+          cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * 4,
+        }),
+        maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
+      });
+    case 'card':
+      return Worker.create({
+        ...common,
+        taskQueue: queues.card,
+        workflowBundle: setup.workflowBundle,
+        activities: createCardActivities({ pool: deps.pool, store: deps.store, reference: deps.reference, packages: createPackageEvaluator(deps.pool), priority: setup.services.priority, metrics: deps.metrics }),
+        maxConcurrentWorkflowTaskExecutions: Math.min(config.WORKER_CARD_MAX_WORKFLOWS, 1000),
+        maxCachedWorkflows: config.WORKER_CARD_MAX_WORKFLOWS * 2,
+        maxConcurrentActivityTaskExecutions: config.WORKER_CARD_MAX_ACTIVITIES,
+      });
+    case 'gateway':
+      return Worker.create({
+        ...common,
+        taskQueue: queues.gateway,
+        activities: createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, metrics: deps.metrics }),
+        maxConcurrentActivityTaskExecutions: config.WORKER_GATEWAY_MAX_ACTIVITIES,
+      });
+    case 'ingest':
+      return Worker.create({
+        ...common,
+        taskQueue: queues.ingest,
+        activities: createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
+        maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
+      });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * cardCheck(cardId, token, fromPriority): one execution of one card (DESIGN §2.1, §6).
+ *
+ * Workflow id `card-<cardId>`, so the Web UI lists every execution of a card under one id and
+ * Temporal refuses a second concurrent run. Redis stays the authority: the execution right is
+ * acquired from it first, the lease is renewed before every further gateway call, and the card is
+ * finished (or released) through it.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { CardActivities } from '../activities/card.js';
+import type { GatewayActivities } from '../activities/gateway.js';
+import type { IngestActivities } from '../activities/ingest.js';
+import { isGatewayCheckType } from '../common/checkTypes.js';
+import {
+  CHECK_TYPES_ATTRIBUTE,
+  OUTCOME_ATTRIBUTE,
+  type CardCheckInput,
+  type ExecutionOutcome,
+  type ExecutionPlanRun,
+  type StepResult,
+  type TaskQueueNames,
+} from '../common/orchestration.js';
+
+export interface CardCheckArgs extends CardCheckInput {
+  readonly taskQueues: TaskQueueNames;
+}
+
+/** Short, bounded retries: Redis/PostgreSQL bookkeeping is cheap and must eventually land. */
+const BOOKKEEPING_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '5 s', maximumAttempts: 20 } as const;
+
+export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: ExecutionOutcome }> {
+  const { taskQueues } = args;
+  const card = proxyActivities<CardActivities>({ taskQueue: taskQueues.card, startToCloseTimeout: '10 s', retry: BOOKKEEPING_RETRY });
+  const ingest = proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: BOOKKEEPING_RETRY });
+  const info = workflowInfo();
+  const startedAt = Date.now();
+
+  const plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority });
+  if (plan.kind === 'lost' || plan.kind === 'busy') {
+    upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'lost' }]);
+    return { outcome: 'lost' };
+  }
+  if (plan.kind === 'not_polled') {
+    await card.finishNotPolled({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, reason: plan.reason, fromPriority: args.fromPriority });
+    upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'not_polled' }]);
+    return { outcome: 'not_polled' };
+  }
+  upsertSearchAttributes([{ key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] }]);
+
+  let results: StepResult[];
+  try {
+    const ran = await runSteps(args, plan, startedAt);
+    if (ran === 'lease_lost') {
+      upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'lease_lost' }]);
+      return { outcome: 'lease_lost' };
+    }
+    results = ran;
+  } catch (error) {
+    // Anything unexpected before finish: give the card back at once instead of waiting for the lease.
+    await card.releaseClaim({ carrierId: args.carrierId, cardId: args.cardId, token: args.token });
+    throw error;
+  }
+
+  const finishInput = {
+    carrierId: args.carrierId,
+    cardId: args.cardId,
+    token: args.token,
+    plan,
+    results,
+    startedAt,
+    fromPriority: args.fromPriority,
+    workflowId: info.workflowId,
+    runId: info.runId,
+  };
+  const finished = await card.finishExecution(finishInput);
+  // Durable records (observations, execution, alerts, priority item) go through the ingest queue.
+  await ingest.recordExecution({ ...finishInput, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts });
+  upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: finished.outcome }]);
+  return { outcome: finished.outcome };
+}
+
+async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: number): Promise<StepResult[] | 'lease_lost'> {
+  const card = proxyActivities<CardActivities>({ taskQueue: args.taskQueues.card, startToCloseTimeout: '10 s', retry: BOOKKEEPING_RETRY });
+  const gateway = proxyActivities<GatewayActivities>({
+    taskQueue: args.taskQueues.gateway,
+    // Limiter wait + call must fit the step; a little slack for the activity's own overhead.
+    startToCloseTimeout: plan.stepTimeoutMs + 2000,
+    // Classified outcomes come back as values; only transient errors are thrown, retried once.
+    retry: { maximumAttempts: 2, initialInterval: '200 ms', nonRetryableErrorTypes: ['permanent', 'invalid_response'] },
+  });
+  const executionDeadline = startedAt + plan.totalTimeoutMs;
+  const results: StepResult[] = [];
+  let gatewayCalls = 0;
+  for (const type of plan.types) {
+    if (type === 'package') continue; // evaluated locally by finish, once per execution
+    if (!isGatewayCheckType(type)) continue;
+    const now = Date.now();
+    if (now >= executionDeadline) {
+      results.push({ type, outcome: 'skipped', reason: 'total_timeout' });
+      continue;
+    }
+    if (gatewayCalls > 0) {
+      const renewed = await card.renewLease({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: workflowInfo().runId, leaseMs: plan.leaseMs });
+      if (!renewed) return 'lease_lost';
+    }
+    gatewayCalls += 1;
+    const deadlineMs = Math.min(now + plan.stepTimeoutMs, executionDeadline);
+    try {
+      results.push(
+        await gateway.checkGateway({ carrierId: args.carrierId, gatewayAccount: plan.gatewayAccount, iccid: plan.iccid, type, group: plan.typeGroups[type], deadlineMs }),
+      );
+    } catch (error) {
+      // A step's unexpected exception is that step's failure, not the execution's.
+      results.push({ type, outcome: 'failure', errorClass: failureClass(error), message: failureMessage(error), gatewayMs: Date.now() - now });
+    }
+  }
+  return results;
+}
+
+function failureClass(error: unknown): string {
+  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type) return error.cause.type;
+  if (error instanceof ActivityFailure) return 'timeout';
+  return 'unexpected';
+}
+
+function failureMessage(error: unknown): string {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  return (cause instanceof Error ? cause.message : String(cause)).slice(0, 500);
+}

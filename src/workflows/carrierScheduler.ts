@@ -1,0 +1,161 @@
+/**
+ * carrierScheduler(carrierId): the dispatch loop of one carrier account (DESIGN §2.1).
+ *
+ * Every second: one claim activity (Redis decides which cards are due and owned), then one
+ * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
+ * A child that cannot start has its claim released at once. The loop continues-as-new before its
+ * history grows large, after every in-flight update handler has finished.
+ */
+import {
+  ParentClosePolicy,
+  WorkflowIdReusePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+  log,
+} from '@temporalio/workflow';
+import type { ControlActivities } from '../activities/control.js';
+import {
+  CARD_ID_ATTRIBUTE,
+  CARRIER_ID_ATTRIBUTE,
+  cardWorkflowId,
+  type ClaimedCard,
+  type GroupBudgetView,
+  type RequestCheckInput,
+  type SchedulerStatus,
+  type TaskQueueNames,
+} from '../common/orchestration.js';
+import { validateRequestCheck } from '../common/requestCheckValidation.js';
+import { cardCheck } from './cardCheck.js';
+import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
+
+export interface CarrierSchedulerArgs {
+  readonly carrierId: string;
+  readonly taskQueues: TaskQueueNames;
+  readonly workflowIdPrefix?: string;
+  /** Continue-as-new once the history has this many events (Temporal's hard limit is 51 200). */
+  readonly maxHistoryEvents?: number;
+  readonly tickMs?: number;
+  /** State carried over continue-as-new. */
+  readonly paused?: boolean;
+  readonly rounds?: number;
+  readonly pendingRequests?: readonly RequestCheckInput[];
+}
+
+const DEFAULT_MAX_HISTORY_EVENTS = 8000;
+const DEFAULT_TICK_MS = 1000;
+
+export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
+  const control = proxyActivities<ControlActivities>({
+    taskQueue: args.taskQueues.control,
+    startToCloseTimeout: '10 s',
+    retry: { initialInterval: '200 ms', maximumInterval: '5 s', maximumAttempts: 5 },
+  });
+  const tickMs = args.tickMs ?? DEFAULT_TICK_MS;
+  const maxHistory = args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
+  let paused = args.paused ?? false;
+  let refreshConfig = true;
+  let rounds = args.rounds ?? 0;
+  let status: SchedulerStatus = {
+    carrierId: args.carrierId,
+    paused,
+    mode: 'claiming',
+    rounds,
+    running: 0,
+    claimedLastTick: 0,
+    expiredLeases: 0,
+    startFailures: 0,
+    lanes: { priority: 0, normal: 0 },
+    groups: [] as GroupBudgetView[],
+  };
+  const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
+
+  setHandler(
+    requestCheckUpdate,
+    async (input) => control.requestCheck({ carrierId: args.carrierId, request: input }),
+    { validator: (input) => validateRequestCheck(input) },
+  );
+  setHandler(requestCheckSignal, (input) => {
+    // Signals cannot be rejected; invalid ones are dropped with a log line rather than failing the loop.
+    try {
+      validateRequestCheck(input);
+      pendingSignals.push(input);
+    } catch (error) {
+      log.warn('dropping invalid requestCheck signal', { error: String(error) });
+    }
+  });
+  setHandler(pauseSignal, () => void (paused = true));
+  setHandler(resumeSignal, () => void (paused = false));
+  setHandler(configChangedSignal, () => void (refreshConfig = true));
+  setHandler(schedulerStatusQuery, () => ({ ...status, paused }));
+
+  for (;;) {
+    const tickStart = Date.now();
+    while (pendingSignals.length > 0) {
+      const request = pendingSignals.shift();
+      if (request) await control.requestCheck({ carrierId: args.carrierId, request });
+    }
+    if (!paused) {
+      rounds += 1;
+      const result = await control.claimRound({ carrierId: args.carrierId, tokenPrefix: `${workflowInfo().runId}.${rounds}`, refreshConfig });
+      refreshConfig = false;
+      if (result.kind === 'stop') return { stopped: result.reason };
+      if (result.kind === 'idle') {
+        status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
+      } else {
+        const failed = await startCards(args, result.claimed, result.cardRunTimeoutMs);
+        if (failed.length > 0) await control.releaseClaims({ carrierId: args.carrierId, cards: failed });
+        status = {
+          ...status,
+          mode: 'claiming',
+          rounds,
+          running: result.running,
+          claimedLastTick: result.claimed.length,
+          expiredLeases: status.expiredLeases + result.expired,
+          startFailures: status.startFailures + failed.length,
+          lanes: result.lanes,
+          groups: result.groups,
+        };
+      }
+    }
+    const info = workflowInfo();
+    if (info.historyLength >= maxHistory || info.continueAsNewSuggested) {
+      // Let running update handlers (request-checks) complete first; queued signals travel along.
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof carrierScheduler>({ ...args, paused, rounds, pendingRequests: [...pendingSignals] });
+    }
+    // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
+    await condition(() => pendingSignals.length > 0, Math.max(0, tickMs - (Date.now() - tickStart)));
+  }
+}
+
+async function startCards(args: CarrierSchedulerArgs, claimed: readonly ClaimedCard[], runTimeoutMs: number): Promise<ClaimedCard[]> {
+  const failed: ClaimedCard[] = [];
+  await Promise.all(
+    claimed.map(async (card) => {
+      try {
+        await startChild(cardCheck, {
+          workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
+          taskQueue: args.taskQueues.card,
+          args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: args.taskQueues }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          // A new run under the same id for every execution; Temporal rejects one while another runs.
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          workflowRunTimeout: runTimeoutMs,
+          typedSearchAttributes: [
+            { key: CARD_ID_ATTRIBUTE, value: card.cardId },
+            { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
+          ],
+        });
+      } catch (error) {
+        log.warn('cardCheck could not start; releasing its claim', { cardId: card.cardId, token: card.token, error: String(error) });
+        failed.push(card);
+      }
+    }),
+  );
+  return failed;
+}

@@ -1,0 +1,4 @@
+/** The workflows registered on the workers (workflow bundle entry point). */
+export { pollingControl } from './pollingControl.js';
+export { carrierScheduler } from './carrierScheduler.js';
+export { cardCheck } from './cardCheck.js';

@@ -1,0 +1,21 @@
+/**
+ * Signals, updates and queries of the workflows, defined once and shared with clients (API, CLI).
+ * Wire names are the design's (DESIGN §2.1); constants carry their kind as a suffix.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ControlStatus, PollingMode, RequestCheckInput, RequestCheckResult, SchedulerStatus } from '../common/orchestration.js';
+
+export const requestCheckUpdate = defineUpdate<RequestCheckResult, [RequestCheckInput]>('requestCheck');
+/** Fire-and-forget form of requestCheck for callers that cannot wait. */
+export const requestCheckSignal = defineSignal<[RequestCheckInput]>('requestCheck');
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+export const configChangedSignal = defineSignal('configChanged');
+export const schedulerStatusQuery = defineQuery<SchedulerStatus>('status');
+
+export const setModeUpdate = defineUpdate<{ mode: PollingMode; changed: boolean }, [PollingMode]>('setMode');
+/** Fire-and-forget form of setMode. */
+export const setModeSignal = defineSignal<[PollingMode]>('setMode');
+export const reconcileUpdate = defineUpdate<{ carriers: string[] }>('reconcile');
+export const reconcileSignal = defineSignal('reconcile');
+export const controlStatusQuery = defineQuery<ControlStatus>('status');

@@ -1,0 +1,118 @@
+/**
+ * pollingControl: the singleton that holds the global mode (DESIGN §8) and keeps one
+ * carrierScheduler running per enabled carrier account.
+ *
+ * The mode lives in PostgreSQL (`system_config`); schedulers read it every round, so switching to
+ * `legacy` stops claiming at the next tick while in-flight cards finish, and switching to
+ * `carrier` rebuilds Redis from PostgreSQL under a lock before claiming resumes.
+ */
+import {
+  ParentClosePolicy,
+  WorkflowIdReusePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  log,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+  ApplicationFailure,
+} from '@temporalio/workflow';
+import type { ControlActivities } from '../activities/control.js';
+import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../common/orchestration.js';
+import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
+import { controlStatusQuery, reconcileSignal, reconcileUpdate, setModeSignal, setModeUpdate } from './messages.js';
+
+export interface PollingControlArgs {
+  readonly taskQueues: TaskQueueNames;
+  readonly workflowIdPrefix?: string;
+  /** Options passed to every scheduler (tests shorten them). */
+  readonly scheduler?: Pick<CarrierSchedulerArgs, 'maxHistoryEvents' | 'tickMs'>;
+  /** How often accounts are re-read even without a reconcile request. */
+  readonly reconcileEveryMs?: number;
+  readonly maxHistoryEvents?: number;
+}
+
+export async function pollingControl(args: PollingControlArgs): Promise<void> {
+  const control = proxyActivities<ControlActivities>({
+    taskQueue: args.taskQueues.control,
+    // A switch to carrier mode rebuilds Redis from PostgreSQL: minutes for millions of cards.
+    startToCloseTimeout: '30 minutes',
+    retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
+  });
+  let mode: PollingMode = await control.readMode();
+  let carriers: string[] = [];
+  let switching = false;
+  let reconcileRequested = true;
+  const queuedModes: PollingMode[] = [];
+
+  const switchMode = async (target: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> => {
+    // One switch at a time: a second request waits for the first to complete.
+    await condition(() => !switching);
+    switching = true;
+    try {
+      const result = await control.switchMode({ mode: target, actor: 'pollingControl' });
+      mode = target;
+      reconcileRequested = true;
+      return { mode: target, changed: result.changed };
+    } finally {
+      switching = false;
+    }
+  };
+
+  setHandler(setModeUpdate, switchMode, {
+    validator: (target) => {
+      if (!POLLING_MODES.includes(target)) throw ApplicationFailure.nonRetryable(`mode must be "carrier" or "legacy", got ${JSON.stringify(target)}`, 'invalid_mode');
+    },
+  });
+  setHandler(setModeSignal, (target) => {
+    if (POLLING_MODES.includes(target)) queuedModes.push(target);
+    else log.warn('dropping invalid setMode signal', { mode: String(target) });
+  });
+  setHandler(reconcileUpdate, async () => ({ carriers: (carriers = await reconcile(args, control)) }));
+  setHandler(reconcileSignal, () => void (reconcileRequested = true));
+  setHandler(controlStatusQuery, () => ({ mode, carriers, switching }));
+
+  for (;;) {
+    while (queuedModes.length > 0) {
+      const target = queuedModes.shift();
+      if (target) await switchMode(target);
+    }
+    if (reconcileRequested) {
+      reconcileRequested = false;
+      carriers = await reconcile(args, control);
+    }
+    const info = workflowInfo();
+    if (info.historyLength >= (args.maxHistoryEvents ?? 5000) || info.continueAsNewSuggested) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof pollingControl>(args);
+    }
+    const woke = await condition(() => reconcileRequested || queuedModes.length > 0, args.reconcileEveryMs ?? 60_000);
+    if (!woke) reconcileRequested = true;
+  }
+}
+
+/** Starts a scheduler for every enabled account that has none running. Returns the enabled ids. */
+async function reconcile(args: PollingControlArgs, control: ControlActivities): Promise<string[]> {
+  const enabled = await control.listEnabledCarriers();
+  await Promise.all(
+    enabled.map(async (carrierId: string) => {
+      try {
+        await startChild(carrierScheduler, {
+          workflowId: schedulerWorkflowId(carrierId, args.workflowIdPrefix),
+          taskQueue: args.taskQueues.control,
+          args: [{ carrierId, taskQueues: args.taskQueues, workflowIdPrefix: args.workflowIdPrefix ?? '', ...args.scheduler }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        });
+      } catch (error) {
+        // Already running is the normal case: schedulers outlive control's continue-as-new.
+        if (!String(error).includes('already started') && !String(error).includes('AlreadyStarted')) {
+          log.warn('could not start carrierScheduler', { carrierId, error: String(error) });
+        }
+      }
+    }),
+  );
+  return enabled;
+}

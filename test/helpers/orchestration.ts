@@ -1,0 +1,113 @@
+/**
+ * A whole orchestration stack for one test: fresh PostgreSQL schema, fresh Redis namespace, an
+ * in-process gateway simulator, and the four workers on task queues unique to the test — all on
+ * the real Temporal dev server, Redis and PostgreSQL.
+ */
+import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig, type Config, type TaskQueues } from '../../src/config/index.js';
+import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
+import { bundleWorkflows, createWorker, WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
+import { createPollingServices } from '../../src/polling/services.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { createTestDb, type TestDb } from './db.js';
+import { createTestRedis, type TestRedis } from './redis.js';
+import { uniqueName } from './temporal.js';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+/** Worker logs at WARN: the test output stays readable, problems still show. */
+function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+}
+
+export interface Stack {
+  readonly config: Config;
+  readonly db: TestDb;
+  readonly redis: TestRedis;
+  readonly deps: RuntimeDeps;
+  readonly simulator: RunningSimulator;
+  readonly client: Client;
+  readonly taskQueues: TaskQueues;
+  readonly services: ReturnType<typeof createPollingServices>;
+  /** Runs the workers of the given kinds until stop() (all four by default). */
+  startWorkers(kinds?: readonly WorkerKind[]): Promise<RunningWorkers>;
+  close(): Promise<void>;
+}
+
+export interface RunningWorkers {
+  readonly workers: readonly Worker[];
+  stop(): Promise<void>;
+}
+
+export async function createStack(label: string, options: { seed?: number } = {}): Promise<Stack> {
+  const base = loadConfig();
+  const prefix = uniqueName(label);
+  const taskQueues: TaskQueues = { control: `${prefix}-control`, card: `${prefix}-card`, gateway: `${prefix}-gateway`, ingest: `${prefix}-ingest` };
+  const db = await createTestDb(label);
+  const redis = await createTestRedis(label);
+  const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42 });
+  const config: Config = {
+    ...base,
+    GATEWAY_URL: simulator.url,
+    DATABASE_SCHEMA: db.schema,
+    REDIS_KEY_PREFIX: redis.namespace,
+    TASK_QUEUE_CONTROL: taskQueues.control,
+    TASK_QUEUE_CARD: taskQueues.card,
+    TASK_QUEUE_GATEWAY: taskQueues.gateway,
+    TASK_QUEUE_INGEST: taskQueues.ingest,
+    WORKER_SHUTDOWN_GRACE_MS: 2000,
+    WORKFLOW_ID_PREFIX: `${prefix}-`,
+  };
+  const deps = await createRuntimeDeps(config, { namespace: redis.namespace, schema: db.schema, name: `test-${label}`.slice(0, 40).replace(/[^a-zA-Z0-9_-]/g, '_') });
+  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const services = createPollingServices({ deps, namespace: redis.namespace });
+  const running: RunningWorkers[] = [];
+  return {
+    config,
+    db,
+    redis,
+    deps,
+    simulator,
+    client,
+    taskQueues,
+    services,
+    async startWorkers(kinds = WORKER_KINDS) {
+      installQuietRuntime();
+      bundle ??= bundleWorkflows();
+      const workflowBundle = await bundle;
+      const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+      const workers = await Promise.all(
+        kinds.map((kind) => createWorker({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })),
+      );
+      const runs = workers.map((worker) => worker.run());
+      let stopped: Promise<void> | undefined;
+      const handle: RunningWorkers = {
+        workers,
+        stop() {
+          stopped ??= (async () => {
+            for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+            await Promise.allSettled(runs);
+            await nativeConnection.close();
+          })();
+          return stopped;
+        },
+      };
+      running.push(handle);
+      return handle;
+    },
+    async close() {
+      for (const handle of running) await handle.stop();
+      await connection.close();
+      await simulator.close();
+      await deps.close();
+      await redis.close();
+      await db.close();
+    },
+  };
+}
