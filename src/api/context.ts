@@ -1,0 +1,16 @@
+/**
+ * What every route needs: configuration, the process' connections, the polling services and the
+ * handle on the running orchestration. Built once by the entry point (or a test) and passed in.
+ */
+import type { Config } from '../config/index.js';
+import type { RuntimeDeps } from '../runtime/deps.js';
+import type { PollingServices } from '../polling/services.js';
+import type { OrchestrationRef } from '../polling/temporalControl.js';
+
+export interface ApiContext {
+  readonly config: Config;
+  readonly deps: RuntimeDeps;
+  readonly services: PollingServices;
+  /** Request-checks and mode switches go through the workflows' updates via this handle. */
+  readonly orchestration: OrchestrationRef;
+}

@@ -1,0 +1,81 @@
+/**
+ * Alerts (DESIGN §10): failure alerts (card × type) and account alerts in one list, account alerts
+ * first (fewer, broader), each newest first. Ids carry their kind (`failure-12`, `account-3`)
+ * because the two tables number independently; a bare number means a failure alert, the id the
+ * card detail shows.
+ */
+import type { FastifyInstance } from 'fastify';
+import { ackFailureAlert } from '../../db/alerts.js';
+import { ackAccountAlert, pageAccountAlerts, pageFailureAlerts, type AccountAlertItem, type FailureAlertItem } from '../../db/statusQueries.js';
+import { DomainError } from '../../domain/errors.js';
+import type { ApiContext } from '../context.js';
+import { decodeCursor, pageOf, pageQuerySchema } from '../pagination.js';
+
+type AlertKind = 'account' | 'failure';
+type AlertItem = (Omit<FailureAlertItem, 'id'> | Omit<AccountAlertItem, 'id'>) & { id: string };
+
+interface ListQuery {
+  readonly cursor?: string;
+  readonly limit: number;
+  readonly kind?: AlertKind;
+  readonly status: 'open' | 'all';
+  readonly carrierId?: string;
+  readonly cardId?: string;
+}
+
+const idPattern = '^[1-9][0-9]{0,18}$';
+const listQuerySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ...pageQuerySchema,
+    kind: { type: 'string', enum: ['account', 'failure'] },
+    status: { type: 'string', enum: ['open', 'all'], default: 'open' },
+    carrierId: { type: 'string', pattern: idPattern },
+    cardId: { type: 'string', pattern: idPattern, description: 'failure alerts of one card (implies kind=failure)' },
+  },
+} as const;
+
+const ALERT_ID = /^(?:(failure|account)-)?([1-9][0-9]{0,18})$/;
+const CURSOR = /^(account|failure):[1-9][0-9]{0,18}$/;
+
+export function parseAlertId(raw: string): { kind: AlertKind; id: string } {
+  const match = ALERT_ID.exec(raw);
+  if (!match?.[2]) throw DomainError.invalid('id', 'id must be failure-<n>, account-<n> or a failure alert number');
+  return { kind: match[1] === 'account' ? 'account' : 'failure', id: match[2] };
+}
+
+export function registerAlertRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool } = ctx.deps;
+
+  app.get('/v1/alerts', { schema: { tags: ['alerts'], summary: 'Failure and account alerts (open by default)', querystring: listQuerySchema } }, async (request) => {
+    const query = request.query as ListQuery;
+    const kinds: AlertKind[] = query.kind ? [query.kind] : query.cardId ? ['failure'] : ['account', 'failure'];
+    const [cursorKind, cursorId] = (decodeCursor(query.cursor, CURSOR) ?? '').split(':') as [AlertKind | '', string | undefined];
+    const filter = { openOnly: query.status === 'open', ...(query.carrierId ? { carrierId: query.carrierId } : {}), ...(query.cardId ? { cardId: query.cardId } : {}) };
+    const items: AlertItem[] = [];
+    // Walk the kinds in order, resuming inside the one the cursor points at.
+    for (const kind of kinds.slice(cursorKind === '' ? 0 : Math.max(0, kinds.indexOf(cursorKind)))) {
+      const wanted = query.limit + 1 - items.length;
+      if (wanted <= 0) break;
+      const before = kind === cursorKind ? cursorId : undefined;
+      const page = kind === 'account' ? await pageAccountAlerts(pool, filter, before, wanted) : await pageFailureAlerts(pool, filter, before, wanted);
+      items.push(...page.map((item) => ({ ...item, id: `${kind}-${item.id}` })));
+    }
+    return pageOf(items, query.limit, (item) => `${item.kind}:${item.id.slice(item.kind.length + 1)}`);
+  });
+
+  app.post('/v1/alerts/:id/ack', { schema: { tags: ['alerts'], summary: 'Acknowledge an alert (idempotent)', params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } } } }, async (request) => {
+    const { kind, id } = parseAlertId((request.params as { id: string }).id);
+    const actor = 'api';
+    if (kind === 'failure') {
+      const alert = await ackFailureAlert(pool, id, actor);
+      request.log.info({ alertId: id, cardId: alert.cardId, carrierId: alert.carrierId }, 'failure alert acknowledged');
+      return { ...alert, kind, id: `failure-${alert.id}` };
+    }
+    if (!(await ackAccountAlert(pool, id, actor))) throw DomainError.notFound('id', `alert account-${id} does not exist`);
+    request.log.info({ alertId: id }, 'account alert acknowledged');
+    const [alert] = await pageAccountAlerts(pool, { openOnly: false }, String(BigInt(id) + 1n), 1);
+    return { ...alert, id: `account-${id}` };
+  });
+}

@@ -1,0 +1,58 @@
+/** Polling configs: match rules → interval per check type (DESIGN §10). */
+import type { FastifyInstance } from 'fastify';
+import { listCarriers } from '../../db/carriers.js';
+import { createPollingConfig, deletePollingConfig, getPollingConfig, listPollingConfigs, updatePollingConfig } from '../../db/pollingConfigs.js';
+import type { NewPollingConfig, PollingConfigPatch } from '../../domain/pollingConfig.js';
+import { notifyConfigChanged } from '../../polling/temporalControl.js';
+import type { ApiContext } from '../context.js';
+import { notifyIfRunning } from '../orchestration.js';
+import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
+import { idParams, newPollingConfigSchema, pollingConfigPatchSchema } from '../schemas.js';
+
+interface ListQuery {
+  readonly cursor?: string;
+  readonly limit: number;
+}
+
+export function registerPollingConfigRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { pool } = ctx.deps;
+
+  /** Intervals feed every account's plans: tell each running scheduler to re-read its configuration. */
+  const announce = async (): Promise<void> => {
+    const carriers = await listCarriers(pool, { enabledOnly: true });
+    await Promise.all(carriers.map((carrier) => notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, carrier.id))));
+  };
+
+  app.post('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'Create a polling config', body: newPollingConfigSchema } }, async (request, reply) => {
+    const config = await createPollingConfig(pool, request.body as NewPollingConfig);
+    await announce();
+    return reply.status(201).send(config);
+  });
+
+  app.get('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'List polling configs (id order)', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } }, async (request) => {
+    const query = request.query as ListQuery;
+    const after = BigInt(decodeCursor(query.cursor, ID_CURSOR) ?? '0');
+    // Rules are few; one read, paged in memory in id order so cursors stay stable.
+    const configs = (await listPollingConfigs(pool)).filter((config) => BigInt(config.id) > after).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    return pageOf(configs.slice(0, query.limit + 1), query.limit, (config) => config.id);
+  });
+
+  app.get('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'One polling config', params: idParams } }, async (request) => {
+    const { id } = request.params as { id: string };
+    return getPollingConfig(pool, id);
+  });
+
+  app.patch('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Change a polling config (intervalsSec / match replace the whole set)', params: idParams, body: pollingConfigPatchSchema } }, async (request) => {
+    const { id } = request.params as { id: string };
+    const config = await updatePollingConfig(pool, id, request.body as PollingConfigPatch);
+    await announce();
+    return config;
+  });
+
+  app.delete('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Delete a polling config', params: idParams } }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    await deletePollingConfig(pool, id);
+    await announce();
+    return reply.status(204).send();
+  });
+}

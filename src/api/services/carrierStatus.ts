@@ -1,0 +1,91 @@
+/**
+ * Account status (DESIGN §10): lanes, in-flight and due-now from Redis, per group the configured
+ * and effective rate and calls in the last second, lateness over the last minute, expired leases
+ * from the running scheduler, and the capacity estimate.
+ */
+import { getCarrier } from '../../db/carriers.js';
+import { listPollingConfigs } from '../../db/pollingConfigs.js';
+import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } from '../../db/statusQueries.js';
+import { getPollingMode } from '../../db/systemConfig.js';
+import { IntervalResolver } from '../../domain/pollingConfig.js';
+import type { SchedulerStatus } from '../../common/orchestration.js';
+import { schedulerStatus } from '../../polling/temporalControl.js';
+import type { ApiContext } from '../context.js';
+import { capacityOf, type Capacity } from './capacity.js';
+
+/** Window of the lateness percentiles. */
+export const LATENESS_WINDOW_MS = 60_000;
+const ONE_SECOND_MS = 1000;
+
+export interface GroupStatus {
+  readonly name: string;
+  readonly qpsConfigured: number;
+  readonly qpsEffective: number;
+  readonly usedLastSecond: number;
+}
+
+export interface CarrierStatus {
+  readonly carrierId: string;
+  readonly mode: 'carrier' | 'legacy';
+  readonly paused: boolean;
+  readonly inflight: number;
+  readonly lanes: { readonly priority: number; readonly normal: number };
+  readonly dueNow: number;
+  readonly groups: GroupStatus[];
+  readonly latenessMs: LatenessPercentiles;
+  readonly expiredLeases: number;
+  readonly capacity: Capacity;
+  /** Whether the account's scheduler answered its status query. */
+  readonly schedulerRunning: boolean;
+}
+
+/** The scheduler's own view, or undefined when it is not running (orchestration down, account disabled). */
+async function schedulerView(ctx: ApiContext, carrierId: string): Promise<SchedulerStatus | undefined> {
+  try {
+    return await schedulerStatus(ctx.orchestration, carrierId);
+  } catch {
+    return undefined;
+  }
+}
+
+async function groupStatus(ctx: ApiContext, carrierId: string, name: string, qps: number, now: number): Promise<GroupStatus> {
+  const { limiter, redis, store } = ctx.deps;
+  // The limiter's window ZSET scores grants (and reservations) by time: count the last second's.
+  const used = await redis.zcount(store.keys(carrierId).rateLimit(name), now - ONE_SECOND_MS, now);
+  let effective = qps;
+  try {
+    effective = (await limiter.inspect(carrierId, name)).effectiveRate;
+  } catch {
+    // The limiter only runs integer rates ≥ 1; for other configured rates show the configuration.
+  }
+  return { name, qpsConfigured: qps, qpsEffective: effective, usedLastSecond: used };
+}
+
+export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise<CarrierStatus> {
+  const { pool, store } = ctx.deps;
+  const carrier = await getCarrier(pool, carrierId);
+  const now = Date.now();
+  const [mode, depths, dueNow, lateness, polled, configs, scheduler, groups] = await Promise.all([
+    getPollingMode(pool),
+    store.depths(carrier.id),
+    store.dueNowCount(carrier.id, now),
+    latenessPercentiles(pool, carrier.id, LATENESS_WINDOW_MS),
+    polledCountsByStatus(pool, carrier.id),
+    listPollingConfigs(pool, { enabledOnly: true }),
+    schedulerView(ctx, carrier.id),
+    Promise.all(carrier.groups.map((group) => groupStatus(ctx, carrier.id, group.name, group.qps, now))),
+  ]);
+  return {
+    carrierId: carrier.id,
+    mode: mode.mode,
+    paused: scheduler?.paused ?? false,
+    inflight: depths.running,
+    lanes: { priority: depths.priority, normal: depths.normal },
+    dueNow,
+    groups,
+    latenessMs: lateness,
+    expiredLeases: scheduler?.expiredLeases ?? 0,
+    capacity: capacityOf(carrier, polled, new IntervalResolver(configs)),
+    schedulerRunning: scheduler !== undefined,
+  };
+}
