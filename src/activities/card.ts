@@ -97,6 +97,7 @@ export function createCardActivities(deps: CardActivityDeps) {
         totalTimeoutMs: carrier.totalTimeoutMs,
         leaseMs,
         earliestDue: earliest,
+        ingestMode: await deps.reference.ingestMode(),
         ...(priorityItemId === undefined ? {} : { priorityItemId }),
       };
     },

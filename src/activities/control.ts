@@ -37,6 +37,9 @@ export interface ControlActivityDeps {
   readonly cardCapacity?: number;
 }
 
+/** Upper bound on how many seconds of budget one late round may plan for. */
+const MAX_ROUND_BUDGET_SECONDS = 3;
+
 export function createControlActivities(deps: ControlActivityDeps) {
   return {
     async claimRound(input: ClaimRoundInput): Promise<ClaimRoundResult> {
@@ -51,13 +54,16 @@ export function createControlActivities(deps: ControlActivityDeps) {
         Promise.all(groupNames.map((name) => deps.limiter.effectiveRate(input.carrierId, name))),
       ]);
       const inflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
+      // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
+      const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
+      const budget = Object.fromEntries(Object.entries(remaining).map(([group, left]) => [group, Math.floor(left * scale)]));
       const result = await deps.store.claim({
         carrierId: input.carrierId,
         leaseMs: carrier.leaseMs,
         inflightLimit,
         priorityRatio: carrier.priorityRatio,
         tokenPrefix: input.tokenPrefix,
-        groupBudget: remaining,
+        groupBudget: budget,
         typeGroups: { ...carrier.typeGroups },
         countRealname: carrier.realnameControl,
       });

@@ -8,12 +8,14 @@ import type { GatewayClient } from '../gateway/client.js';
 import { callThroughLimiter } from '../gateway/limitedCall.js';
 import { GatewayError } from '../gateway/errors.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
+import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { GatewayStepInput, StepResult } from '../common/orchestration.js';
 import type { ActivityMetrics } from './metrics.js';
 
 export interface GatewayActivityDeps {
   readonly client: GatewayClient;
   readonly limiter: RedisRateLimiter;
+  readonly store: CarrierQueueStore;
   readonly metrics?: ActivityMetrics;
 }
 
@@ -22,7 +24,9 @@ const UNLIMITED = Symbol('unlimited');
 
 export function createGatewayActivities(deps: GatewayActivityDeps) {
   return {
-    async checkGateway(input: GatewayStepInput): Promise<StepResult> {
+    async checkGateway(input: GatewayStepInput): Promise<StepResult | 'lease_lost'> {
+      // Keep the lease alive, and stop before the call when it is no longer ours (DESIGN §2.1).
+      if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, input.execValue, input.leaseMs))) return 'lease_lost';
       const started = Date.now();
       const signal = safeCancellationSignal();
       try {

@@ -6,7 +6,7 @@
 import type { Pool } from '../db/pool.js';
 import { findCarrier } from '../db/carriers.js';
 import { listPollingConfigs } from '../db/pollingConfigs.js';
-import { getPollingMode } from '../db/systemConfig.js';
+import { getIngestMode, getPollingMode, type IngestMode } from '../db/systemConfig.js';
 import type { Carrier } from '../domain/carrier.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
 import type { PollingMode } from '../common/orchestration.js';
@@ -20,6 +20,7 @@ export class ReferenceData {
   private readonly carriers = new Map<string, Entry<Carrier | null>>();
   private resolver: Entry<IntervalResolver> | undefined;
   private mode: Entry<PollingMode> | undefined;
+  private ingest: Entry<IngestMode> | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -52,10 +53,18 @@ export class ReferenceData {
     return value;
   }
 
+  async ingestMode(refresh = false): Promise<IngestMode> {
+    if (this.fresh(this.ingest, refresh)) return this.ingest.value;
+    const value = (await getIngestMode(this.pool)).mode;
+    this.ingest = { value, at: Date.now() };
+    return value;
+  }
+
   /** Drops everything (after a configuration change made by this process). */
   invalidate(): void {
     this.carriers.clear();
     this.resolver = undefined;
     this.mode = undefined;
+    this.ingest = undefined;
   }
 }

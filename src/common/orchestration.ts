@@ -46,6 +46,11 @@ export interface ClaimRoundInput {
   readonly tokenPrefix: string;
   /** Re-read the account from PostgreSQL instead of the process cache (after configChanged). */
   readonly refreshConfig: boolean;
+  /**
+   * Time since the previous round. When rounds come late (a busy server delays the tick), the
+   * round may plan for that many seconds of budget: the limiter's wait mode still spaces the calls.
+   */
+  readonly sinceLastRoundMs?: number;
 }
 
 export interface GroupBudgetView {
@@ -91,6 +96,11 @@ export interface ExecutionPlanRun {
   /** Earliest due of the types being run (ms); lateness = start − this. */
   readonly earliestDue: number;
   readonly priorityItemId?: string;
+  /**
+   * `sync`: the card worker writes the execution's records itself; `async`: they go to the
+   * ingest task queue (DESIGN §7 polling.ingest.mode).
+   */
+  readonly ingestMode: 'sync' | 'async';
 }
 
 export type ExecutionPlan =
@@ -117,6 +127,11 @@ export type StepResult =
 
 export interface GatewayStepInput {
   readonly carrierId: string;
+  readonly cardId: string;
+  /** Claim token and execution value: the lease is renewed with them before the call. */
+  readonly token: string;
+  readonly execValue: string;
+  readonly leaseMs: number;
   readonly gatewayAccount: string;
   readonly iccid: string;
   readonly type: GatewayCheckType;

@@ -75,7 +75,11 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
         ...common,
         taskQueue: queues.card,
         workflowBundle: setup.workflowBundle,
-        activities: createCardActivities({ pool: deps.pool, store: deps.store, reference: deps.reference, packages: createPackageEvaluator(deps.pool), priority: setup.services.priority, metrics: deps.metrics }),
+        // Card bookkeeping, plus the records of sync ingest, run here as local activities of cardCheck.
+        activities: {
+          ...createCardActivities({ pool: deps.pool, store: deps.store, reference: deps.reference, packages: createPackageEvaluator(deps.pool), priority: setup.services.priority, metrics: deps.metrics }),
+          ...createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
+        },
         maxConcurrentWorkflowTaskExecutions: Math.min(config.WORKER_CARD_MAX_WORKFLOWS, 1000),
         maxCachedWorkflows: config.WORKER_CARD_MAX_WORKFLOWS * 2,
         maxConcurrentActivityTaskExecutions: config.WORKER_CARD_MAX_ACTIVITIES,
@@ -84,7 +88,7 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
       return Worker.create({
         ...common,
         taskQueue: queues.gateway,
-        activities: createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, metrics: deps.metrics }),
+        activities: createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
         maxConcurrentActivityTaskExecutions: config.WORKER_GATEWAY_MAX_ACTIVITIES,
       });
     case 'ingest':

@@ -6,7 +6,7 @@
  * acquired from it first, the lease is renewed before every further gateway call, and the card is
  * finished (or released) through it.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities } from '../activities/ingest.js';
@@ -28,9 +28,17 @@ export interface CardCheckArgs extends CardCheckInput {
 /** Short, bounded retries: Redis/PostgreSQL bookkeeping is cheap and must eventually land. */
 const BOOKKEEPING_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '5 s', maximumAttempts: 20 } as const;
 
+/**
+ * Redis bookkeeping runs as local activities: in the card worker itself, recorded in history as
+ * markers, without a server round trip per step (DESIGN §2.2 puts them on the card task queue).
+ */
+function cardBookkeeping() {
+  return proxyLocalActivities<CardActivities & IngestActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry: BOOKKEEPING_RETRY });
+}
+
 export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: ExecutionOutcome }> {
   const { taskQueues } = args;
-  const card = proxyActivities<CardActivities>({ taskQueue: taskQueues.card, startToCloseTimeout: '10 s', retry: BOOKKEEPING_RETRY });
+  const card = cardBookkeeping();
   const ingest = proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: BOOKKEEPING_RETRY });
   const info = workflowInfo();
   const startedAt = Date.now();
@@ -45,13 +53,14 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'not_polled' }]);
     return { outcome: 'not_polled' };
   }
-  upsertSearchAttributes([{ key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] }]);
-
   let results: StepResult[];
   try {
     const ran = await runSteps(args, plan, startedAt);
     if (ran === 'lease_lost') {
-      upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'lease_lost' }]);
+      upsertSearchAttributes([
+        { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
+        { key: OUTCOME_ATTRIBUTE, value: 'lease_lost' },
+      ]);
       return { outcome: 'lease_lost' };
     }
     results = ran;
@@ -73,14 +82,20 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     runId: info.runId,
   };
   const finished = await card.finishExecution(finishInput);
-  // Durable records (observations, execution, alerts, priority item) go through the ingest queue.
-  await ingest.recordExecution({ ...finishInput, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts });
-  upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: finished.outcome }]);
+  // Durable records (observations, execution, alerts, priority item): written by this worker in
+  // sync ingest mode, handed to the ingest task queue in async mode.
+  const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts };
+  if (plan.ingestMode === 'sync') await card.recordExecution(record);
+  else await ingest.recordExecution(record);
+  // One event for both attributes: the types run and how it ended.
+  upsertSearchAttributes([
+    { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
+    { key: OUTCOME_ATTRIBUTE, value: finished.outcome },
+  ]);
   return { outcome: finished.outcome };
 }
 
 async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: number): Promise<StepResult[] | 'lease_lost'> {
-  const card = proxyActivities<CardActivities>({ taskQueue: args.taskQueues.card, startToCloseTimeout: '10 s', retry: BOOKKEEPING_RETRY });
   const gateway = proxyActivities<GatewayActivities>({
     taskQueue: args.taskQueues.gateway,
     // Limiter wait + call must fit the step; a little slack for the activity's own overhead.
@@ -90,7 +105,6 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
   });
   const executionDeadline = startedAt + plan.totalTimeoutMs;
   const results: StepResult[] = [];
-  let gatewayCalls = 0;
   for (const type of plan.types) {
     if (type === 'package') continue; // evaluated locally by finish, once per execution
     if (!isGatewayCheckType(type)) continue;
@@ -99,16 +113,23 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
       results.push({ type, outcome: 'skipped', reason: 'total_timeout' });
       continue;
     }
-    if (gatewayCalls > 0) {
-      const renewed = await card.renewLease({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: workflowInfo().runId, leaseMs: plan.leaseMs });
-      if (!renewed) return 'lease_lost';
-    }
-    gatewayCalls += 1;
     const deadlineMs = Math.min(now + plan.stepTimeoutMs, executionDeadline);
     try {
-      results.push(
-        await gateway.checkGateway({ carrierId: args.carrierId, gatewayAccount: plan.gatewayAccount, iccid: plan.iccid, type, group: plan.typeGroups[type], deadlineMs }),
-      );
+      // The gateway activity renews the lease right before its call and reports a lost one.
+      const result = await gateway.checkGateway({
+        carrierId: args.carrierId,
+        cardId: args.cardId,
+        token: args.token,
+        execValue: workflowInfo().runId,
+        leaseMs: plan.leaseMs,
+        gatewayAccount: plan.gatewayAccount,
+        iccid: plan.iccid,
+        type,
+        group: plan.typeGroups[type],
+        deadlineMs,
+      });
+      if (result === 'lease_lost') return 'lease_lost';
+      results.push(result);
     } catch (error) {
       // A step's unexpected exception is that step's failure, not the execution's.
       results.push({ type, outcome: 'failure', errorClass: failureClass(error), message: failureMessage(error), gatewayMs: Date.now() - now });

@@ -13,6 +13,7 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   startChild,
   workflowInfo,
@@ -55,7 +56,11 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     startToCloseTimeout: '10 s',
     retry: { initialInterval: '200 ms', maximumInterval: '5 s', maximumAttempts: 5 },
   });
+  // The claim runs every tick: as a local activity it costs one marker event and no server round
+  // trip, which keeps the tick close to one second even when the server is busy.
+  const claimer = proxyLocalActivities<ControlActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry: { initialInterval: '200 ms', maximumInterval: '2 s', maximumAttempts: 5 } });
   const tickMs = args.tickMs ?? DEFAULT_TICK_MS;
+  let lastRoundAt: number | undefined;
   const maxHistory = args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   let paused = args.paused ?? false;
   let refreshConfig = true;
@@ -73,11 +78,47 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     groups: [] as GroupBudgetView[],
   };
   const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
+  // Children start without blocking the loop: each start costs a server round trip, and a loop
+  // that waited for them would stretch its one-second tick (and with it the budget per round).
+  const toRelease: ClaimedCard[] = [];
+  let startsInFlight = 0;
+  let startFailures = 0;
+  const launch = (card: ClaimedCard, runTimeoutMs: number): void => {
+    startsInFlight += 1;
+    startChild(cardCheck, {
+      workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
+      taskQueue: args.taskQueues.card,
+      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: args.taskQueues }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      // A new run under the same id for every execution; Temporal rejects one while another runs.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      workflowRunTimeout: runTimeoutMs,
+      typedSearchAttributes: [
+        { key: CARD_ID_ATTRIBUTE, value: card.cardId },
+        { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
+      ],
+    }).then(
+      () => {
+        startsInFlight -= 1;
+      },
+      (error: unknown) => {
+        startsInFlight -= 1;
+        startFailures += 1;
+        log.warn('cardCheck could not start; releasing its claim', { cardId: card.cardId, token: card.token, error: String(error) });
+        toRelease.push(card);
+      },
+    );
+  };
+  const releaseFailedStarts = async (): Promise<void> => {
+    if (toRelease.length === 0) return;
+    const cards = toRelease.splice(0, toRelease.length);
+    await control.releaseClaims({ carrierId: args.carrierId, cards });
+  };
 
   setHandler(
     requestCheckUpdate,
     async (input) => control.requestCheck({ carrierId: args.carrierId, request: input }),
-    { validator: (input) => validateRequestCheck(input) },
+    { validator: (input: RequestCheckInput) => validateRequestCheck(input) },
   );
   setHandler(requestCheckSignal, (input) => {
     // Signals cannot be rejected; invalid ones are dropped with a log line rather than failing the loop.
@@ -101,14 +142,16 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     }
     if (!paused) {
       rounds += 1;
-      const result = await control.claimRound({ carrierId: args.carrierId, tokenPrefix: `${workflowInfo().runId}.${rounds}`, refreshConfig });
+      const now = Date.now();
+      const sinceLastRoundMs = lastRoundAt === undefined ? tickMs : now - lastRoundAt;
+      lastRoundAt = now;
+      const result = await claimer.claimRound({ carrierId: args.carrierId, tokenPrefix: `${workflowInfo().runId}.${rounds}`, refreshConfig, sinceLastRoundMs });
       refreshConfig = false;
       if (result.kind === 'stop') return { stopped: result.reason };
       if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        const failed = await startCards(args, result.claimed, result.cardRunTimeoutMs);
-        if (failed.length > 0) await control.releaseClaims({ carrierId: args.carrierId, cards: failed });
+        for (const card of result.claimed) launch(card, result.cardRunTimeoutMs);
         status = {
           ...status,
           mode: 'claiming',
@@ -116,46 +159,23 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           running: result.running,
           claimedLastTick: result.claimed.length,
           expiredLeases: status.expiredLeases + result.expired,
-          startFailures: status.startFailures + failed.length,
+          startFailures,
           lanes: result.lanes,
           groups: result.groups,
         };
       }
     }
+    await releaseFailedStarts();
     const info = workflowInfo();
     if (info.historyLength >= maxHistory || info.continueAsNewSuggested) {
-      // Let running update handlers (request-checks) complete first; queued signals travel along.
-      await condition(allHandlersFinished);
+      // Let child starts and running update handlers (request-checks) complete first; queued
+      // signals travel along as input.
+      await condition(() => startsInFlight === 0 && allHandlersFinished());
+      await releaseFailedStarts();
       await continueAsNew<typeof carrierScheduler>({ ...args, paused, rounds, pendingRequests: [...pendingSignals] });
     }
     // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
-    await condition(() => pendingSignals.length > 0, Math.max(0, tickMs - (Date.now() - tickStart)));
+    await condition(() => pendingSignals.length > 0, Math.max(1, tickMs - (Date.now() - tickStart)));
   }
 }
 
-async function startCards(args: CarrierSchedulerArgs, claimed: readonly ClaimedCard[], runTimeoutMs: number): Promise<ClaimedCard[]> {
-  const failed: ClaimedCard[] = [];
-  await Promise.all(
-    claimed.map(async (card) => {
-      try {
-        await startChild(cardCheck, {
-          workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
-          taskQueue: args.taskQueues.card,
-          args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: args.taskQueues }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          // A new run under the same id for every execution; Temporal rejects one while another runs.
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          workflowRunTimeout: runTimeoutMs,
-          typedSearchAttributes: [
-            { key: CARD_ID_ATTRIBUTE, value: card.cardId },
-            { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
-          ],
-        });
-      } catch (error) {
-        log.warn('cardCheck could not start; releasing its claim', { cardId: card.cardId, token: card.token, error: String(error) });
-        failed.push(card);
-      }
-    }),
-  );
-  return failed;
-}

@@ -102,6 +102,10 @@ export async function createStack(label: string, options: { seed?: number } = {}
       return handle;
     },
     async close() {
+      // Leave nothing running on the shared server: this stack's schedulers and cards end with it.
+      for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
+        await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('test finished').catch(() => undefined);
+      }
       for (const handle of running) await handle.stop();
       await connection.close();
       await simulator.close();

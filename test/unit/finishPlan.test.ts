@@ -72,7 +72,7 @@ test('deferral counts nothing and is due again within two seconds', () => {
 test('confirmation: not yet seen → next delay; seen → cleared and back to the interval; exhausted → recorded', () => {
   const base = { 'due:card_status': String(now), 'cfm:card_status': '10,30', 'exp:card_status': 'offline' };
   const online: StepResult = { type: 'card_status', outcome: 'success', gatewayMs: 1, observation: { collectionId: 'c', observedAt: 'x', payload: { network: 'online' } } };
-  const offline: StepResult = { ...online, observation: { collectionId: 'd', observedAt: 'x', payload: { network: 'offline' } } } as StepResult;
+  const offline: StepResult = { ...online, observation: { collectionId: 'd', observedAt: 'x', payload: { network: 'offline' } } };
   const again = planFinish({ state: state(base), results: [online], intervalsMs: { card_status: 60_000 }, backoffBaseMs: 1, now, random: half });
   assert.equal(again.set['due:card_status'], now + 10_000);
   assert.equal(again.set['cfm:card_status'], '30');

@@ -1,0 +1,70 @@
+/**
+ * The demo data `npm start` loads into an empty database: three carrier accounts with different
+ * QPS budgets and group maps, a few thousand cards, polling configs with short intervals.
+ */
+import type { Pool } from '../db/pool.js';
+import { createCarrier, listCarriers } from '../db/carriers.js';
+import { createPollingConfig } from '../db/pollingConfigs.js';
+import type { NewCarrier } from '../domain/carrier.js';
+import type { LifecycleService } from '../lifecycle/service.js';
+import type { SimWorld } from '../simulator/model.js';
+
+interface DemoAccount {
+  readonly carrier: NewCarrier;
+  readonly cards: number;
+  readonly latencyMs: { p50: number; p99: number };
+}
+
+export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
+  {
+    carrier: { name: 'demo-mobile', gatewayAccount: 'demo-mobile', groups: [{ name: 'status', qps: 10 }, { name: 'usage', qps: 5 }], typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' }, realnameControl: true, inflightLimit: 100, priorityRatio: 0.3 },
+    cards: 1000,
+    latencyMs: { p50: 40, p99: 250 },
+  },
+  {
+    carrier: { name: 'demo-unicom', gatewayAccount: 'demo-unicom', groups: [{ name: 'all', qps: 20 }], typeGroups: { card_status: 'all', realname: 'all', carddata: 'all' }, inflightLimit: 100, priorityRatio: 0.2 },
+    cards: 1000,
+    latencyMs: { p50: 60, p99: 400 },
+  },
+  {
+    carrier: { name: 'demo-telecom', gatewayAccount: 'demo-telecom', groups: [{ name: 'status', qps: 30 }, { name: 'usage', qps: 10 }], typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' }, inflightLimit: 150, priorityRatio: 0.2 },
+    cards: 1000,
+    latencyMs: { p50: 30, p99: 150 },
+  },
+];
+
+/** Intervals (seconds) short enough to watch checks flow; together they exceed demo-mobile's budget on purpose. */
+export const DEMO_INTERVALS_SEC = { card_status: 60, carddata: 120, realname: 600, package: 300 } as const;
+
+/** Mirrors the accounts' limits in an in-process simulator (a real carrier needs nothing of this). */
+export function configureSimulator(world: SimWorld): void {
+  for (const account of DEMO_ACCOUNTS) {
+    world.updateAccount(account.carrier.gatewayAccount, {
+      groups: Object.fromEntries((account.carrier.groups ?? []).map((g) => [g.name, g.qps])),
+      typeGroups: account.carrier.typeGroups ?? {},
+      latencyMs: account.latencyMs,
+      errorRate: 0.01,
+    });
+  }
+}
+
+/** Loads the demo when no carrier account exists yet. Returns how many cards were created. */
+export async function loadDemoIfEmpty(pool: Pool, lifecycle: LifecycleService, log: (line: string) => void): Promise<number> {
+  if ((await listCarriers(pool)).length > 0) return 0;
+  await createPollingConfig(pool, { name: 'demo-default', priority: 0, intervalsSec: DEMO_INTERVALS_SEC });
+  let total = 0;
+  for (const [index, account] of DEMO_ACCOUNTS.entries()) {
+    const carrier = await createCarrier(pool, account.carrier);
+    const cards = Array.from({ length: account.cards }, (_, i) => ({
+      iccid: `8986${String(index + 1).padStart(2, '0')}${String(i).padStart(14, '0')}`,
+      carrierId: carrier.id,
+      status: 'active' as const,
+      enablePolling: true,
+    }));
+    const { created, rejected } = await lifecycle.createCards(cards);
+    if (rejected.length > 0) throw new Error(`demo card rejected: ${JSON.stringify(rejected[0])}`);
+    total += created.length;
+    log(`demo: account ${carrier.name} (#${carrier.id}) with ${created.length} cards`);
+  }
+  return total;
+}

@@ -1,0 +1,56 @@
+/** The line `npm start` prints every few seconds: per account checks/s, budget use, lateness p99, in-flight, open alerts. */
+import type { Pool } from '../db/pool.js';
+import { listCarriers } from '../db/carriers.js';
+import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
+import type { RunningSimulator } from '../simulator/server.js';
+
+const EVERY_MS = 5000;
+
+interface Row {
+  carrier_id: string;
+  executions: string;
+  p99: number | null;
+  alerts: string;
+}
+
+export function startLiveLine(deps: { pool: Pool; store: CarrierQueueStore; simulator: RunningSimulator | undefined; log: (line: string) => void }): { stop(): void } {
+  let previousCalls = new Map<string, number>();
+  let previousAt = Date.now();
+  const tick = async (): Promise<void> => {
+    const carriers = await listCarriers(deps.pool);
+    const { rows } = await deps.pool.query<Row>(
+      `SELECT c.id::text AS carrier_id,
+              (SELECT count(*) FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - make_interval(secs => $1))::text AS executions,
+              (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY (e.details->>'latenessMs')::double precision)
+                 FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - interval '1 minute') AS p99,
+              (SELECT count(*) FROM polling_failure_alert a WHERE a.carrier_id = c.id AND a.status = 'open')::text AS alerts
+         FROM carrier_account c ORDER BY c.id`,
+      [EVERY_MS / 1000],
+    );
+    const stats = deps.simulator?.world.stats(false);
+    const now = Date.now();
+    const seconds = (now - previousAt) / 1000;
+    const calls = new Map<string, number>();
+    const parts: string[] = [];
+    for (const carrier of carriers) {
+      const row = rows.find((r) => r.carrier_id === carrier.id);
+      const depth = await deps.store.depths(carrier.id);
+      const groups = stats?.accounts[carrier.gatewayAccount]?.groups ?? {};
+      const total = Object.values(groups).reduce((sum, g) => sum + g.calls, 0);
+      calls.set(carrier.id, total);
+      const budget = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
+      const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;
+      const use = stats ? ` budget ${((100 * callRate) / budget).toFixed(0)}% (${callRate.toFixed(1)}/${budget} qps)` : '';
+      parts.push(
+        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ${depth.running} alerts ${row?.alerts ?? 0}`,
+      );
+    }
+    previousCalls = calls;
+    previousAt = now;
+    deps.log(`[live] ${new Date().toISOString().slice(11, 19)} ${parts.join(' | ')}`);
+  };
+  const timer = setInterval(() => {
+    tick().catch((error: unknown) => deps.log(`[live] ${String(error)}`));
+  }, EVERY_MS);
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,98 @@
+/**
+ * `npm start`: the main job on embedded defaults. Brings up (or reuses) Temporal with its Web UI,
+ * Redis and PostgreSQL, migrates, starts the gateway simulator, the workers of every task queue and
+ * the API in this process, loads the demo into an empty database, starts pollingControl, then
+ * prints a live line every few seconds. Ctrl-C stops everything started here (the services keep
+ * running; `npm run services:down` stops them).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { loadConfigOrExit, taskQueues } from '../config/index.js';
+import { servicesUp } from '../services/index.js';
+import { createPool } from '../db/pool.js';
+import { migrate } from '../db/migrate.js';
+import { startSimulator, type RunningSimulator } from '../simulator/server.js';
+import { startWorkers } from '../workers/run.js';
+import { WORKER_KINDS } from '../workers/createWorker.js';
+import { createPollingServices } from '../polling/services.js';
+import { ensurePollingControl } from '../polling/temporalControl.js';
+import { configureSimulator, loadDemoIfEmpty } from './demo.js';
+import { startLiveLine } from './liveLine.js';
+import { startApi } from './api.js';
+import { rebuild } from '../lifecycle/rebuild.js';
+
+const HELP = `usage: npm start
+
+Starts Temporal (dev server + Web UI), Redis, PostgreSQL, the gateway simulator, all workers and the
+API on 127.0.0.1, loads demo data into an empty database and prints a live line. Configuration comes
+from the environment (see README.md); TEMPORAL_ADDRESS / REDIS_URL / DATABASE_URL / GATEWAY_URL set
+to external services are used as they are and nothing is started for them.`;
+
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(`${HELP}\n`);
+  process.exit(0);
+}
+
+const log = (line: string): void => void process.stdout.write(`${line}\n`);
+const config = loadConfigOrExit();
+const started = Date.now();
+const addresses = await servicesUp(config, { redisPersistence: 'aof', log: (line) => log(`[services] ${line}`) });
+
+const pool = createPool({ url: config.DATABASE_URL, schema: config.DATABASE_SCHEMA, max: 2 });
+const migrated = await migrate(pool, config.DATABASE_SCHEMA);
+log(`[migrate] schema ${config.DATABASE_SCHEMA} at migration ${migrated.current}`);
+await pool.end();
+
+let simulator: RunningSimulator | undefined;
+if ((process.env.GATEWAY_URL ?? '') === '') {
+  simulator = await startSimulator({ host: config.SIMULATOR_HOST, port: config.SIMULATOR_PORT, seed: 1 });
+  configureSimulator(simulator.world);
+  log(`[simulator] gateway simulator on ${simulator.url}`);
+}
+
+const workers = await startWorkers(config, WORKER_KINDS);
+log(`[workers] ${WORKER_KINDS.join(', ')} running`);
+const services = createPollingServices({ deps: workers.deps });
+const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, (line) => log(`[demo] ${line}`));
+if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
+// Redis may have lost data while we were down (it is rebuildable from PostgreSQL by design):
+// reconcile it once at start. Idempotent; due times that still exist are kept.
+const rebuilt = await rebuild({ pool: workers.deps.pool, redis: workers.deps.redis, store: workers.deps.store, namespace: config.REDIS_KEY_PREFIX });
+log(`[rebuild] ${rebuilt.skipped ? `skipped (${rebuilt.skipped})` : `${rebuilt.upserted} cards in ${rebuilt.carriers} accounts (${rebuilt.keptDues} due times kept, ${rebuilt.newDues} new) in ${rebuilt.durationMs} ms`}`);
+
+const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+const ref = { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
+await ensurePollingControl(ref);
+const api = await startApi(config, workers.deps, services, ref);
+
+log('');
+log(`ready in ${Date.now() - started} ms`);
+log(`  Temporal gRPC     ${addresses.temporal}`);
+log(`  Temporal Web UI   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows`);
+log(`  one card's runs   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent('CardId="1"')}   (query: CardId="1")`);
+log(`  Redis             ${addresses.redis}`);
+log(`  PostgreSQL        ${addresses.postgres}`);
+if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
+if (api) {
+  log(`  API               ${api.url}   (Authorization: Bearer ${config.API_TOKEN})`);
+  log(`  API docs          ${api.url}/docs`);
+}
+log('Ctrl-C stops.\n');
+
+const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, log });
+
+let stopping = false;
+const stop = async (): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  log('\nstopping…');
+  live.stop();
+  await api?.close();
+  await workers.shutdown();
+  await connection.close();
+  await simulator?.close();
+  log('stopped (services keep running; `npm run services:down` stops them)');
+  process.exit(0);
+};
+process.once('SIGINT', () => void stop());
+process.once('SIGTERM', () => void stop());
