@@ -18,11 +18,11 @@ import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
 
-/** Worker logs at WARN: the test output stays readable, problems still show. */
+/** Worker logs at ERROR: expected activity failures (error injection) would drown the test output. */
 function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
 }
 
 export interface Stack {

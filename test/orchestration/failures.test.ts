@@ -1,0 +1,63 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStack } from '../helpers/orchestration.js';
+import { seedAccount, waitFor } from '../helpers/seed.js';
+import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+
+interface AlertRow {
+  status: string;
+  fail_count: number;
+  last_error: string | null;
+}
+
+test('gateway failures back off, open one alert per card and type after the threshold, and recover on success', async () => {
+  const stack = await createStack('orch-failures');
+  try {
+    const account = await seedAccount(stack, {
+      name: 'fail1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 2,
+      intervalsSec: { card_status: 2 },
+      carrier: { failureAlertThreshold: 3, backoffBaseMs: 400 },
+      // Every call answers a transient carrier error until the test heals the account.
+      simulator: { errorRate: 1 },
+    });
+    const [card] = account.cards;
+    assert.ok(card);
+    await stack.startWorkers();
+    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+
+    const alert = await waitFor('a failure alert', async () => {
+      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`, [card.id]);
+      return rows.length > 0 ? rows : undefined;
+    }, 60_000);
+    assert.equal(alert.length, 1, 'one alert per card and type');
+    assert.equal(alert[0]?.status, 'open');
+    assert.ok((alert[0]?.fail_count ?? 0) >= 3, `opened at the threshold, fail_count ${alert[0]?.fail_count}`);
+    assert.match(alert[0]?.last_error ?? '', /^transient\|/);
+
+    const failing = await stack.deps.store.readDue(account.carrier.id, card.id);
+    assert.ok(failing && failing.types.card_status.fail >= 3);
+    assert.ok(failing.types.card_status.ffail !== null && failing.types.card_status.err?.startsWith('transient|'));
+    // Backoff: the next try is in the future (base 400 ms doubling, capped at the 2 s interval).
+    assert.ok((failing.types.card_status.due ?? 0) > (failing.types.card_status.ffail ?? 0));
+
+    // More failures refresh the same alert instead of opening more.
+    await new Promise((r) => setTimeout(r, 3000));
+    const { rows: stillOne } = await stack.db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM polling_failure_alert WHERE card_id = $1::bigint`, [card.id]);
+    assert.equal(stillOne[0]?.n, '1');
+
+    stack.simulator.world.updateAccount('fail1-gw', { errorRate: 0 });
+    await waitFor('alert recovered', async () => {
+      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint`, [card.id]);
+      return rows[0]?.status === 'recovered';
+    }, 30_000);
+    const healed = await stack.deps.store.readDue(account.carrier.id, card.id);
+    assert.equal(healed?.types.card_status.fail, 0);
+    assert.equal(healed?.types.card_status.err, null);
+    assert.ok(healed?.types.card_status.ok !== null);
+  } finally {
+    await stack.close();
+  }
+});

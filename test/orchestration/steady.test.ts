@@ -1,0 +1,66 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStack } from '../helpers/orchestration.js';
+import { seedAccount } from '../helpers/seed.js';
+import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+
+/**
+ * Steady state: two accounts polled on short intervals. Sized to what one 2-core machine running
+ * Temporal's dev server sustains alongside the suite (CARDS per account, env-overridable); the
+ * benchmark, not this test, measures how far it goes.
+ */
+const CARDS = Number(process.env.STEADY_CARDS ?? 40);
+const INTERVAL_SEC = Number(process.env.STEADY_INTERVAL_SEC ?? 12);
+const OBSERVE_MS = Number(process.env.STEADY_OBSERVE_MS ?? 40_000);
+
+test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all checked on schedule within budget`, async (t) => {
+  const stack = await createStack('orch-steady');
+  try {
+    const budgets = { s1: 8, s2: 12 };
+    const accounts = [
+      await seedAccount(stack, { name: 's1', qps: { status: budgets.s1 }, typeGroups: { card_status: 'status' }, cards: CARDS, intervalsSec: { card_status: INTERVAL_SEC } }),
+      await seedAccount(stack, { name: 's2', qps: { status: budgets.s2 }, typeGroups: { card_status: 'status' }, cards: CARDS, intervalsSec: { card_status: INTERVAL_SEC } }),
+    ];
+    await stack.startWorkers();
+    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+    // Warm-up: the first round of every card (they start within max(interval/10, 2 s)).
+    await new Promise((r) => setTimeout(r, INTERVAL_SEC * 1000));
+    const from = new Date();
+    await new Promise((r) => setTimeout(r, OBSERVE_MS));
+    const to = new Date();
+
+    const { rows } = await stack.db.pool.query<{ card_id: string; n: string; late_p99: number }>(
+      `SELECT card_id::text, count(*)::text AS n,
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS late_p99
+         FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND outcome = 'success' GROUP BY card_id`,
+      [from, to],
+    );
+    const counts = new Map(rows.map((r) => [r.card_id, Number(r.n)]));
+    // Each card is due every INTERVAL_SEC: in the window it must have run at least that many times,
+    // less one for the window's edges.
+    const expected = Math.floor(OBSERVE_MS / 1000 / INTERVAL_SEC) - 1;
+    for (const account of accounts) {
+      for (const card of account.cards) {
+        assert.ok((counts.get(card.id) ?? 0) >= expected, `card ${card.id} of ${account.carrier.name} ran ${counts.get(card.id) ?? 0} times, expected ≥ ${expected}`);
+      }
+    }
+    const { rows: lateness } = await stack.db.pool.query<{ p50: number; p99: number; n: string }>(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS p50,
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS p99, count(*)::text AS n
+         FROM card_execution WHERE started_at >= $1 AND started_at < $2`,
+      [from, to],
+    );
+    t.diagnostic(`executions ${lateness[0]?.n} in ${OBSERVE_MS} ms; lateness p50 ${Math.round(lateness[0]?.p50 ?? 0)} ms p99 ${Math.round(lateness[0]?.p99 ?? 0)} ms`);
+
+    const stats = stack.simulator.world.stats(true);
+    for (const [name, qps] of Object.entries(budgets)) {
+      const group = stats.accounts[`${name}-gw`]?.groups.status;
+      assert.ok(group, `simulator saw account ${name}`);
+      assert.equal(group.rejected, 0, `${name}: calls rejected as over the limit`);
+      assert.ok(group.maxPerSecond <= qps, `${name}: ${group.maxPerSecond} calls in one second > budget ${qps}`);
+    }
+    for (const [iccid, card] of Object.entries(stats.cards ?? {})) assert.ok(card.maxConcurrent <= 1, `card ${iccid} ran concurrently`);
+  } finally {
+    await stack.close();
+  }
+});
