@@ -62,7 +62,13 @@ function validationBody(error: FastifyError): ErrorBody {
   const context = error.validationContext ?? 'body';
   if (!first) return errorBody('invalid', error.message, context);
   const field = fieldOfAjvError(first, context);
-  const reason = first.keyword === 'additionalProperties' ? 'is not a known field' : first.keyword === 'required' ? 'is required' : (first.message ?? 'is invalid');
+  const allowed = first.params.allowedValues;
+  const reason =
+    first.keyword === 'additionalProperties' ? 'is not a known field'
+    : first.keyword === 'required' ? 'is required'
+    // Name the allowed values: "must be equal to one of the allowed values" alone does not help.
+    : first.keyword === 'enum' && Array.isArray(allowed) ? `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`
+    : (first.message ?? 'is invalid');
   return errorBody('invalid', `${field} ${reason}`, field);
 }
 
