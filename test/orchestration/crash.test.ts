@@ -1,0 +1,175 @@
+/**
+ * Crash (issue 6): the card worker process is killed (-9) while executions are in flight. Their
+ * leases expire, the scheduler reclaims the cards, a fresh card worker runs them to completion;
+ * the simulator's per-card call log proves no card ran twice at once, and no card is lost.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createStack, type Stack } from '../helpers/orchestration.js';
+import { seedAccount, waitFor } from '../helpers/seed.js';
+import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CARDS = 8;
+const LEASE_MS = 4000;
+
+interface CardWorkerProcess {
+  readonly child: ChildProcess;
+  /** Everything the child wrote, for the failure message. */
+  output(): string;
+  /** Resolves with the exit code or signal once the process is gone. */
+  readonly exited: Promise<string>;
+}
+
+/** The card worker entry (`src/workers/card.ts`) as its own process, configured for this stack. */
+function spawnCardWorker(stack: Stack): CardWorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/workers/card.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
+      DATABASE_URL: stack.config.DATABASE_URL,
+      DATABASE_SCHEMA: stack.db.schema,
+      REDIS_URL: stack.config.REDIS_URL,
+      REDIS_KEY_PREFIX: stack.redis.namespace,
+      TASK_QUEUE_CONTROL: stack.taskQueues.control,
+      TASK_QUEUE_CARD: stack.taskQueues.card,
+      TASK_QUEUE_GATEWAY: stack.taskQueues.gateway,
+      TASK_QUEUE_INGEST: stack.taskQueues.ingest,
+      WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
+      GATEWAY_URL: stack.simulator.url,
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
+  child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
+  return { child, output: () => output, exited };
+}
+
+/** Waits for the entry's "workers running" line (bundling the workflows takes seconds). */
+async function waitUntilReady(worker: CardWorkerProcess): Promise<void> {
+  let gone = false;
+  void worker.exited.then(() => void (gone = true));
+  await waitFor(
+    'the card worker process to start polling',
+    async () => {
+      if (gone) throw new Error(`card worker exited early:\n${worker.output()}`);
+      return worker.output().includes('workers running');
+    },
+    60_000,
+    100,
+  );
+}
+
+async function kill(worker: CardWorkerProcess | undefined): Promise<void> {
+  if (!worker || worker.child.exitCode !== null || worker.child.signalCode !== null) return;
+  worker.child.kill('SIGKILL');
+  await worker.exited;
+}
+
+test('orchestration: a card worker killed mid-execution loses its leases; cards are reclaimed, completed, never run twice at once', async (t) => {
+  const began = Date.now();
+  // Phase timings in the test output (TAP diagnostics), to see where the time goes.
+  const phase = (what: string): void => t.diagnostic(`${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
+  const stack = await createStack('orch-crash');
+  const children: CardWorkerProcess[] = [];
+  try {
+    const account = await seedAccount(stack, {
+      name: 'crash1',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main', carddata: 'main' },
+      cards: CARDS,
+      intervalsSec: { card_status: 2, carddata: 2 },
+      // A short lease so the test waits seconds, not minutes; total timeout ≤ lease (DB constraint).
+      carrier: { leaseMs: LEASE_MS, stepTimeoutMs: 1500, totalTimeoutMs: 3500 },
+      // Slow calls: two per execution keep every card in flight most of the time.
+      simulator: { latencyMs: { p50: 800, p99: 1200 } },
+    });
+    const carrierId = account.carrier.id;
+    const first = spawnCardWorker(stack);
+    children.push(first);
+    const workers = await stack.startWorkers(['control', 'gateway', 'ingest']);
+    await waitUntilReady(first);
+    const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
+    phase('card worker process ready');
+    await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
+
+    await waitFor(
+      'an execution of every card before the crash',
+      async () => {
+        const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution');
+        return Number(rows[0]?.n) === CARDS;
+      },
+      40_000,
+    );
+    // Kill while gateway calls are in flight: those cards' claims are certainly live then.
+    const inFlight = (): string[] => [...stack.simulator.world.cards].filter(([, card]) => card.inflight > 0).map(([iccid]) => iccid);
+    const interrupted = await waitFor('at least two cards in a gateway call', async () => (inFlight().length >= 2 ? inFlight() : undefined), 20_000, 20);
+    const expiredBefore = (await schedulerStatus(ref, carrierId)).expiredLeases;
+    await kill(first);
+    const killedAt = Date.now();
+    phase(`killed the card worker with ${interrupted.length} cards in a gateway call`);
+
+    // Nothing can finish while no card worker runs; wait until the killed executions' leases are gone.
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 1500));
+    const second = spawnCardWorker(stack);
+    children.push(second);
+    await waitUntilReady(second);
+    const restartedAt = new Date();
+    phase('second card worker process ready');
+
+    const done = await waitFor(
+      'a successful execution of every card after the restart',
+      async () => {
+        const { rows } = await stack.db.pool.query<{ card_id: string }>(
+          "SELECT DISTINCT card_id::text FROM card_execution WHERE outcome = 'success' AND started_at > $1",
+          [restartedAt],
+        );
+        return rows.length === CARDS ? rows : undefined;
+      },
+      40_000,
+    );
+    phase('every card succeeded after the restart');
+    assert.deepEqual(done.map((r) => r.card_id).sort(), account.cards.map((c) => c.id).sort());
+
+    // The crash really interrupted executions: the scheduler reclaimed at least the leases of the
+    // cards that were inside a gateway call when the process died.
+    const status = await schedulerStatus(ref, carrierId);
+    assert.ok(
+      status.expiredLeases - expiredBefore >= interrupted.length,
+      `expired leases reclaimed after the kill: ${status.expiredLeases - expiredBefore}, cards in flight at the kill: ${interrupted.length}`,
+    );
+
+    // How the killed runs ended, for the record (which way depends on how long the restart took:
+    // timed out by Temporal, or resumed by the new worker and stopped at the lost lease).
+    let timedOut = 0;
+    let leaseLost = 0;
+    const cardRuns = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-"`;
+    for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND (ExecutionStatus = "TimedOut" OR Outcome = "lease_lost")` })) {
+      if (run.status.name === 'TIMED_OUT') timedOut += 1;
+      else leaseLost += 1;
+    }
+    phase(`killed runs: ${timedOut} timed out, ${leaseLost} ended lease_lost; leases reclaimed: ${status.expiredLeases - expiredBefore}`);
+
+    // No card ran twice at once, none was rejected by the carrier, every card still polled.
+    const stats = stack.simulator.world.stats(true);
+    for (const card of account.cards) {
+      const seen = stats.cards?.[card.iccid];
+      assert.ok(seen && seen.calls > 0, `simulator never saw card ${card.iccid}`);
+      assert.ok(seen.maxConcurrent <= 1, `card ${card.iccid} had ${seen.maxConcurrent} concurrent gateway calls`);
+      assert.notEqual(await stack.deps.store.laneOf(carrierId, card.id), null, `card ${card.id} fell out of its lane`);
+    }
+    assert.equal(stats.accounts['crash1-gw']?.groups.main?.rejected, 0);
+    // Sanity on the timeline: the restart came after the lease had run out.
+    assert.ok(restartedAt.getTime() - killedAt >= LEASE_MS);
+    await workers.stop();
+  } finally {
+    for (const child of children) await kill(child);
+    await stack.close();
+  }
+});
