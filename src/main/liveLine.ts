@@ -20,7 +20,7 @@ export function startLiveLine(deps: { pool: Pool; store: CarrierQueueStore; simu
     const carriers = await listCarriers(deps.pool);
     const { rows } = await deps.pool.query<Row>(
       `SELECT c.id::text AS carrier_id,
-              (SELECT count(*) FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - make_interval(secs => $1))::text AS executions,
+              (SELECT count(*) FROM card_execution e WHERE e.carrier_id = c.id AND e.finished_at > now() - make_interval(secs => $1))::text AS executions,
               (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY (e.details->>'latenessMs')::double precision)
                  FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - interval '1 minute') AS p99,
               (SELECT count(*) FROM polling_failure_alert a WHERE a.carrier_id = c.id AND a.status = 'open')::text AS alerts

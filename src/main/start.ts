@@ -33,7 +33,9 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
 }
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
-const config = loadConfigOrExit();
+const loaded = loadConfigOrExit();
+// The live line is the console's main content: keep API and SDK chatter out unless asked for.
+const config = (process.env.LOG_LEVEL ?? '') === '' ? { ...loaded, LOG_LEVEL: 'error' as const } : loaded;
 const started = Date.now();
 const addresses = await servicesUp(config, { redisPersistence: 'aof', log: (line) => log(`[services] ${line}`) });
 
@@ -73,7 +75,7 @@ log(`  one card's runs   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NA
 log(`  Redis             ${addresses.redis}`);
 log(`  PostgreSQL        ${addresses.postgres}`);
 if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
-if (api) {
+{
   log(`  API               ${api.url}   (Authorization: Bearer ${config.API_TOKEN})`);
   log(`  API docs          ${api.url}/docs`);
 }
@@ -87,7 +89,7 @@ const stop = async (): Promise<void> => {
   stopping = true;
   log('\nstopping…');
   live.stop();
-  await api?.close();
+  await api.close();
   await workers.shutdown();
   await connection.close();
   await simulator?.close();
