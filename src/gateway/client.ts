@@ -157,7 +157,7 @@ export class GatewayClient {
             const header = res.headers['retry-after'];
             resolve({
               status: res.statusCode ?? 0,
-              retryAfterHeader: Array.isArray(header) ? header[0] : header,
+              retryAfterHeader: typeof header === 'string' ? header : undefined,
               body: Buffer.concat(chunks).toString('utf8'),
             });
           });
