@@ -91,6 +91,8 @@ export interface SimCard {
   calls: number;
   inflight: number;
   maxConcurrent: number;
+  /** Arrival (epoch ms) of the latest call: benchmarks time request → first call with it. */
+  lastCallAt: number | undefined;
 }
 
 export type Admission =
@@ -176,6 +178,7 @@ export class SimWorld {
         calls: 0,
         inflight: 0,
         maxConcurrent: 0,
+        lastCallAt: undefined,
       };
       this.cards.set(iccid, card);
     }
@@ -220,8 +223,10 @@ export class SimWorld {
     }
     const stats: SimStats = { accounts };
     if (includeCards) {
-      const cards: Record<string, { calls: number; maxConcurrent: number }> = {};
-      for (const [iccid, card] of this.cards) cards[iccid] = { calls: card.calls, maxConcurrent: card.maxConcurrent };
+      const cards: NonNullable<SimStats['cards']> = {};
+      for (const [iccid, card] of this.cards) {
+        cards[iccid] = { calls: card.calls, maxConcurrent: card.maxConcurrent, ...(card.lastCallAt === undefined ? {} : { lastCallAt: card.lastCallAt }) };
+      }
       stats.cards = cards;
     }
     return stats;
@@ -240,5 +245,6 @@ export interface GroupStats {
 
 export interface SimStats {
   accounts: Record<string, { groups: Record<string, GroupStats> }>;
-  cards?: Record<string, { calls: number; maxConcurrent: number }>;
+  /** `lastCallAt`: epoch ms of the card's latest call (absent before its first). */
+  cards?: Record<string, { calls: number; maxConcurrent: number; lastCallAt?: number }>;
 }

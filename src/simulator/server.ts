@@ -68,6 +68,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const { account: accountName, iccid } = parsed.data;
     const card = world.card(iccid);
     card.calls += 1;
+    card.lastCallAt = Date.now();
     card.inflight += 1;
     card.maxConcurrent = Math.max(card.maxConcurrent, card.inflight);
     let done = false;

@@ -1,0 +1,72 @@
+/**
+ * What a run needs around it: the services (started when absent, like `npm run services:up`),
+ * and the record that makes figures comparable across runs — machine, load, versions.
+ */
+import os from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Config } from '../../src/config/index.js';
+import { servicesUp } from '../../src/services/index.js';
+import { TEMPORAL_BIN } from '../../src/services/temporal.js';
+import { connectRedis } from '../../src/redis/connect.js';
+
+const execFileAsync = promisify(execFile);
+
+export interface MachineSnapshot {
+  readonly at: string;
+  /** 1, 5 and 15 minute load averages: the machine is shared, so they qualify every figure. */
+  readonly loadAverage: readonly number[];
+  readonly freeMemoryMb: number;
+}
+
+export interface Machine {
+  readonly cores: number;
+  readonly cpuModel: string;
+  readonly memoryMb: number;
+  readonly platform: string;
+}
+
+export interface Versions {
+  readonly node: string;
+  readonly temporalCli: string;
+  readonly redis: string;
+  readonly postgres: string;
+}
+
+export function machine(): Machine {
+  return {
+    cores: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memoryMb: Math.round(os.totalmem() / 1024 / 1024),
+    platform: `${os.type()} ${os.release()}`,
+  };
+}
+
+export function snapshot(): MachineSnapshot {
+  return {
+    at: new Date().toISOString(),
+    loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    freeMemoryMb: Math.round(os.freemem() / 1024 / 1024),
+  };
+}
+
+/** Starts (or reuses) Temporal, Redis and PostgreSQL exactly as `npm run services:up` does (AOF on). */
+export async function ensureServices(config: Config, log: (line: string) => void): Promise<void> {
+  await servicesUp(config, { redisPersistence: 'aof', log: (line) => log(`services: ${line}`) });
+}
+
+export async function versions(config: Config): Promise<Versions> {
+  const temporalCli = await execFileAsync(TEMPORAL_BIN, ['--version']).then(
+    ({ stdout }) => stdout.trim(),
+    () => 'unknown (external server)',
+  );
+  const redis = await connectRedis(config.REDIS_URL, { connectionName: 'bench-versions' });
+  const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? 'unknown';
+  await redis.quit();
+  const client = new pg.Client({ connectionString: config.DATABASE_URL });
+  await client.connect();
+  const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
+  await client.end();
+  return { node: process.version, temporalCli, redis: redisVersion, postgres: rows[0]?.server_version ?? 'unknown' };
+}

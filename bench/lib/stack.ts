@@ -1,0 +1,124 @@
+/**
+ * One orchestration stack per scenario, like the tests' stack: a fresh PostgreSQL schema, a fresh
+ * Redis namespace, an in-process simulator (the instrument) and the four workers on task queues
+ * unique to the run, all against the running Temporal dev server. Everything is removed on close,
+ * so runs never see each other's rows, keys or workflows.
+ */
+import { randomUUID } from 'node:crypto';
+import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import type { Redis } from 'ioredis';
+import type { Config, TaskQueues } from '../../src/config/index.js';
+import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
+import { bundleWorkflows, createWorker, WORKER_KINDS } from '../../src/workers/createWorker.js';
+import { createPollingServices, type PollingServices } from '../../src/polling/services.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { createPool, type Pool } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+export interface BenchStack {
+  readonly config: Config;
+  readonly pool: Pool;
+  readonly schema: string;
+  readonly namespace: string;
+  readonly deps: RuntimeDeps;
+  readonly simulator: RunningSimulator;
+  readonly client: Client;
+  readonly ref: OrchestrationRef;
+  readonly services: PollingServices;
+  /** Starts the four workers and pollingControl (the orchestration begins polling). */
+  startOrchestration(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  /** Card worker workflow slots (the config default is what production runs with). */
+  readonly workerOverrides?: Partial<Pick<Config, 'WORKER_CARD_MAX_WORKFLOWS' | 'WORKER_CARD_MAX_ACTIVITIES' | 'WORKER_GATEWAY_MAX_ACTIVITIES'>>;
+}
+
+export async function createBenchStack(base: Config, label: string, options: StackOptions = {}): Promise<BenchStack> {
+  const id = `bench-${label}-${randomUUID().slice(0, 8)}`;
+  const schema = id.replace(/-/g, '_');
+  const namespace = `${id}:`;
+  const taskQueues: TaskQueues = { control: `${id}-control`, card: `${id}-card`, gateway: `${id}-gateway`, ingest: `${id}-ingest` };
+  const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: 42 });
+  const config: Config = {
+    ...base,
+    ...options.workerOverrides,
+    GATEWAY_URL: simulator.url,
+    DATABASE_SCHEMA: schema,
+    REDIS_KEY_PREFIX: namespace,
+    TASK_QUEUE_CONTROL: taskQueues.control,
+    TASK_QUEUE_CARD: taskQueues.card,
+    TASK_QUEUE_GATEWAY: taskQueues.gateway,
+    TASK_QUEUE_INGEST: taskQueues.ingest,
+    WORKER_SHUTDOWN_GRACE_MS: 2000,
+    WORKFLOW_ID_PREFIX: `${id}-`,
+  };
+  const pool = createPool({ url: config.DATABASE_URL, schema, max: 10, applicationName: id.slice(0, 60) });
+  await migrate(pool, schema);
+  const deps = await createRuntimeDeps(config, { namespace, schema, name: id.slice(0, 60) });
+  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const services = createPollingServices({ deps, namespace });
+  const ref: OrchestrationRef = { client, taskQueues, workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
+  let workers: { all: Worker[]; runs: Promise<void>[]; connection: NativeConnection } | undefined;
+
+  return {
+    config,
+    pool,
+    schema,
+    namespace,
+    deps,
+    simulator,
+    client,
+    ref,
+    services,
+    async startOrchestration() {
+      if (!runtimeInstalled) {
+        runtimeInstalled = true;
+        // Worker logs at ERROR: deferrals and expected failures would otherwise flood the bench output.
+        Runtime.install({ logger: new DefaultLogger('ERROR') });
+      }
+      bundle ??= bundleWorkflows();
+      const workflowBundle = await bundle;
+      const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+      const all = await Promise.all(WORKER_KINDS.map((kind) => createWorker({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })));
+      workers = { all, runs: all.map((worker) => worker.run()), connection: nativeConnection };
+      await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
+    },
+    async close() {
+      // Workers first: terminating runs they are still completing makes the SDK core log warnings.
+      if (workers) {
+        for (const worker of workers.all) if (worker.getState() === 'RUNNING') worker.shutdown();
+        await Promise.allSettled(workers.runs);
+        await workers.connection.close();
+      }
+      // Leave nothing running on the shared server: this run's schedulers and cards end with it.
+      for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
+        await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('bench finished').catch(() => undefined);
+      }
+      await connection.close();
+      await simulator.close();
+      await deleteNamespace(deps.redis, namespace);
+      await deps.close();
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+    },
+  };
+}
+
+/** Deletes every key of a namespace (SCAN + UNLINK: never blocks the shared Redis for long). */
+export async function deleteNamespace(redis: Redis, namespace: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${namespace}*`, 'COUNT', 5000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}
