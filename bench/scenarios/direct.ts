@@ -6,15 +6,13 @@
  * the Redis authority and the gateway call. The summary gives the orchestration's throughput as a
  * ratio of it.
  */
-import { readFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
 import { DueField } from '../../src/redis/dueFields.js';
-import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
+import { windowSeconds, type Scenario } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { seedAccount, type SeededAccount } from '../lib/seed.js';
 import { cpuNote, measureWindow } from '../lib/window.js';
-import { RESULTS_DIR } from '../lib/report.js';
+import { orchestrationThroughput } from '../lib/previous.js';
 import { round, sleep } from '../lib/stats.js';
 import { THROUGHPUT_CONFIG, THROUGHPUT_INFLIGHT, THROUGHPUT_INTERVAL_SEC, THROUGHPUT_QPS, throughputSpecs } from './throughputLoad.js';
 
@@ -81,21 +79,6 @@ async function runAccount(stack: BenchStack, account: SeededAccount, counters: C
   await Promise.allSettled([...tasks]);
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
-}
-
-/** The orchestration's figure: from this invocation, else from the last throughput.json. */
-function orchestrationThroughput(context: ScenarioContext): { perSecond: number; date: string } | undefined {
-  const fresh = context.previous.get('throughput');
-  if (fresh && typeof fresh.results.executionsPerSecond === 'number') return { perSecond: fresh.results.executionsPerSecond, date: fresh.date };
-  const file = join(RESULTS_DIR, 'throughput.json');
-  if (!existsSync(file)) return undefined;
-  const saved: unknown = JSON.parse(readFileSync(file, 'utf8'));
-  if (!isRecord(saved) || !isRecord(saved.results) || typeof saved.results.executionsPerSecond !== 'number' || typeof saved.date !== 'string') return undefined;
-  return { perSecond: saved.results.executionsPerSecond, date: saved.date };
-}
-
 export const direct: Scenario = async (context) => {
   const seconds = windowSeconds(context, { warmupSec: 10, durationSec: 45 });
   const stack = await createBenchStack(context.config, 'direct');
@@ -132,6 +115,7 @@ export const direct: Scenario = async (context) => {
           ? `The orchestration reaches ${round((ratio ?? 0) * 100, 1)} % of the direct loop: the rest is the cost of durable workflows (Temporal history writes, task dispatch) and of the PostgreSQL records per execution.`
           : 'No throughput result to compare with: run `npm run bench -- --scenario throughput,direct`.',
         cpuNote(window.cpu),
+        `The bench sent no Temporal work in this window: the Temporal server's ${Math.round(window.cpu.temporal * 100)} % of a core is other users' load, a baseline to subtract from the throughput scenario's Temporal figure.`,
       ],
     };
   } finally {

@@ -15,6 +15,7 @@ import { latenessBetween } from '../lib/measure.js';
 import { distribution, round, sleep } from '../lib/stats.js';
 import { STEADY_INTERVAL_SEC, STEADY_LOAD, steadySpecs } from './steadyLoad.js';
 import { LATENESS_P99_LIMIT_MS } from './steady.js';
+import { capacityNote } from '../lib/previous.js';
 
 /** §11 expectation for request-check → gateway call. */
 const PRIORITY_P99_LIMIT_MS = 3000;
@@ -150,6 +151,7 @@ export const priority: Scenario = async (context) => {
       misses,
       notes: [
         `Request statuses: ${Object.entries(statuses).map(([s, n]) => `${s} ${n}`).join(', ')}. A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), so about 500 ms of the median is the tick phase.`,
+        capacityNote(context, (normalDuring.executions + toStart.n) / loaded.seconds, (accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC) + rate),
         cpuNote(loaded.cpu),
       ],
     };

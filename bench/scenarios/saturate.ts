@@ -12,6 +12,7 @@ import { seedAccount, type AccountSpec } from '../lib/seed.js';
 import { cpuNote, deferralsDuring, measureWindow } from '../lib/window.js';
 import { latenessBetween } from '../lib/measure.js';
 import { round } from '../lib/stats.js';
+import { capacityNote } from '../lib/previous.js';
 
 const INTERVAL_SEC = 10;
 /** Due calls per second ÷ budget: far above 1 so the backlog never drains. */
@@ -87,6 +88,7 @@ export const saturate: Scenario = async (context) => {
       `The limiter counts each grant in a window of 1 s + ${DEFAULT_WINDOW_MARGIN_MS} ms (DEFAULT_WINDOW_MARGIN_MS, the margin against grant→arrival jitter): ` +
         `its steady ceiling is ${round(ceiling * 100, 1)} % of the budget, so utilisation ≥ 95 % is out of reach by design until that margin shrinks.`,
       `Executions in the window: ${executions.executions} (${Object.entries(executions.outcomes).map(([o, n]) => `${o} ${n}`).join(', ')}); a deferral is a limiter wait that would pass the step's deadline.`,
+      capacityNote(context, executions.executions / window.seconds, accounts.reduce((n, a) => n + Object.values(a.spec.qps).reduce((m, q) => m + q, 0) / Object.keys(a.spec.typeGroups).length, 0)),
       cpuNote(window.cpu),
     ];
     return {

@@ -8,6 +8,7 @@ import { seedAccount } from '../lib/seed.js';
 import { cpuNote, measureWindow } from '../lib/window.js';
 import { latenessBetween } from '../lib/measure.js';
 import { round } from '../lib/stats.js';
+import { capacityNote } from '../lib/previous.js';
 import { STEADY_BUDGETS, STEADY_INTERVAL_SEC, STEADY_LOAD, steadySpecs } from './steadyLoad.js';
 
 /** §11 expectation for lateness under 70 % load. */
@@ -58,7 +59,7 @@ export const steady: Scenario = async (context) => {
         },
       ],
       misses,
-      notes: [cpuNote(window.cpu)],
+      notes: [capacityNote(context, all.executions / window.seconds, expected / window.seconds), cpuNote(window.cpu)],
     };
   } finally {
     await stack.close();
