@@ -18,6 +18,12 @@ export const pollingControlWorkflowId = (prefix = ''): string => `${prefix}polli
 export const cardWorkflowId = (cardId: string, prefix = ''): string => `${prefix}card-${cardId}`;
 export const schedulerWorkflowId = (carrierId: string, prefix = ''): string => `${prefix}carrier-scheduler-${carrierId}`;
 
+/**
+ * Failure type of a requestCheck update rejected because the scheduler run is about to
+ * continue-as-new: nothing was done, the same update succeeds on the next run (clients retry).
+ */
+export const SCHEDULER_CONTINUING_AS_NEW = 'scheduler_continuing_as_new';
+
 export type PollingMode = 'carrier' | 'legacy';
 export const POLLING_MODES: readonly PollingMode[] = ['carrier', 'legacy'];
 

@@ -3,7 +3,8 @@
  * pollingControl singleton, send request-checks and mode switches through the workflows' updates
  * (never around them), read their status queries.
  */
-import { WorkflowIdConflictPolicy, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure, ServiceError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, isGrpcServiceError, type Client } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import {
   configChangedSignal,
@@ -14,6 +15,7 @@ import {
   setModeUpdate,
 } from '../workflows/messages.js';
 import {
+  SCHEDULER_CONTINUING_AS_NEW,
   pollingControlWorkflowId,
   schedulerWorkflowId,
   type ControlStatus,
@@ -41,9 +43,35 @@ export async function ensurePollingControl(ref: OrchestrationRef, extra: Omit<Po
   return handle.workflowId;
 }
 
+/** How long a request-check keeps retrying while the scheduler continues-as-new (normally well under a second). */
+const CONTINUE_AS_NEW_RETRY_MS = 15_000;
+const GRPC_FAILED_PRECONDITION = 9;
+
+/**
+ * Update errors that mean "not accepted, nothing ran, send it again": the run was about to
+ * continue-as-new and rejected it, or the workflow task that carried it failed (the server fails a
+ * task completing continue-as-new when another message arrived meanwhile, and aborts the updates
+ * that task carried with FAILED_PRECONDITION).
+ */
+function notAcceptedDuringContinueAsNew(error: unknown): boolean {
+  if (error instanceof WorkflowUpdateFailedError) return error.cause instanceof ApplicationFailure && error.cause.type === SCHEDULER_CONTINUING_AS_NEW;
+  return error instanceof ServiceError && isGrpcServiceError(error.cause) && Number(error.cause.code) === GRPC_FAILED_PRECONDITION;
+}
+
 export async function requestCheck(ref: OrchestrationRef, carrierId: string, input: RequestCheckInput): Promise<RequestCheckResult> {
+  // No run id: a retry addresses the scheduler's current run, i.e. the one it continued as.
   const handle = ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix));
-  return handle.executeUpdate(requestCheckUpdate, { args: [input] });
+  // One update id for every attempt: the server deduplicates should an attempt have landed after all.
+  const updateId = randomUUID();
+  const started = Date.now();
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await handle.executeUpdate(requestCheckUpdate, { args: [input], updateId });
+    } catch (error) {
+      if (!notAcceptedDuringContinueAsNew(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 500)));
+    }
+  }
 }
 
 export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> {

@@ -7,6 +7,7 @@
  * history grows large, after every in-flight update handler has finished.
  */
 import {
+  ApplicationFailure,
   ParentClosePolicy,
   WorkflowIdReusePolicy,
   allHandlersFinished,
@@ -23,6 +24,7 @@ import type { ControlActivities } from '../activities/control.js';
 import {
   CARD_ID_ATTRIBUTE,
   CARRIER_ID_ATTRIBUTE,
+  SCHEDULER_CONTINUING_AS_NEW,
   cardWorkflowId,
   type ClaimedCard,
   type GroupBudgetView,
@@ -115,10 +117,20 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     await control.releaseClaims({ carrierId: args.carrierId, cards });
   };
 
+  // Set once this run has decided to continue-as-new. Accepted updates must finish in the run that
+  // accepted them, so a steady stream of them would keep the run from ever rolling over (and from
+  // claiming while it waits): new ones are rejected as `scheduler_continuing_as_new` instead, and
+  // the client (temporalControl.requestCheck) retries them against the next run.
+  let draining = false;
   setHandler(
     requestCheckUpdate,
     async (input) => control.requestCheck({ carrierId: args.carrierId, request: input }),
-    { validator: (input: RequestCheckInput) => validateRequestCheck(input) },
+    {
+      validator: (input: RequestCheckInput) => {
+        validateRequestCheck(input);
+        if (draining) throw ApplicationFailure.nonRetryable('carrierScheduler is continuing as new; retry', SCHEDULER_CONTINUING_AS_NEW);
+      },
+    },
   );
   setHandler(requestCheckSignal, (input) => {
     // Signals cannot be rejected; invalid ones are dropped with a log line rather than failing the loop.
@@ -136,10 +148,16 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
 
   for (;;) {
     const tickStart = Date.now();
-    while (pendingSignals.length > 0) {
-      const request = pendingSignals.shift();
-      if (request) await control.requestCheck({ carrierId: args.carrierId, request });
-    }
+    // Only the signals queued so far: draining until the queue is empty never ended under a steady
+    // stream of signals, and the loop then neither claimed nor continued-as-new. Different cards in
+    // parallel, one card's requests in arrival order (they merge into one priority item).
+    const byCard = new Map<string, RequestCheckInput[]>();
+    for (const request of pendingSignals.splice(0, pendingSignals.length)) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);
+    await Promise.all(
+      [...byCard.values()].map(async (requests) => {
+        for (const request of requests) await control.requestCheck({ carrierId: args.carrierId, request });
+      }),
+    );
     if (!paused) {
       rounds += 1;
       const now = Date.now();
@@ -168,8 +186,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     await releaseFailedStarts();
     const info = workflowInfo();
     if (info.historyLength >= maxHistory || info.continueAsNewSuggested) {
-      // Let child starts and running update handlers (request-checks) complete first; queued
-      // signals travel along as input.
+      // Let child starts and running update handlers (request-checks) complete first, accepting no
+      // new update meanwhile (see `draining`); queued signals travel along as input.
+      draining = true;
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
       await continueAsNew<typeof carrierScheduler>({ ...args, paused, rounds, pendingRequests: [...pendingSignals] });
