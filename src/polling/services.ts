@@ -88,6 +88,10 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace }, { ignoreMode: true });
       heartbeat();
       const after = await setPollingMode(pool, mode, actor);
+      // A card created or re-enabled between the rebuild's last page and the mode write reached
+      // PostgreSQL only (lifecycle events in legacy mode skip Redis): a second, idempotent pass
+      // picks it up. It keeps every due time the first pass wrote, so it is quick.
+      if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace });
       await writeAudit(pool, {
         entityType: 'system_config',
         entityId: 'polling.mode',
@@ -114,6 +118,11 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     async executionFinished(execution) {
       const itemId = execution.plan.priorityItemId;
       if (itemId === undefined) return;
+      if (execution.outcome === 'lease_lost') {
+        // Stopped before finishing: the next claim of the card runs the item again.
+        await failPriorityItem(pool, { itemId, token: execution.token, reason: 'execution stopped: claim lease lost', retryable: true, nextRunAt: new Date() });
+        return;
+      }
       const failures = execution.results.filter((r): r is Extract<StepResult, { outcome: 'failure' }> => r.outcome === 'failure');
       const unfinished = execution.results.filter((r) => r.outcome === 'deferred' || r.outcome === 'skipped');
       const final = failures.find((f) => FINAL_ERROR_CLASSES.has(f.errorClass));

@@ -57,6 +57,21 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   try {
     const ran = await runSteps(args, plan, startedAt);
     if (ran === 'lease_lost') {
+      // No finish (the claim is someone else's now), but the attempt is part of the card's history.
+      await card.recordExecution({
+        carrierId: args.carrierId,
+        cardId: args.cardId,
+        token: args.token,
+        plan,
+        results: [],
+        startedAt,
+        fromPriority: args.fromPriority,
+        workflowId: info.workflowId,
+        runId: info.runId,
+        outcome: 'lease_lost',
+        owned: false,
+        failCounts: [],
+      });
       upsertSearchAttributes([
         { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
         { key: OUTCOME_ATTRIBUTE, value: 'lease_lost' },
