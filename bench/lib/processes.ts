@@ -75,20 +75,45 @@ function readStat(pid: number): { ppid: number; cpuMs: number } | undefined {
 
 export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench', number>;
 
+/** CPU readings plus postgres per pid: backends come and go, only pids alive at both ends compare. */
+export interface CpuReading {
+  readonly totals: CpuTimes;
+  readonly postgresByPid: ReadonlyMap<number, number>;
+}
+
 /**
  * CPU milliseconds used so far by each service (postgres: the postmaster and its current
  * backends; a backend that exits during the window takes its time with it, so postgres is a
  * lower bound) and by this process (workers, simulator and bench share it).
  */
-export function cpuTimes(pids: ServicePids): CpuTimes {
+export function cpuTimes(pids: ServicePids): CpuReading {
   const sum = (list: readonly number[]): number => list.reduce((total, pid) => total + (readStat(pid)?.cpuMs ?? 0), 0);
-  const postgres = pids.postgres.flatMap((pid) => [pid, ...childrenOf(pid)]);
+  const postgresByPid = new Map<number, number>();
+  for (const pid of pids.postgres.flatMap((p) => [p, ...childrenOf(p)])) {
+    const stat = readStat(pid);
+    if (stat) postgresByPid.set(pid, stat.cpuMs);
+  }
   const own = process.cpuUsage();
-  return { temporal: sum(pids.temporal), redis: sum(pids.redis), postgres: sum(postgres), bench: (own.user + own.system) / 1000 };
+  return {
+    totals: { temporal: sum(pids.temporal), redis: sum(pids.redis), postgres: [...postgresByPid.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1000 },
+    postgresByPid,
+  };
 }
 
 /** CPU share of one core per process over a window (1.0 = one core fully busy). */
-export function cpuShares(before: CpuTimes, after: CpuTimes, windowMs: number): CpuTimes {
-  const share = (key: keyof CpuTimes): number => Math.round(((after[key] - before[key]) / windowMs) * 100) / 100;
-  return { temporal: share('temporal'), redis: share('redis'), postgres: share('postgres'), bench: share('bench') };
+export function cpuShares(before: CpuReading, after: CpuReading, windowMs: number): CpuTimes {
+  const share = (ms: number): number => Math.round((ms / windowMs) * 100) / 100;
+  let postgresMs = 0;
+  // A backend that exited took its time with it, one that started had none before: the pids
+  // present at both ends give a lower bound that is never negative.
+  for (const [pid, end] of after.postgresByPid) {
+    const start = before.postgresByPid.get(pid);
+    if (start !== undefined) postgresMs += end - start;
+  }
+  return {
+    temporal: share(after.totals.temporal - before.totals.temporal),
+    redis: share(after.totals.redis - before.totals.redis),
+    postgres: share(postgresMs),
+    bench: share(after.totals.bench - before.totals.bench),
+  };
 }

@@ -6,7 +6,7 @@
 import os from 'node:os';
 import type { BenchStack } from './stack.js';
 import { counterValues, simulatorCounts, type GroupCalls } from './measure.js';
-import { cpuShares, cpuTimes, servicePids, type CpuTimes } from './processes.js';
+import { cpuShares, cpuTimes, servicePids, type CpuReading, type CpuTimes } from './processes.js';
 import { sleep } from './stats.js';
 
 const DEFERRALS = 'cardpoller_rate_limit_deferrals_total';
@@ -16,7 +16,7 @@ export interface Reading {
   readonly calls: GroupCalls;
   /** carrierId|type → deferrals so far. */
   readonly deferrals: Map<string, number>;
-  readonly cpu: CpuTimes;
+  readonly cpu: CpuReading;
 }
 
 export interface WindowResult {

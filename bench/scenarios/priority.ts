@@ -46,9 +46,12 @@ async function addRequestCards(stack: BenchStack, account: SeededAccount, count:
 }
 
 /** Sends one request-check every 1/rate s until `until`, alternating accounts. */
-async function sendRequests(stack: BenchStack, pools: { carrierId: string; cards: ScopedCard[] }[], rate: number, until: number, sent: Pending[]): Promise<void> {
+/**
+ * Returns once the last request is sent: the window must not stretch while slow updates answer,
+ * so their answers go to `inFlight` for the caller to await afterwards.
+ */
+async function sendRequests(stack: BenchStack, pools: { carrierId: string; cards: ScopedCard[] }[], rate: number, until: number, sent: Pending[], inFlight: Promise<void>[]): Promise<void> {
   const everyMs = 1000 / rate;
-  const inFlight: Promise<void>[] = [];
   for (let i = 0; Date.now() < until; i += 1) {
     const target = pools[i % pools.length]!;
     const card = target.cards.shift();
@@ -64,7 +67,6 @@ async function sendRequests(stack: BenchStack, pools: { carrierId: string; cards
     // Fixed rate: the next request goes out on schedule whatever this one's answer time.
     await sleep(Math.max(0, pending.requestedAt + everyMs - Date.now()));
   }
-  await Promise.all(inFlight);
 }
 
 /** Polls the simulator's per-card last-call time of requested cards until `stop()` resolves. */
@@ -80,7 +82,7 @@ function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => void
 }
 
 export const priority: Scenario = async (context) => {
-  const seconds = windowSeconds(context, { warmupSec: STEADY_INTERVAL_SEC + 5, durationSec: 60 });
+  const seconds = windowSeconds(context, { warmupSec: STEADY_INTERVAL_SEC + 5, durationSec: 40 });
   const baselineSec = Math.max(10, Math.round(seconds.durationSec / 2));
   const rate = context.options.requestRate;
   const stack = await createBenchStack(context.config, 'priority');
@@ -97,7 +99,9 @@ export const priority: Scenario = async (context) => {
     const sent: Pending[] = [];
     const watcher = watchFirstCalls(stack, sent);
     context.log(`window with ${rate} request-checks/s`);
-    const loaded = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log, (until) => sendRequests(stack, pools, rate, until, sent));
+    const answers: Promise<void>[] = [];
+    const loaded = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log, (until) => sendRequests(stack, pools, rate, until, sent, answers));
+    await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
     while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(100);
     watcher.stop();
