@@ -32,6 +32,8 @@ export interface Versions {
   readonly temporalCli: string;
   readonly redis: string;
   readonly postgres: string;
+  /** Commit the code ran from ("+dirty": with uncommitted changes, e.g. other engineers' work). */
+  readonly commit: string;
 }
 
 export function machine(): Machine {
@@ -68,5 +70,9 @@ export async function versions(config: Config): Promise<Versions> {
   await client.connect();
   const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
   await client.end();
-  return { node: process.version, temporalCli, redis: redisVersion, postgres: rows[0]?.server_version ?? 'unknown' };
+  const commit = await execFileAsync('git', ['describe', '--always', '--dirty=+dirty']).then(
+    ({ stdout }) => stdout.trim(),
+    () => 'unknown',
+  );
+  return { node: process.version, temporalCli, redis: redisVersion, postgres: rows[0]?.server_version ?? 'unknown', commit };
 }

@@ -57,7 +57,7 @@ export function markdown(report: ScenarioReport): string {
     '',
     `Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryMb} MB; load average ${report.before.loadAverage.join(' / ')} before, ` +
       `${report.after.loadAverage.join(' / ')} after (shared machine: other work ran alongside). Wall time ${report.wallSeconds} s.`,
-    `Versions: Node ${v.node}, ${v.temporalCli}, Redis ${v.redis}, PostgreSQL ${v.postgres}.`,
+    `Versions: Node ${v.node}, ${v.temporalCli}, Redis ${v.redis}, PostgreSQL ${v.postgres}; code at ${v.commit}.`,
     `Configuration: ${Object.entries(report.config).map(([k, value]) => `${k}=${typeof value === 'string' ? value : JSON.stringify(value)}`).join(', ')}.`,
     '',
     ...report.explain,
