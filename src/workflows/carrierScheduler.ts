@@ -122,9 +122,15 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   // claiming while it waits): new ones are rejected as `scheduler_continuing_as_new` instead, and
   // the client (temporalControl.requestCheck) retries them against the next run.
   let draining = false;
+  let wakeEarly = false;
   setHandler(
     requestCheckUpdate,
-    async (input) => control.requestCheck({ carrierId: args.carrierId, request: input }),
+    async (input) => {
+      const result = await control.requestCheck({ carrierId: args.carrierId, request: input });
+      // The card is due in the priority lane now: claim it at once instead of at the next tick.
+      if (result.requested > 0) wakeEarly = true;
+      return result;
+    },
     {
       validator: (input: RequestCheckInput) => {
         validateRequestCheck(input);
@@ -194,7 +200,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       await continueAsNew<typeof carrierScheduler>({ ...args, paused, rounds, pendingRequests: [...pendingSignals] });
     }
     // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
-    await condition(() => pendingSignals.length > 0, Math.max(1, tickMs - (Date.now() - tickStart)));
+    await condition(() => pendingSignals.length > 0 || wakeEarly, Math.max(1, tickMs - (Date.now() - tickStart)));
+    wakeEarly = false;
   }
 }
 
