@@ -19,9 +19,6 @@ export interface GatewayActivityDeps {
   readonly metrics?: ActivityMetrics;
 }
 
-/** Used when a type has no rate-limit group: the account's calls of that type are not budgeted. */
-const UNLIMITED = Symbol('unlimited');
-
 export function createGatewayActivities(deps: GatewayActivityDeps) {
   return {
     async checkGateway(input: GatewayStepInput): Promise<StepResult | 'lease_lost'> {
@@ -30,13 +27,13 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
       const started = Date.now();
       const signal = safeCancellationSignal();
       try {
-        const call = input.group === undefined ? UNLIMITED : input.group;
+        // A type without a rate-limit group is not budgeted on this account: no limiter in front.
         const outcome =
-          call === UNLIMITED
+          input.group === undefined
             ? { outcome: 'ok' as const, result: await deps.client.check(input.type, { account: input.gatewayAccount, iccid: input.iccid }, { deadline: input.deadlineMs, ...(signal ? { signal } : {}) }), waitedMs: 0 }
             : await callThroughLimiter(deps, {
                 carrierId: input.carrierId,
-                group: call,
+                group: input.group,
                 type: input.type,
                 account: input.gatewayAccount,
                 iccid: input.iccid,
