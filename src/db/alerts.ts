@@ -20,6 +20,7 @@ export interface FailureAlert {
   readonly openedAt: Date;
   readonly recoveredAt?: Date;
   readonly ackedAt?: Date;
+  readonly ackedBy?: string;
 }
 
 export interface CarrierAlert {
@@ -33,7 +34,7 @@ export interface CarrierAlert {
   readonly openedAt: Date;
 }
 
-interface FailureAlertRow {
+export interface FailureAlertRow {
   id: string;
   card_id: string;
   carrier_id: string;
@@ -45,12 +46,13 @@ interface FailureAlertRow {
   opened_at: Date;
   recovered_at: Date | null;
   acked_at: Date | null;
+  acked_by: string | null;
 }
 
-const FAILURE_COLUMNS = `id::text, card_id::text, carrier_id::text, check_type, status, fail_count, first_failed_at, last_error,
-  opened_at, recovered_at, acked_at`;
+export const FAILURE_COLUMNS = `id::text, card_id::text, carrier_id::text, check_type, status, fail_count, first_failed_at, last_error,
+  opened_at, recovered_at, acked_at, acked_by`;
 
-function toFailureAlert(row: FailureAlertRow): FailureAlert {
+export function toFailureAlert(row: FailureAlertRow): FailureAlert {
   return {
     id: row.id,
     cardId: row.card_id,
@@ -63,6 +65,7 @@ function toFailureAlert(row: FailureAlertRow): FailureAlert {
     ...(row.last_error === null ? {} : { lastError: row.last_error }),
     ...(row.recovered_at === null ? {} : { recoveredAt: row.recovered_at }),
     ...(row.acked_at === null ? {} : { ackedAt: row.acked_at }),
+    ...(row.acked_by === null ? {} : { ackedBy: row.acked_by }),
   };
 }
 

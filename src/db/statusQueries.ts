@@ -5,6 +5,7 @@
 import type { CardStatus } from '../domain/card.js';
 import { SCOPE_JOINS } from './cards.js';
 import type { Queryable } from './queryable.js';
+import { FAILURE_COLUMNS, toFailureAlert, type FailureAlert, type FailureAlertRow } from './alerts.js';
 
 export interface LatenessPercentiles {
   readonly p50: number;
@@ -41,21 +42,8 @@ export interface AlertFilter {
   readonly openOnly: boolean;
 }
 
-export interface FailureAlertItem {
-  readonly kind: 'failure';
-  readonly id: string;
-  readonly cardId: string;
-  readonly carrierId: string;
-  readonly type: string;
-  readonly status: string;
-  readonly failCount: number;
-  readonly firstFailedAt?: Date;
-  readonly lastError?: string;
-  readonly openedAt: Date;
-  readonly recoveredAt?: Date;
-  readonly ackedAt?: Date;
-  readonly ackedBy?: string;
-}
+/** A failure alert as the repository maps it, tagged for the mixed alert list. */
+export type FailureAlertItem = FailureAlert & { readonly kind: 'failure' };
 
 export interface AccountAlertItem {
   readonly kind: 'account';
@@ -76,32 +64,14 @@ const optional = <K extends string, V>(key: K, value: V | null): Partial<Record<
 
 /** Failure alerts newest first (id descending), those with id < `beforeId`. */
 export async function pageFailureAlerts(db: Queryable, filter: AlertFilter, beforeId: string | undefined, limit: number): Promise<FailureAlertItem[]> {
-  const { rows } = await db.query<{
-    id: string; card_id: string; carrier_id: string; check_type: string; status: string; fail_count: number; first_failed_at: Date | null;
-    last_error: string | null; opened_at: Date; recovered_at: Date | null; acked_at: Date | null; acked_by: string | null;
-  }>(
-    `SELECT id::text, card_id::text, carrier_id::text, check_type, status, fail_count, first_failed_at, last_error, opened_at, recovered_at, acked_at, acked_by
-       FROM polling_failure_alert
+  const { rows } = await db.query<FailureAlertRow>(
+    `SELECT ${FAILURE_COLUMNS} FROM polling_failure_alert
       WHERE ($1::bigint IS NULL OR id < $1) AND ($2::bigint IS NULL OR carrier_id = $2) AND ($3::bigint IS NULL OR card_id = $3)
         AND ($4::boolean IS NOT TRUE OR status = 'open')
       ORDER BY id DESC LIMIT $5`,
     [beforeId ?? null, filter.carrierId ?? null, filter.cardId ?? null, filter.openOnly, limit],
   );
-  return rows.map((row) => ({
-    kind: 'failure',
-    id: row.id,
-    cardId: row.card_id,
-    carrierId: row.carrier_id,
-    type: row.check_type,
-    status: row.status,
-    failCount: row.fail_count,
-    openedAt: row.opened_at,
-    ...optional('firstFailedAt', row.first_failed_at),
-    ...optional('lastError', row.last_error),
-    ...optional('recoveredAt', row.recovered_at),
-    ...optional('ackedAt', row.acked_at),
-    ...optional('ackedBy', row.acked_by),
-  }));
+  return rows.map((row) => ({ kind: 'failure', ...toFailureAlert(row) }));
 }
 
 /** Account alerts newest first (id descending), those with id < `beforeId`. */
