@@ -97,6 +97,7 @@ export function createCardActivities(deps: CardActivityDeps) {
         totalTimeoutMs: carrier.totalTimeoutMs,
         leaseMs,
         earliestDue: earliest,
+        intervalsMs: intervalsMs(intervals),
         ingestMode: await deps.reference.ingestMode(),
         ...(priorityItemId === undefined ? {} : { priorityItemId }),
       };
@@ -125,9 +126,8 @@ export function createCardActivities(deps: CardActivityDeps) {
 
     async finishExecution(input: FinishInput): Promise<CardFinishResult> {
       const now = Date.now();
-      const [state, card] = await Promise.all([deps.store.readDue(input.carrierId, input.cardId), findCards(deps.pool, [input.cardId])]);
+      const state = await deps.store.readDue(input.carrierId, input.cardId);
       const carrier = await deps.reference.carrier(input.carrierId);
-      const intervals = card[0] ? (await deps.reference.intervals()).resolve(card[0]) : {};
       const results: StepResult[] = [...input.results];
       // `package` is local: evaluated once per execution, whether due itself or triggered by carddata.
       const carddataOk = results.some((r) => r.type === 'carddata' && r.outcome === 'success');
@@ -138,7 +138,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         // Only a due `package` moves its own schedule; a carddata-triggered evaluation is recorded only.
         if (input.plan.types.includes('package')) results.push(evaluated);
       }
-      const plan = planFinish({ state, results, intervalsMs: intervalsMs(intervals), backoffBaseMs: carrier?.backoffBaseMs ?? 30_000, now, random });
+      // The intervals resolved when the execution started: no second card read on the hot path.
+      const plan = planFinish({ state, results, intervalsMs: input.plan.intervalsMs, backoffBaseMs: carrier?.backoffBaseMs ?? 30_000, now, random });
       const owned = await deps.store.finish({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, now, set: plan.set, del: plan.del });
       for (const type of plan.types) deps.metrics?.check(input.carrierId, type.type, type.outcome);
       return { owned, outcome: plan.outcome, failCounts: plan.types, results: recorded };

@@ -101,6 +101,8 @@ export interface ExecutionPlanRun {
   readonly leaseMs: number;
   /** Earliest due of the types being run (ms); lateness = start − this. */
   readonly earliestDue: number;
+  /** Interval per polled type (ms) from the card's polling configs; finish schedules with them. */
+  readonly intervalsMs: Readonly<Partial<Record<CheckType, number>>>;
   readonly priorityItemId?: string;
   /**
    * `sync`: the card worker writes the execution's records itself; `async`: they go to the
