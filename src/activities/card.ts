@@ -7,7 +7,7 @@ import { findCards } from '../db/cards.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { DueState } from '../redis/dueState.js';
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, StepResult } from '../common/orchestration.js';
+import type { ExecutionPlan, FinishInput, FinishResult, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { planFinish, type TypeFinish } from './finishPlan.js';
 import type { ReferenceData } from './referenceData.js';
@@ -26,6 +26,8 @@ export interface CardActivityDeps {
   readonly priority: PriorityClaims;
   readonly metrics?: ActivityMetrics;
   readonly random?: () => number;
+  /** Where the card's gateway steps run (configuration GATEWAY_STEPS); local by default. */
+  readonly gatewaySteps?: GatewayStepPlacement;
 }
 
 export interface PrepareInput {
@@ -35,6 +37,11 @@ export interface PrepareInput {
   /** The execution's identity (its run id): only this executor may renew and finish. */
   readonly execValue: string;
   readonly fromPriority: boolean;
+  /**
+   * Time from the run's creation to its first workflow task (server times): how far the engine
+   * is behind. Counted for the account's adaptive in-flight limit.
+   */
+  readonly startLagMs?: number;
 }
 
 export interface CardFinishResult extends FinishResult {
@@ -70,6 +77,7 @@ export function createCardActivities(deps: CardActivityDeps) {
     async prepareExecution(input: PrepareInput): Promise<ExecutionPlan> {
       const carrier = await deps.reference.carrier(input.carrierId);
       const leaseMs = carrier?.leaseMs ?? 60_000;
+      if (input.startLagMs !== undefined) await deps.store.recordStart(input.carrierId, input.startLagMs);
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.execValue, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
@@ -99,6 +107,7 @@ export function createCardActivities(deps: CardActivityDeps) {
         earliestDue: earliest,
         intervalsMs: intervalsMs(intervals),
         ingestMode: await deps.reference.ingestMode(),
+        gatewaySteps: deps.gatewaySteps ?? 'local',
         ...(priorityItemId === undefined ? {} : { priorityItemId }),
       };
     },

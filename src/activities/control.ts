@@ -9,6 +9,8 @@ import { listCarriers } from '../db/carriers.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, GroupBudgetView, PollingMode, RequestCheckInput, RequestCheckResult } from '../common/orchestration.js';
+import { limitingFactor } from '../common/inflightControl.js';
+import type { CardStarter } from '../polling/cardStarter.js';
 import type { ReferenceData } from './referenceData.js';
 import type { ActivityMetrics } from './metrics.js';
 
@@ -35,6 +37,8 @@ export interface ControlActivityDeps {
    * the card task queue shrinks what the next round may claim.
    */
   readonly cardCapacity?: number;
+  /** Set in client start mode: the claim activity starts the claimed cards' runs itself. */
+  readonly cardStarter?: CardStarter;
 }
 
 /** Upper bound on how many seconds of budget one late round may plan for. */
@@ -53,36 +57,56 @@ export function createControlActivities(deps: ControlActivityDeps) {
         deps.limiter.remaining(input.carrierId, groupNames),
         Promise.all(groupNames.map((name) => deps.limiter.effectiveRate(input.carrierId, name))),
       ]);
-      const inflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
+      const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
+      const inflightLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
       // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
       const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
       const budget = Object.fromEntries(Object.entries(remaining).map(([group, left]) => [group, Math.floor(left * scale)]));
-      const result = await deps.store.claim({
-        carrierId: input.carrierId,
-        leaseMs: carrier.leaseMs,
-        inflightLimit,
-        priorityRatio: carrier.priorityRatio,
-        tokenPrefix: input.tokenPrefix,
-        groupBudget: budget,
-        typeGroups: { ...carrier.typeGroups },
-        countRealname: carrier.realnameControl,
-      });
-      const depths = await deps.store.depths(input.carrierId);
+      const [engine, result] = await Promise.all([
+        deps.store.takeStartStats(input.carrierId),
+        deps.store.claim({
+          carrierId: input.carrierId,
+          leaseMs: carrier.leaseMs,
+          inflightLimit,
+          priorityRatio: carrier.priorityRatio,
+          tokenPrefix: input.tokenPrefix,
+          groupBudget: budget,
+          typeGroups: { ...carrier.typeGroups },
+          countRealname: carrier.realnameControl,
+        }),
+      ]);
+      const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
+      const runTimeoutMs = carrier.totalTimeoutMs + carrier.leaseMs;
+      let startFailures = 0;
+      if (deps.cardStarter && claimed.length > 0) {
+        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, runTimeoutMs });
+        for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token);
+        startFailures = failed.length;
+      }
+      const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
       const groups: GroupBudgetView[] = carrier.groups.map((g, i) => ({
         name: g.name,
         qpsConfigured: g.qps,
         qpsEffective: rates[i] ?? g.qps,
         remaining: remaining[g.name] ?? 0,
       }));
+      const limitedBy = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
+      deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, starts: engine.starts, lagSumMs: engine.lagSumMs });
       return {
         kind: 'claimed',
-        claimed: result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority })),
+        claimed,
         expired: result.expired,
         running: depths.running,
         lanes: { priority: depths.priority, normal: depths.normal },
         groups,
-        cardRunTimeoutMs: carrier.totalTimeoutMs + carrier.leaseMs,
+        cardRunTimeoutMs: runTimeoutMs,
+        startedByClaim: deps.cardStarter !== undefined,
+        startFailures,
+        engine,
+        limitedBy,
+        maxInflightLimit,
+        budgetQps: carrier.groups.reduce((sum, g) => sum + g.qps, 0),
       };
     },
 

@@ -3,6 +3,7 @@
  * it at /metrics and each worker process can expose its own.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LimitingFactor } from '../common/inflightControl.js';
 
 export interface ActivityMetrics {
   gatewayCall(carrierId: string, type: string, outcome: string, latencyMs: number): void;
@@ -11,7 +12,11 @@ export interface ActivityMetrics {
   lateness(carrierId: string, latenessMs: number): void;
   priorityLatency(carrierId: string, latencyMs: number): void;
   claimRound(carrierId: string, claimed: number, expired: number, running: number, lanes: { priority: number; normal: number }): void;
+  /** One claim round's orchestration view: what limited it, the limit used, the starts since the last round. */
+  orchestration(carrierId: string, round: { limitedBy: LimitingFactor; inflightLimit: number; starts: number; lagSumMs: number }): void;
 }
+
+const LIMITING_FACTORS: readonly LimitingFactor[] = ['none', 'budget', 'inflight', 'orchestration'];
 
 export function createActivityMetrics(registry: Registry): ActivityMetrics {
   const gatewayLatency = new Histogram({
@@ -41,6 +46,10 @@ export function createActivityMetrics(registry: Registry): ActivityMetrics {
   const claimed = new Counter({ name: 'cardpoller_claimed_total', help: 'Cards claimed', labelNames: ['carrier'], registers: [registry] });
   const inflight = new Gauge({ name: 'cardpoller_inflight', help: 'Claims in flight', labelNames: ['carrier'], registers: [registry] });
   const depth = new Gauge({ name: 'cardpoller_queue_depth', help: 'Cards per lane', labelNames: ['carrier', 'lane'], registers: [registry] });
+  const limitedBy = new Gauge({ name: 'cardpoller_limited_by', help: 'What limited the last claim round (1 for the factor, 0 for the others)', labelNames: ['carrier', 'factor'], registers: [registry] });
+  const inflightLimit = new Gauge({ name: 'cardpoller_inflight_limit', help: 'In-flight limit of the last claim round (adaptive, ≤ configured)', labelNames: ['carrier'], registers: [registry] });
+  const starts = new Counter({ name: 'cardpoller_execution_starts_total', help: 'Card executions started', labelNames: ['carrier'], registers: [registry] });
+  const startLag = new Counter({ name: 'cardpoller_execution_start_lag_seconds_total', help: 'Summed start lag (run created → first workflow task); divide by starts for the mean', labelNames: ['carrier'], registers: [registry] });
   return {
     gatewayCall: (carrier, type, outcome, ms) => gatewayLatency.observe({ carrier, type, outcome }, ms / 1000),
     deferral: (carrier, type, reason) => deferrals.inc({ carrier, type, reason }),
@@ -53,6 +62,12 @@ export function createActivityMetrics(registry: Registry): ActivityMetrics {
       inflight.set({ carrier }, running);
       depth.set({ carrier, lane: 'priority' }, lanes.priority);
       depth.set({ carrier, lane: 'normal' }, lanes.normal);
+    },
+    orchestration: (carrier, round) => {
+      for (const factor of LIMITING_FACTORS) limitedBy.set({ carrier, factor }, factor === round.limitedBy ? 1 : 0);
+      inflightLimit.set({ carrier }, round.inflightLimit);
+      starts.inc({ carrier }, round.starts);
+      startLag.inc({ carrier }, round.lagSumMs / 1000);
     },
   };
 }

@@ -3,12 +3,15 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { CheckType, GatewayCheckType } from './checkTypes.js';
+import type { LimitingFactor } from './inflightControl.js';
 
 /** Search attributes that make a card's executions findable in the Web UI (DESIGN §2.1). */
 export const CARD_ID_ATTRIBUTE = defineSearchAttributeKey('CardId', SearchAttributeType.KEYWORD);
 export const CARRIER_ID_ATTRIBUTE = defineSearchAttributeKey('CarrierId', SearchAttributeType.KEYWORD);
 export const CHECK_TYPES_ATTRIBUTE = defineSearchAttributeKey('CheckTypes', SearchAttributeType.KEYWORD_LIST);
 export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('Outcome', SearchAttributeType.KEYWORD);
+/** `<scheduler workflow id>/<run id>` of the carrierScheduler run whose claim started the card run. */
+export const CLAIMED_BY_ATTRIBUTE = defineSearchAttributeKey('ClaimedBy', SearchAttributeType.KEYWORD);
 
 /**
  * Workflow ids. `prefix` is empty in production (ids are exactly `card-<id>` etc.); tests sharing
@@ -57,6 +60,37 @@ export interface ClaimRoundInput {
    * round may plan for that many seconds of budget: the limiter's wait mode still spaces the calls.
    */
   readonly sinceLastRoundMs?: number;
+  /** The scheduler's adaptive in-flight limit (below the account's configured one). */
+  readonly adaptiveLimit?: number;
+  /**
+   * Where the card runs go. Used when the control worker starts them itself with the client
+   * (CARD_START_MODE=client); otherwise the scheduler starts them as children.
+   */
+  readonly cardRuns: CardRunPlacement;
+}
+
+export interface CardRunPlacement {
+  readonly taskQueues: TaskQueueNames;
+  readonly workflowIdPrefix: string;
+  /** Value of the ClaimedBy search attribute: `<scheduler workflow id>/<run id>`. */
+  readonly claimedBy: string;
+}
+
+/** Executions that started since the previous round (from the card workers) and their start lag. */
+export interface EngineRoundStats {
+  readonly starts: number;
+  readonly lagSumMs: number;
+}
+
+/** The account's orchestration view: what limits it now and what the engine runs for it. */
+export interface OrchestrationView {
+  readonly limitedBy: LimitingFactor;
+  readonly inflightLimit: number;
+  readonly configuredInflightLimit: number;
+  readonly startsPerSec: number;
+  readonly startLagMs: number;
+  /** Executions/s the engine sustained for this account while it was the limit; null until measured. */
+  readonly capacityPerSec: number | null;
 }
 
 export interface GroupBudgetView {
@@ -80,6 +114,16 @@ export type ClaimRoundResult =
       readonly groups: readonly GroupBudgetView[];
       /** Card workflow run timeout: the account's total timeout plus its lease. */
       readonly cardRunTimeoutMs: number;
+      /** True when the claim activity already started the claimed cards' runs (client start mode). */
+      readonly startedByClaim: boolean;
+      /** Claimed cards whose run could not be started; their claims are already released. */
+      readonly startFailures: number;
+      readonly engine: EngineRoundStats;
+      readonly limitedBy: LimitingFactor;
+      /** The account's configured in-flight limit bounded by the deployment's card capacity. */
+      readonly maxInflightLimit: number;
+      /** Sum of the account's group budgets (QPS): the weight of its share of the engine. */
+      readonly budgetQps: number;
     };
 
 export interface CardCheckInput {
@@ -88,6 +132,9 @@ export interface CardCheckInput {
   readonly token: string;
   readonly fromPriority: boolean;
 }
+
+/** Where gateway steps run: local activities of the card worker (default) or the gateway task queue. */
+export type GatewayStepPlacement = 'local' | 'queue';
 
 export interface ExecutionPlanRun {
   readonly kind: 'run';
@@ -109,6 +156,7 @@ export interface ExecutionPlanRun {
    * ingest task queue (DESIGN §7 polling.ingest.mode).
    */
   readonly ingestMode: 'sync' | 'async';
+  readonly gatewaySteps: GatewayStepPlacement;
 }
 
 export type ExecutionPlan =
@@ -194,6 +242,7 @@ export interface SchedulerStatus {
   readonly startFailures: number;
   readonly lanes: { readonly priority: number; readonly normal: number };
   readonly groups: readonly GroupBudgetView[];
+  readonly orchestration: OrchestrationView;
 }
 
 export interface ControlStatus {

@@ -34,6 +34,19 @@ const schema = z.object({
   TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
   /** Prepended to workflow ids (`<prefix>card-<id>`); empty in production, unique per test stack. */
   WORKFLOW_ID_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"').default(''),
+  /**
+   * Where card executions run their gateway steps: `local` activities of the card worker (no task
+   * or extra events per step; the default) or the `polling-gateway` task queue (`queue`: gateway
+   * callers on other hosts, at a workflow task, an activity task and six events per step).
+   */
+  GATEWAY_STEPS: z.enum(['local', 'queue']).default('local'),
+  /**
+   * How claimed cards' runs start: as children of carrierScheduler (`child`, the default: the Web
+   * UI links each to its scheduler run) or by the claim activity with the client (`client`: no
+   * parent workflow task per start and completion; for deployments bound by orchestration
+   * throughput). Either way the run carries the ClaimedBy search attribute.
+   */
+  CARD_START_MODE: z.enum(['child', 'client']).default('child'),
   WORKER_CARD_MAX_WORKFLOWS: positiveInt.default(200),
   WORKER_CARD_MAX_ACTIVITIES: positiveInt.default(200),
   WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),

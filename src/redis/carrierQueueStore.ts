@@ -101,6 +101,14 @@ export interface LaneDepths {
   readonly running: number;
 }
 
+/** Execution starts of an account since the last read, and their summed start lag. */
+export interface StartStats {
+  readonly starts: number;
+  readonly lagSumMs: number;
+}
+
+const START_STATS_TTL_MS = 60_000;
+
 export class CarrierQueueStore {
   private readonly clock: 'local' | 'redis';
 
@@ -234,6 +242,31 @@ export class CarrierQueueStore {
       this.redis.zcount(keys.queue, '-inf', at),
     ]);
     return priority + normal;
+  }
+
+  /**
+   * Counts one execution start and its start lag (time from the run's creation to its first
+   * workflow task) for the account's next claim round. Statistics, not authority: a plain
+   * MULTI, and the hash expires when no scheduler reads it.
+   */
+  async recordStart(carrierId: CarrierId, lagMs: number): Promise<void> {
+    const key = this.keys(carrierId).engine;
+    await this.redis
+      .multi()
+      .hincrby(key, 'starts', 1)
+      .hincrby(key, 'lagSumMs', Math.max(0, Math.round(lagMs)))
+      .pexpire(key, START_STATS_TTL_MS)
+      .exec();
+  }
+
+  /** The starts recorded since the previous call, read and reset in one step (one reader: the account's scheduler). */
+  async takeStartStats(carrierId: CarrierId): Promise<StartStats> {
+    const key = this.keys(carrierId).engine;
+    const replies = (await this.redis.multi().hgetall(key).del(key).exec()) ?? [];
+    const [error, hash] = replies[0] ?? [null, {}];
+    if (error) throw error;
+    const fields = (hash ?? {}) as Record<string, string>;
+    return { starts: Number(fields.starts ?? 0), lagSumMs: Number(fields.lagSumMs ?? 0) };
   }
 
   private upsertScriptCall(input: UpsertInput): ScriptCall {

@@ -12,6 +12,8 @@ export interface AccountKeys {
   readonly queue: string;
   readonly running: string;
   readonly dispatch: string;
+  /** HASH of execution-start statistics since the last claim round (starts, summed start lag). */
+  readonly engine: string;
   due(cardId: string): string;
   claim(cardId: string): string;
   exec(cardId: string): string;
@@ -26,6 +28,7 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
     queue: `${base}queue`,
     running: `${base}running`,
     dispatch: `${base}dispatch`,
+    engine: `${base}engine`,
     due: (cardId) => `${base}card:${cardId}:due`,
     claim: (cardId) => `${base}card:${cardId}:claim`,
     exec: (cardId) => `${base}card:${cardId}:exec`,

@@ -17,6 +17,7 @@ export const SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'KeywordList
   CarrierId: 'Keyword',
   CheckTypes: 'KeywordList',
   Outcome: 'Keyword',
+  ClaimedBy: 'Keyword',
 };
 
 export async function ensureTemporalCli(log: (line: string) => void): Promise<void> {

@@ -4,6 +4,8 @@
  * Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
  */
 import { fileURLToPath } from 'node:url';
+import { log as activityLog } from '@temporalio/activity';
+import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
@@ -14,6 +16,7 @@ import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
+import { createClientCardStarter } from '../polling/cardStarter.js';
 
 export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
 export type WorkerKind = (typeof WORKER_KINDS)[number];
@@ -67,6 +70,9 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
           modes: setup.services.modes,
           metrics: deps.metrics,
           cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * 4,
+          ...(config.CARD_START_MODE === 'client'
+            ? { cardStarter: createClientCardStarter(new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }), (message, fields) => void activityLog.warn(message, fields)) }
+            : {}),
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
       });
@@ -75,14 +81,26 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
         ...common,
         taskQueue: queues.card,
         workflowBundle: setup.workflowBundle,
-        // Card bookkeeping, plus the records of sync ingest, run here as local activities of cardCheck.
+        // Card bookkeeping, the records of sync ingest and (GATEWAY_STEPS=local) the gateway steps
+        // run here as local activities of cardCheck.
         activities: {
-          ...createCardActivities({ pool: deps.pool, store: deps.store, reference: deps.reference, packages: createPackageEvaluator(deps.pool), priority: setup.services.priority, metrics: deps.metrics }),
+          ...createCardActivities({
+            pool: deps.pool,
+            store: deps.store,
+            reference: deps.reference,
+            packages: createPackageEvaluator(deps.pool),
+            priority: setup.services.priority,
+            metrics: deps.metrics,
+            gatewaySteps: config.GATEWAY_STEPS,
+          }),
           ...createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
+          ...createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
         },
         maxConcurrentWorkflowTaskExecutions: Math.min(config.WORKER_CARD_MAX_WORKFLOWS, 1000),
         maxCachedWorkflows: config.WORKER_CARD_MAX_WORKFLOWS * 2,
         maxConcurrentActivityTaskExecutions: config.WORKER_CARD_MAX_ACTIVITIES,
+        // Local gateway steps may wait on the rate limiter: room for as many as the gateway queue would run.
+        maxConcurrentLocalActivityExecutions: config.WORKER_CARD_MAX_ACTIVITIES + (config.GATEWAY_STEPS === 'local' ? config.WORKER_GATEWAY_MAX_ACTIVITIES : 0),
       });
     case 'gateway':
       return Worker.create({

@@ -6,7 +6,7 @@
  * acquired from it first, the lease is renewed before every further gateway call, and the card is
  * finished (or released) through it.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { type ActivityOptions, ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities } from '../activities/ingest.js';
@@ -42,8 +42,10 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   const ingest = proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: BOOKKEEPING_RETRY });
   const info = workflowInfo();
   const startedAt = Date.now();
+  // Workflow time is the first workflow task's start: both ends are the server's clock.
+  const startLagMs = startedAt - info.runStartTime.getTime();
 
-  const plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority });
+  const plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority, startLagMs });
   if (plan.kind === 'lost' || plan.kind === 'busy') {
     upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'lost' }]);
     return { outcome: 'lost' };
@@ -111,13 +113,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
 }
 
 async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: number): Promise<StepResult[] | 'lease_lost'> {
-  const gateway = proxyActivities<GatewayActivities>({
-    taskQueue: args.taskQueues.gateway,
-    // Limiter wait + call must fit the step; a little slack for the activity's own overhead.
-    startToCloseTimeout: plan.stepTimeoutMs + 2000,
-    // Classified outcomes come back as values; only transient errors are thrown, retried once.
-    retry: { maximumAttempts: 2, initialInterval: '200 ms', nonRetryableErrorTypes: ['permanent', 'invalid_response'] },
-  });
+  const gateway = gatewayStepRunner(args, plan);
   const executionDeadline = startedAt + plan.totalTimeoutMs;
   const results: StepResult[] = [];
   for (const type of plan.types) {
@@ -151,6 +147,21 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
     }
   }
   return results;
+}
+
+/**
+ * Gateway steps as local activities of the card worker (default: no task and one marker event per
+ * step; a workflow task that outlives its timeout is heartbeated by the SDK), or as activities on
+ * the gateway task queue for deployments that run gateway callers elsewhere.
+ */
+function gatewayStepRunner(args: CardCheckArgs, plan: ExecutionPlanRun): GatewayActivities {
+  const options: ActivityOptions = {
+    // Limiter wait + call must fit the step; a little slack for the activity's own overhead.
+    startToCloseTimeout: plan.stepTimeoutMs + 2000,
+    // Classified outcomes come back as values; only transient errors are thrown, retried once.
+    retry: { maximumAttempts: 2, initialInterval: '200 ms', nonRetryableErrorTypes: ['permanent', 'invalid_response'] },
+  };
+  return plan.gatewaySteps === 'queue' ? proxyActivities<GatewayActivities>({ ...options, taskQueue: args.taskQueues.gateway }) : proxyLocalActivities<GatewayActivities>(options);
 }
 
 function failureClass(error: unknown): string {

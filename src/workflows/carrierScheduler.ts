@@ -24,6 +24,7 @@ import type { ControlActivities } from '../activities/control.js';
 import {
   CARD_ID_ATTRIBUTE,
   CARRIER_ID_ATTRIBUTE,
+  CLAIMED_BY_ATTRIBUTE,
   SCHEDULER_CONTINUING_AS_NEW,
   cardWorkflowId,
   type ClaimedCard,
@@ -33,6 +34,7 @@ import {
   type TaskQueueNames,
 } from '../common/orchestration.js';
 import { validateRequestCheck } from '../common/requestCheckValidation.js';
+import { initialInflightControl, nextInflightControl, type InflightControlState } from '../common/inflightControl.js';
 import { cardCheck } from './cardCheck.js';
 import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
 
@@ -47,6 +49,8 @@ export interface CarrierSchedulerArgs {
   readonly paused?: boolean;
   readonly rounds?: number;
   readonly pendingRequests?: readonly RequestCheckInput[];
+  readonly inflightControl?: InflightControlState;
+  readonly counters?: { readonly expiredLeases: number; readonly startFailures: number };
 }
 
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
@@ -74,17 +78,22 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     rounds,
     running: 0,
     claimedLastTick: 0,
-    expiredLeases: 0,
-    startFailures: 0,
+    expiredLeases: args.counters?.expiredLeases ?? 0,
+    startFailures: args.counters?.startFailures ?? 0,
     lanes: { priority: 0, normal: 0 },
     groups: [] as GroupBudgetView[],
+    orchestration: { limitedBy: 'none', inflightLimit: 0, configuredInflightLimit: 0, startsPerSec: 0, startLagMs: 0, capacityPerSec: null },
   };
+  // Claiming bounded by what the engine runs (see common/inflightControl): state kept across rounds and runs.
+  let inflight: InflightControlState | undefined = args.inflightControl;
+  const claimedBy = `${workflowInfo().workflowId}/${workflowInfo().runId}`;
+  const cardRuns = { taskQueues: args.taskQueues, workflowIdPrefix: args.workflowIdPrefix ?? '', claimedBy };
   const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   const toRelease: ClaimedCard[] = [];
   let startsInFlight = 0;
-  let startFailures = 0;
+  let startFailures = status.startFailures;
   const launch = (card: ClaimedCard, runTimeoutMs: number): void => {
     startsInFlight += 1;
     startChild(cardCheck, {
@@ -98,6 +107,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       typedSearchAttributes: [
         { key: CARD_ID_ATTRIBUTE, value: card.cardId },
         { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
+        { key: CLAIMED_BY_ATTRIBUTE, value: claimedBy },
       ],
     }).then(
       () => {
@@ -169,13 +179,28 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       const now = Date.now();
       const sinceLastRoundMs = lastRoundAt === undefined ? tickMs : now - lastRoundAt;
       lastRoundAt = now;
-      const result = await claimer.claimRound({ carrierId: args.carrierId, tokenPrefix: `${workflowInfo().runId}.${rounds}`, refreshConfig, sinceLastRoundMs });
+      const result = await claimer.claimRound({
+        carrierId: args.carrierId,
+        tokenPrefix: `${workflowInfo().runId}.${rounds}`,
+        refreshConfig,
+        sinceLastRoundMs,
+        ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit }),
+        cardRuns,
+      });
       refreshConfig = false;
       if (result.kind === 'stop') return { stopped: result.reason };
       if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        for (const card of result.claimed) launch(card, result.cardRunTimeoutMs);
+        if (!result.startedByClaim) for (const card of result.claimed) launch(card, result.cardRunTimeoutMs);
+        startFailures += result.startFailures;
+        inflight = nextInflightControl(inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
+          ...result.engine,
+          elapsedMs: sinceLastRoundMs,
+          limitedBy: result.limitedBy,
+          maxLimit: result.maxInflightLimit,
+          budgetQps: result.budgetQps,
+        });
         status = {
           ...status,
           mode: 'claiming',
@@ -186,6 +211,14 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           startFailures,
           lanes: result.lanes,
           groups: result.groups,
+          orchestration: {
+            limitedBy: result.limitedBy,
+            inflightLimit: inflight.limit,
+            configuredInflightLimit: result.maxInflightLimit,
+            startsPerSec: round1(inflight.startsPerSec),
+            startLagMs: Math.round(inflight.startLagMs),
+            capacityPerSec: inflight.capacityPerSec === null ? null : round1(inflight.capacityPerSec),
+          },
         };
       }
     }
@@ -197,7 +230,14 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       draining = true;
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
-      await continueAsNew<typeof carrierScheduler>({ ...args, paused, rounds, pendingRequests: [...pendingSignals] });
+      await continueAsNew<typeof carrierScheduler>({
+        ...args,
+        paused,
+        rounds,
+        pendingRequests: [...pendingSignals],
+        ...(inflight === undefined ? {} : { inflightControl: inflight }),
+        counters: { expiredLeases: status.expiredLeases, startFailures },
+      });
     }
     // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
     await condition(() => pendingSignals.length > 0 || wakeEarly, Math.max(1, tickMs - (Date.now() - tickStart)));
@@ -205,3 +245,5 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   }
 }
 
+
+const round1 = (value: number): number => Math.round(value * 10) / 10;

@@ -44,7 +44,8 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
-export async function createStack(label: string, options: { seed?: number } = {}): Promise<Stack> {
+/** `config` overrides settings of the stack's workers (e.g. GATEWAY_STEPS, CARD_START_MODE). */
+export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
   const prefix = uniqueName(label);
   const taskQueues: TaskQueues = { control: `${prefix}-control`, card: `${prefix}-card`, gateway: `${prefix}-gateway`, ingest: `${prefix}-ingest` };
@@ -62,6 +63,7 @@ export async function createStack(label: string, options: { seed?: number } = {}
     TASK_QUEUE_INGEST: taskQueues.ingest,
     WORKER_SHUTDOWN_GRACE_MS: 2000,
     WORKFLOW_ID_PREFIX: `${prefix}-`,
+    ...options.config,
   };
   const deps = await createRuntimeDeps(config, { namespace: redis.namespace, schema: db.schema, name: `test-${label}`.slice(0, 40).replace(/[^a-zA-Z0-9_-]/g, '_') });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });

@@ -1,0 +1,105 @@
+/**
+ * The adaptive in-flight limit of one carrier account (DESIGN §2.1, §11): claiming bounded by
+ * what the engine can run. Pure and deterministic: the scheduler workflow keeps the state and
+ * feeds it one observation per claim round.
+ *
+ * The congestion signal is the start lag of card executions — from a run's creation to its first
+ * workflow task, both server times — which grows when the card task queue backs up. The limit
+ * follows AIMD: it grows while executions start promptly and the limit is what holds the account
+ * back, and shrinks by a factor when they start late. Every account reacts to the same shared
+ * queue, and AIMD converges to shares proportional to the additive step, so the step is scaled
+ * by the account's budget: accounts share the engine weighted by budget.
+ */
+
+/** Mean start lag above which the engine is behind: shrink. */
+export const START_LAG_HIGH_MS = 1000;
+/** Mean start lag below which the engine keeps up: the limit may grow. */
+export const START_LAG_LOW_MS = 300;
+/** Floor of the limit: an account always has a few executions in flight (the priority lane needs room). */
+export const MIN_INFLIGHT_LIMIT = 2;
+const DECREASE_FACTOR = 0.7;
+/** Rounds to wait after a decrease before the next one: the effect of a cut shows a round later. */
+const DECREASE_HOLD_ROUNDS = 2;
+/** Weight of the newest round in the smoothed rates. */
+const EWMA_ALPHA = 0.3;
+
+export type LimitingFactor = 'none' | 'budget' | 'inflight' | 'orchestration';
+
+export interface InflightControlState {
+  readonly limit: number;
+  /** Doubling until the first sign of congestion (slow start), then additive growth. */
+  readonly slowStart: boolean;
+  readonly holdRounds: number;
+  /** Smoothed execution starts per second. */
+  readonly startsPerSec: number;
+  /** Smoothed mean start lag. */
+  readonly startLagMs: number;
+  /** Smoothed starts per second measured while the engine was the limit; null until then. */
+  readonly capacityPerSec: number | null;
+}
+
+export interface RoundObservation {
+  /** Executions of the account that started since the previous round, and their summed start lag. */
+  readonly starts: number;
+  readonly lagSumMs: number;
+  readonly elapsedMs: number;
+  /** What held the round back (from the claim): only a binding limit may grow. */
+  readonly limitedBy: LimitingFactor;
+  /** Configured in-flight limit of the account, bounded by the deployment's card capacity. */
+  readonly maxLimit: number;
+  /** The account's total budget (QPS): the additive step is a tenth of it, at least one. */
+  readonly budgetQps: number;
+}
+
+export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
+  return {
+    limit: clamp(Math.ceil(Math.max(budgetQps, MIN_INFLIGHT_LIMIT * 2)), maxLimit),
+    slowStart: true,
+    holdRounds: 0,
+    startsPerSec: 0,
+    startLagMs: 0,
+    capacityPerSec: null,
+  };
+}
+
+function clamp(limit: number, maxLimit: number): number {
+  return Math.max(MIN_INFLIGHT_LIMIT, Math.min(Math.floor(limit), Math.max(MIN_INFLIGHT_LIMIT, maxLimit)));
+}
+
+const smooth = (previous: number, value: number): number => previous + EWMA_ALPHA * (value - previous);
+
+export function nextInflightControl(state: InflightControlState, round: RoundObservation): InflightControlState {
+  const seconds = Math.max(round.elapsedMs, 1) / 1000;
+  const rate = round.starts / seconds;
+  const meanLag = round.starts > 0 ? round.lagSumMs / round.starts : null;
+  const startsPerSec = smooth(state.startsPerSec, rate);
+  const startLagMs = meanLag === null ? state.startLagMs : smooth(state.startLagMs, meanLag);
+  const holdRounds = Math.max(0, state.holdRounds - 1);
+  const base = { ...state, startsPerSec, startLagMs, holdRounds };
+
+  if (meanLag !== null && meanLag > START_LAG_HIGH_MS) {
+    // What started this round is what the engine could run for this account: its capacity.
+    const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
+    if (state.holdRounds > 0) return { ...base, capacityPerSec };
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * DECREASE_FACTOR, round.maxLimit) };
+  }
+  const binding = round.limitedBy === 'orchestration' || round.limitedBy === 'inflight';
+  if (binding && (meanLag === null || meanLag < START_LAG_LOW_MS) && state.limit < round.maxLimit) {
+    const step = Math.max(1, Math.round(round.budgetQps / 10));
+    const grown = state.slowStart ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
+    return { ...base, limit: clamp(grown, round.maxLimit) };
+  }
+  // The configured limit may have been lowered since the last round.
+  return { ...base, limit: clamp(state.limit, round.maxLimit) };
+}
+
+/**
+ * Why the account claimed no more this round: nothing else was due (`none`), the budget ran out,
+ * or the in-flight set is full — by the account's configured limit (`inflight`) or because the
+ * adaptive limit is below it (`orchestration`: the engine is what holds it back).
+ */
+export function limitingFactor(input: { dueLeft: number; running: number; limit: number; adaptiveLimit: number; maxLimit: number }): LimitingFactor {
+  if (input.dueLeft === 0) return 'none';
+  if (input.running >= input.limit) return input.adaptiveLimit < input.maxLimit ? 'orchestration' : 'inflight';
+  return 'budget';
+}

@@ -1,0 +1,133 @@
+/**
+ * What one card execution costs the engine (DESIGN §11.1): its history events and workflow tasks,
+ * in each placement of the gateway steps (local activities by default, the gateway task queue as an
+ * option) and each start mode (child of the scheduler by default, client start from the claim).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Client } from '@temporalio/client';
+import { createStack, type Stack } from '../helpers/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
+import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { cardWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
+import type { Config } from '../../src/config/index.js';
+import type { CheckType } from '../../src/common/checkTypes.js';
+
+interface RunShape {
+  readonly workflowId: string;
+  readonly events: number;
+  readonly workflowTasks: number;
+  readonly activityTasks: number;
+  readonly markers: number;
+  readonly parent: string | undefined;
+  readonly claimedBy: unknown;
+  readonly outcome: unknown;
+}
+
+async function shapeOf(client: Client, workflowId: string): Promise<RunShape> {
+  const handle = client.workflow.getHandle(workflowId);
+  const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+  const events = history.events ?? [];
+  const count = (key: string): number => events.filter((event) => (event as Record<string, unknown>)[key] != null).length;
+  return {
+    workflowId,
+    events: events.length,
+    workflowTasks: count('workflowTaskCompletedEventAttributes'),
+    activityTasks: count('activityTaskScheduledEventAttributes'),
+    markers: count('markerRecordedEventAttributes'),
+    parent: description.raw.workflowExecutionInfo?.parentExecution?.workflowId ?? undefined,
+    claimedBy: description.searchAttributes.ClaimedBy?.[0],
+    outcome: description.searchAttributes.Outcome?.[0],
+  };
+}
+
+/** Runs the account's cards once each (intervals long enough that nothing runs twice) and returns every card's last run. */
+async function runOnce(label: string, config: Partial<Config>, types: readonly CheckType[]): Promise<{ stack: Stack; account: SeedAccount; shapes: RunShape[] }> {
+  const stack = await createStack(label, { config });
+  const typeGroups = { card_status: 'main', carddata: 'main', realname: 'main' } as const;
+  const account = await seedAccount(stack, { name: `${label}1`, qps: { main: 50 }, typeGroups, cards: 6, intervalsSec: Object.fromEntries(types.map((t) => [t, 600])), carrier: { realnameControl: true } });
+  // Every type due at the same moment, so each execution runs all of them together.
+  const now = Date.now();
+  await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: Object.fromEntries(types.map((t) => [t, now])) })));
+  await stack.startWorkers();
+  await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+  await waitFor(
+    'one recorded execution of every card',
+    async () => {
+      const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution');
+      return Number(rows[0]?.n) === account.cards.length;
+    },
+    30_000,
+  );
+  const shapes = await Promise.all(account.cards.map((card) => shapeOf(stack.client, cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX))));
+  return { stack, account, shapes };
+}
+
+test('card execution shape', async (t) => {
+  await t.test('default (child start, local gateway steps): one type is one workflow task and ≤ 10 events; each further type adds one event', async (t) => {
+    const one = await runOnce('shape-one', {}, ['card_status']);
+    try {
+      t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
+      const scheduler = schedulerWorkflowId(one.account.carrier.id, one.stack.config.WORKFLOW_ID_PREFIX);
+      for (const shape of one.shapes) {
+        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+        assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+        assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+        assert.ok(shape.events <= 10, JSON.stringify(shape));
+        assert.equal(shape.parent, scheduler);
+        assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
+      }
+    } finally {
+      await one.stack.close();
+    }
+    const three = await runOnce('shape-three', {}, ['card_status', 'carddata', 'realname']);
+    try {
+      const baseline = 10;
+      t.diagnostic(`three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`);
+      for (const shape of three.shapes) {
+        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+        assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+        assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+        assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
+      }
+      const { rows } = await three.stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution');
+      for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
+    } finally {
+      await three.stack.close();
+    }
+  });
+
+  await t.test('GATEWAY_STEPS=queue: steps run as activities on the gateway task queue', async (t) => {
+    const run = await runOnce('shape-queue', { GATEWAY_STEPS: 'queue' }, ['card_status', 'carddata']);
+    try {
+      t.diagnostic(`two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ${run.shapes.map((s) => s.workflowTasks).join(',')}`);
+      for (const shape of run.shapes) {
+        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+        assert.equal(shape.activityTasks, 2, JSON.stringify(shape));
+      }
+      assert.ok((run.stack.simulator.world.stats(false).accounts['shape-queue1-gw']?.groups.main?.calls ?? 0) >= 12);
+    } finally {
+      await run.stack.close();
+    }
+  });
+
+  await t.test('CARD_START_MODE=client: the claim activity starts runs without a parent, ClaimedBy names the scheduler run', async () => {
+    const run = await runOnce('shape-client', { CARD_START_MODE: 'client' }, ['card_status']);
+    try {
+      const scheduler = schedulerWorkflowId(run.account.carrier.id, run.stack.config.WORKFLOW_ID_PREFIX);
+      const schedulerRun = await run.stack.client.workflow.getHandle(scheduler).describe();
+      for (const shape of run.shapes) {
+        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+        assert.equal(shape.parent, undefined);
+        assert.equal(shape.claimedBy, `${scheduler}/${schedulerRun.runId}`);
+        assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+        assert.ok(shape.events <= 10, JSON.stringify(shape));
+      }
+      const history = await run.stack.client.workflow.getHandle(scheduler).fetchHistory();
+      const children = (history.events ?? []).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes != null);
+      assert.equal(children.length, 0);
+    } finally {
+      await run.stack.close();
+    }
+  });
+});
