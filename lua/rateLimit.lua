@@ -37,13 +37,15 @@
     ARGV[11] probe step ms
     ARGV[12] state ttl ms
     ARGV[13] max wait ms   (acquire) reserve a slot at most this far ahead; '' = 0 (now or never)
-  Output: { result, waitMs, effectiveRate, remaining, nowMs, pausedUntilMs }
+  Output: { result, waitMs, effectiveRate, remaining, nowMs, pausedUntilMs, ahead }
     acquire:  result 1 = slot reserved, call after waitMs (0 = now) and confirm if waitMs > 0;
               result 0 = the earliest slot is waitMs away, beyond max wait: nothing reserved
     confirm:  result 1 = the reservation stands, 0 = pushback voided it
     peek:     result 1; waitMs = time to the earliest slot; reserves nothing
     pushback: result 1 = applied, 0 = ignored (same burst as the last decrease)
     remaining = slots still free in the current window, reservations counted (0 while paused)
+    ahead = reservations for slots after now: calls already waiting, which the next second's
+            capacity serves first (the claim's budget for a round is the rate minus these)
 ]]
 
 -- Exclusive score bound. `..` would format with 14 significant digits and cut the sub-ms part
@@ -157,4 +159,5 @@ local remaining = 0
 if pause <= now then remaining = math.max(0, rate - reserved) end
 local result = 0
 if op == 'peek' then result = 1 end
-return { result, math.ceil(wait), rate, remaining, math.floor(now), math.floor(pause) }
+local ahead = redis.call('ZCOUNT', windowKey, exclusive(now), '+inf')
+return { result, math.ceil(wait), rate, remaining, math.floor(now), math.floor(pause), ahead }

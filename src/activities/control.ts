@@ -53,15 +53,14 @@ export function createControlActivities(deps: ControlActivityDeps) {
       if (!carrier.enabled) return { kind: 'stop', reason: 'carrier_disabled' };
       if ((await deps.reference.pollingMode()) === 'legacy') return { kind: 'idle', reason: 'legacy_mode' };
       const groupNames = carrier.groups.map((g) => g.name);
-      const [remaining, rates] = await Promise.all([
-        deps.limiter.remaining(input.carrierId, groupNames),
+      // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
+      const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
+      const [budget, rates] = await Promise.all([
+        deps.limiter.roundBudget(input.carrierId, groupNames, scale),
         Promise.all(groupNames.map((name) => deps.limiter.effectiveRate(input.carrierId, name))),
       ]);
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
       const inflightLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
-      // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
-      const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
-      const budget = Object.fromEntries(Object.entries(remaining).map(([group, left]) => [group, Math.floor(left * scale)]));
       const [engine, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         deps.store.claim({
@@ -88,7 +87,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         name: g.name,
         qpsConfigured: g.qps,
         qpsEffective: rates[i] ?? g.qps,
-        remaining: remaining[g.name] ?? 0,
+        remaining: budget[g.name] ?? 0,
       }));
       const limitedBy = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);

@@ -97,6 +97,7 @@ export interface GroupBudgetView {
   readonly name: string;
   readonly qpsConfigured: number;
   readonly qpsEffective: number;
+  /** Calls the last round could plan for in this group (rate × round seconds − calls already waiting). */
   readonly remaining: number;
 }
 

@@ -1,8 +1,12 @@
-/** The line `npm start` prints every few seconds: per account checks/s, budget use, lateness p99, in-flight, open alerts. */
+/**
+ * The line `npm start` prints every few seconds: per account checks/s, budget use, lateness p99,
+ * in-flight against its adaptive limit, what limits the account now, open alerts.
+ */
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RunningSimulator } from '../simulator/server.js';
+import type { SchedulerStatus } from '../common/orchestration.js';
 
 const EVERY_MS = 5000;
 
@@ -13,7 +17,26 @@ interface Row {
   alerts: string;
 }
 
-export function startLiveLine(deps: { pool: Pool; store: CarrierQueueStore; simulator: RunningSimulator | undefined; log: (line: string) => void }): { stop(): void } {
+export interface LiveLineDeps {
+  readonly pool: Pool;
+  readonly store: CarrierQueueStore;
+  readonly simulator: RunningSimulator | undefined;
+  /** The account's scheduler status (its orchestration view), or undefined when it does not answer. */
+  readonly scheduler: (carrierId: string) => Promise<SchedulerStatus | undefined>;
+  readonly log: (line: string) => void;
+}
+
+const LIMIT_LABELS = { none: 'keeping up', budget: 'limited by budget', inflight: 'limited by in-flight limit', orchestration: 'limited by orchestration' } as const;
+
+/** `limited by orchestration (engine 31.2/s)`, or `?` when the scheduler does not answer. */
+function limitOf(status: SchedulerStatus | undefined): string {
+  if (!status) return 'scheduler ?';
+  const view = status.orchestration;
+  const engine = view.capacityPerSec === null ? `${view.startsPerSec}/s started` : `engine ${view.capacityPerSec}/s`;
+  return `${LIMIT_LABELS[view.limitedBy]} (${engine}, lag ${view.startLagMs}ms)`;
+}
+
+export function startLiveLine(deps: LiveLineDeps): { stop(): void } {
   let previousCalls = new Map<string, number>();
   let previousAt = Date.now();
   const tick = async (): Promise<void> => {
@@ -34,7 +57,7 @@ export function startLiveLine(deps: { pool: Pool; store: CarrierQueueStore; simu
     const parts: string[] = [];
     for (const carrier of carriers) {
       const row = rows.find((r) => r.carrier_id === carrier.id);
-      const depth = await deps.store.depths(carrier.id);
+      const [depth, scheduler] = await Promise.all([deps.store.depths(carrier.id), deps.scheduler(carrier.id)]);
       const groups = stats?.accounts[carrier.gatewayAccount]?.groups ?? {};
       const total = Object.values(groups).reduce((sum, g) => sum + g.calls, 0);
       calls.set(carrier.id, total);
@@ -42,7 +65,7 @@ export function startLiveLine(deps: { pool: Pool; store: CarrierQueueStore; simu
       const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;
       const use = stats ? ` budget ${((100 * callRate) / budget).toFixed(0)}% (${callRate.toFixed(1)}/${budget} qps)` : '';
       parts.push(
-        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ${depth.running} alerts ${row?.alerts ?? 0}`,
+        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ${depth.running}/${scheduler?.orchestration.inflightLimit ?? '?'} ${limitOf(scheduler)} alerts ${row?.alerts ?? 0}`,
       );
     }
     previousCalls = calls;

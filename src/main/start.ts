@@ -14,7 +14,8 @@ import { startSimulator, type RunningSimulator } from '../simulator/server.js';
 import { startWorkers } from '../workers/run.js';
 import { WORKER_KINDS } from '../workers/createWorker.js';
 import { createPollingServices } from '../polling/services.js';
-import { ensurePollingControl } from '../polling/temporalControl.js';
+import { ensurePollingControl, schedulerStatus } from '../polling/temporalControl.js';
+import type { SchedulerStatus } from '../common/orchestration.js';
 import { configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
 import { startApi } from './api.js';
@@ -54,7 +55,7 @@ if ((process.env.GATEWAY_URL ?? '') === '') {
 const workers = await startWorkers(config, WORKER_KINDS);
 log(`[workers] ${WORKER_KINDS.join(', ')} running`);
 const services = createPollingServices({ deps: workers.deps });
-const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, (line) => log(`[demo] ${line}`));
+const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, workers.deps.store, (line) => log(`[demo] ${line}`));
 if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
 // Redis may have lost data while we were down (it is rebuildable from PostgreSQL by design):
 // reconcile it once at start. Idempotent; due times that still exist are kept.
@@ -81,7 +82,8 @@ if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
 }
 log('Ctrl-C stops.\n');
 
-const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, log });
+const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> => schedulerStatus(ref, carrierId).catch(() => undefined);
+const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, scheduler, log });
 
 let stopping = false;
 const stop = async (): Promise<void> => {

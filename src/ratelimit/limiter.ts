@@ -68,6 +68,10 @@ export interface AttemptResult {
   readonly effectiveRate: number;
   readonly remaining: number;
   readonly pausedUntilMs: number;
+  /** Calls holding a reserved slot after now (waiting for it). */
+  readonly ahead: number;
+  /** The limiter's clock (Redis TIME, or the injected one) when it answered. */
+  readonly nowMs: number;
 }
 
 export interface PushbackResult {
@@ -170,6 +174,22 @@ export class RedisRateLimiter {
     return Object.fromEntries(entries);
   }
 
+  /**
+   * Calls per group a claim round may plan for the next `seconds`: the effective rate times the
+   * seconds, minus the calls already waiting for a reserved slot (0 while paused). Not `remaining`:
+   * the window still holds the previous round's calls, and a tick shorter than the window would
+   * then give each round only what the previous one left, settling near half the budget.
+   */
+  async roundBudget(carrierId: string, groups: readonly string[], seconds: number): Promise<Record<string, number>> {
+    const entries = await Promise.all(
+      groups.map(async (group) => {
+        const view = await this.run('peek', carrierId, group, {});
+        return [group, view.pausedUntilMs > view.nowMs ? 0 : Math.max(0, Math.floor(view.effectiveRate * seconds) - view.ahead)] as const;
+      }),
+    );
+    return Object.fromEntries(entries);
+  }
+
   /** The rate the group runs at now: the configured one, or lower after carrier pushback. */
   async effectiveRate(carrierId: string, group: string): Promise<number> {
     return (await this.run('peek', carrierId, group, {})).effectiveRate;
@@ -221,13 +241,15 @@ export class RedisRateLimiter {
       p.stateTtlMs,
       extra.maxWaitMs ?? 0,
     ])) as number[];
-    const [result, waitMs, effectiveRate, remaining, , pausedUntilMs] = reply;
+    const [result, waitMs, effectiveRate, remaining, nowMs, pausedUntilMs, ahead] = reply;
     return {
       granted: result === 1,
       waitMs: waitMs ?? 0,
       effectiveRate: effectiveRate ?? qps,
       remaining: remaining ?? 0,
       pausedUntilMs: pausedUntilMs ?? 0,
+      ahead: ahead ?? 0,
+      nowMs: nowMs ?? 0,
     };
   }
 }

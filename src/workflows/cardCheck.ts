@@ -42,8 +42,8 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   const ingest = proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: BOOKKEEPING_RETRY });
   const info = workflowInfo();
   const startedAt = Date.now();
-  // Workflow time is the first workflow task's start: both ends are the server's clock.
-  const startLagMs = startedAt - info.runStartTime.getTime();
+  // Workflow time is the first workflow task's start, startTime the run's creation: both the server's clock.
+  const startLagMs = startedAt - info.startTime.getTime();
 
   const plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority, startLagMs });
   if (plan.kind === 'lost' || plan.kind === 'busy') {

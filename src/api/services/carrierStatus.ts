@@ -8,7 +8,7 @@ import { listPollingConfigs } from '../../db/pollingConfigs.js';
 import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } from '../../db/statusQueries.js';
 import { getPollingMode } from '../../db/systemConfig.js';
 import { IntervalResolver } from '../../domain/pollingConfig.js';
-import type { SchedulerStatus } from '../../common/orchestration.js';
+import type { OrchestrationView, SchedulerStatus } from '../../common/orchestration.js';
 import { schedulerStatus } from '../../polling/temporalControl.js';
 import type { ApiContext } from '../context.js';
 import { capacityOf, type Capacity } from './capacity.js';
@@ -35,6 +35,10 @@ export interface CarrierStatus {
   readonly latenessMs: LatenessPercentiles;
   readonly expiredLeases: number;
   readonly capacity: Capacity;
+  /** What holds the account back now: `none` (keeping up), `budget`, `inflight` (its configured limit) or `orchestration` (the engine). */
+  readonly limitedBy: OrchestrationView['limitedBy'] | 'unknown';
+  /** The scheduler's view of the engine for this account; absent while its scheduler is not running. */
+  readonly orchestration?: OrchestrationView;
   /** Whether the account's scheduler answered its status query. */
   readonly schedulerRunning: boolean;
 }
@@ -85,7 +89,9 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
     groups,
     latenessMs: lateness,
     expiredLeases: scheduler?.expiredLeases ?? 0,
-    capacity: capacityOf(carrier, polled, new IntervalResolver(configs)),
+    capacity: capacityOf(carrier, polled, new IntervalResolver(configs), scheduler?.orchestration.capacityPerSec ?? null),
+    limitedBy: scheduler?.orchestration.limitedBy ?? 'unknown',
+    ...(scheduler === undefined ? {} : { orchestration: scheduler.orchestration }),
     schedulerRunning: scheduler !== undefined,
   };
 }

@@ -1,0 +1,107 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  MIN_INFLIGHT_LIMIT,
+  START_LAG_HIGH_MS,
+  initialInflightControl,
+  limitingFactor,
+  nextInflightControl,
+  type InflightControlState,
+  type LimitingFactor,
+  type RoundObservation,
+} from '../../src/common/inflightControl.js';
+
+const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
+  starts: 10,
+  lagSumMs: 10 * 50,
+  elapsedMs: 1000,
+  limitedBy: 'orchestration',
+  maxLimit: 200,
+  budgetQps: 20,
+  ...overrides,
+});
+
+test('starts at the budget, bounded by the configured limit', () => {
+  assert.equal(initialInflightControl(200, 20).limit, 20);
+  assert.equal(initialInflightControl(8, 20).limit, 8);
+  assert.equal(initialInflightControl(200, 0.5).limit, MIN_INFLIGHT_LIMIT * 2);
+});
+
+test('grows while the limit binds and executions start promptly: doubling first, then by a tenth of the budget', () => {
+  let state = initialInflightControl(200, 20);
+  state = nextInflightControl(state, round({}));
+  assert.equal(state.limit, 40);
+  // After a congestion cut, growth is additive.
+  state = nextInflightControl(state, round({ lagSumMs: 10 * (START_LAG_HIGH_MS + 500) }));
+  assert.equal(state.limit, 28);
+  assert.equal(state.slowStart, false);
+  state = nextInflightControl(state, round({}));
+  assert.equal(state.limit, 30);
+});
+
+test('does not grow when the budget or nothing due holds the account back', () => {
+  const start = initialInflightControl(200, 20);
+  for (const limitedBy of ['budget', 'none'] satisfies LimitingFactor[]) assert.equal(nextInflightControl(start, round({ limitedBy })).limit, 20);
+});
+
+test('shrinks when executions start late, once per hold period, never below the floor, and records the capacity', () => {
+  let state: InflightControlState = { ...initialInflightControl(200, 20), limit: 100 };
+  const late = round({ starts: 30, lagSumMs: 30 * 3000 });
+  state = nextInflightControl(state, late);
+  assert.equal(state.limit, 70);
+  assert.equal(state.capacityPerSec, 30);
+  state = nextInflightControl(state, late);
+  assert.equal(state.limit, 70, 'held: the cut shows a round later');
+  for (let i = 0; i < 40; i += 1) state = nextInflightControl(state, late);
+  assert.equal(state.limit, MIN_INFLIGHT_LIMIT);
+});
+
+test('follows a lowered configured limit', () => {
+  const state = { ...initialInflightControl(200, 20), limit: 150 };
+  assert.equal(nextInflightControl(state, round({ limitedBy: 'budget', maxLimit: 50 })).limit, 50);
+});
+
+test('limiting factor', () => {
+  assert.equal(limitingFactor({ dueLeft: 0, running: 50, limit: 50, adaptiveLimit: 50, maxLimit: 100 }), 'none');
+  assert.equal(limitingFactor({ dueLeft: 5, running: 50, limit: 50, adaptiveLimit: 50, maxLimit: 100 }), 'orchestration');
+  assert.equal(limitingFactor({ dueLeft: 5, running: 100, limit: 100, adaptiveLimit: 120, maxLimit: 100 }), 'inflight');
+  assert.equal(limitingFactor({ dueLeft: 5, running: 10, limit: 50, adaptiveLimit: 50, maxLimit: 100 }), 'budget');
+});
+
+/**
+ * Two accounts with budgets 10 and 30 QPS sharing an engine that starts 40 executions/s; each
+ * execution holds its slot ~1 s, and start lag grows with the in-flight total beyond what the
+ * engine runs in a second. Both always have cards due. AIMD with a budget-scaled step must settle
+ * near the engine's capacity, with shares that follow the budgets.
+ */
+test('accounts share a saturated engine weighted by budget, and the total stays near what it runs', () => {
+  const capacity = 40;
+  const budgets = [10, 30];
+  let states = budgets.map((qps) => initialInflightControl(500, qps));
+  const sums = [0, 0];
+  let totalSum = 0;
+  const rounds = 600;
+  for (let r = 0; r < rounds; r += 1) {
+    const total = states.reduce((sum, s) => sum + s.limit, 0);
+    const lagMs = Math.max(0, total - capacity) * 100;
+    const startRate = Math.min(1, capacity / total);
+    states = states.map((state, i) =>
+      nextInflightControl(state, {
+        starts: Math.max(1, Math.round(state.limit * startRate)),
+        lagSumMs: Math.max(1, Math.round(state.limit * startRate)) * lagMs,
+        elapsedMs: 1000,
+        limitedBy: 'orchestration',
+        maxLimit: 500,
+        budgetQps: budgets[i] ?? 1,
+      }),
+    );
+    if (r >= rounds / 2) {
+      states.forEach((s, i) => (sums[i] = (sums[i] ?? 0) + s.limit));
+      totalSum += states.reduce((sum, s) => sum + s.limit, 0);
+    }
+  }
+  const share = (sums[1] ?? 0) / (sums[0] ?? 1);
+  const meanTotal = totalSum / (rounds / 2);
+  assert.ok(share > 2 && share < 4.5, `share ${share.toFixed(2)} (budgets 1:3)`);
+  assert.ok(meanTotal > capacity * 0.7 && meanTotal < capacity * 1.3, `mean in-flight total ${meanTotal.toFixed(1)} vs engine ${capacity}`);
+});
