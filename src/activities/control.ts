@@ -75,10 +75,9 @@ export function createControlActivities(deps: ControlActivityDeps) {
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
-      const runTimeoutMs = carrier.totalTimeoutMs + carrier.leaseMs;
       let startFailures = 0;
       if (deps.cardStarter && claimed.length > 0) {
-        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, runTimeoutMs });
+        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token);
         startFailures = failed.length;
       }
@@ -99,7 +98,6 @@ export function createControlActivities(deps: ControlActivityDeps) {
         running: depths.running,
         lanes: { priority: depths.priority, normal: depths.normal },
         groups,
-        cardRunTimeoutMs: runTimeoutMs,
         startedByClaim: deps.cardStarter !== undefined,
         startFailures,
         engine,

@@ -113,8 +113,6 @@ export type ClaimRoundResult =
       readonly running: number;
       readonly lanes: { readonly priority: number; readonly normal: number };
       readonly groups: readonly GroupBudgetView[];
-      /** Card workflow run timeout: the account's total timeout plus its lease. */
-      readonly cardRunTimeoutMs: number;
       /** True when the claim activity already started the claimed cards' runs (client start mode). */
       readonly startedByClaim: boolean;
       /** Claimed cards whose run could not be started; their claims are already released. */

@@ -1,6 +1,6 @@
 /**
  * Starts claimed cards' `cardCheck` runs with the Temporal client, from the claim activity
- * (CARD_START_MODE=client, DESIGN §11.1). Same workflow ids, task queue, run timeout and search
+ * (CARD_START_MODE=client, DESIGN §11.1). Same workflow ids, task queue and search
  * attributes as the child starts of carrierScheduler, plus ClaimedBy naming the scheduler run.
  *
  * A start that finds a run already there is a success when that run carries this claim's token
@@ -25,7 +25,6 @@ export interface CardStartRequest {
   readonly carrierId: string;
   readonly cards: readonly ClaimedCard[];
   readonly placement: CardRunPlacement;
-  readonly runTimeoutMs: number;
 }
 
 export interface CardStarter {
@@ -43,7 +42,6 @@ export function createClientCardStarter(client: Client, log: (message: string, f
         taskQueue: request.placement.taskQueues.card,
         args: [args],
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        workflowRunTimeout: request.runTimeoutMs,
         memo: { token: card.token },
         typedSearchAttributes: [
           { key: CARD_ID_ATTRIBUTE, value: card.cardId },

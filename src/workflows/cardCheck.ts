@@ -36,10 +36,24 @@ function cardBookkeeping() {
   return proxyLocalActivities<CardActivities & IngestActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry: BOOKKEEPING_RETRY });
 }
 
+/**
+ * The durable records are written after the claim is finished in Redis, so waiting for them holds
+ * no card and blocks no other: they are retried without limit (PostgreSQL away for an hour is an
+ * hour of waiting, not a lost execution), backing off to one attempt a minute.
+ */
+const RECORD_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
+
+function recordWriters(taskQueues: TaskQueueNames) {
+  return {
+    sync: proxyLocalActivities<IngestActivities>({ startToCloseTimeout: '30 s', localRetryThreshold: '10 s', retry: RECORD_RETRY }),
+    async: proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: RECORD_RETRY }),
+  };
+}
+
 export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: ExecutionOutcome }> {
   const { taskQueues } = args;
   const card = cardBookkeeping();
-  const ingest = proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: BOOKKEEPING_RETRY });
+  const records = recordWriters(taskQueues);
   const info = workflowInfo();
   const startedAt = Date.now();
   // Workflow time is the first workflow task's start, startTime the run's creation: both the server's clock.
@@ -60,7 +74,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     const ran = await runSteps(args, plan, startedAt);
     if (ran === 'lease_lost') {
       // No finish (the claim is someone else's now), but the attempt is part of the card's history.
-      await card.recordExecution({
+      await records.sync.recordExecution({
         carrierId: args.carrierId,
         cardId: args.cardId,
         token: args.token,
@@ -102,8 +116,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   // Durable records (observations, execution, alerts, priority item): written by this worker in
   // sync ingest mode, handed to the ingest task queue in async mode.
   const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts };
-  if (plan.ingestMode === 'sync') await card.recordExecution(record);
-  else await ingest.recordExecution(record);
+  await records[plan.ingestMode].recordExecution(record);
   // One event for both attributes: the types run and how it ended.
   upsertSearchAttributes([
     { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },

@@ -94,7 +94,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const toRelease: ClaimedCard[] = [];
   let startsInFlight = 0;
   let startFailures = status.startFailures;
-  const launch = (card: ClaimedCard, runTimeoutMs: number): void => {
+  const launch = (card: ClaimedCard): void => {
     startsInFlight += 1;
     startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
@@ -102,8 +102,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: args.taskQueues }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // A new run under the same id for every execution; Temporal rejects one while another runs.
+      // No run timeout: every phase of the run bounds itself (step and total timeouts), except the
+      // records, which wait for PostgreSQL as long as it takes after the claim is finished.
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      workflowRunTimeout: runTimeoutMs,
       typedSearchAttributes: [
         { key: CARD_ID_ATTRIBUTE, value: card.cardId },
         { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
@@ -192,7 +193,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        if (!result.startedByClaim) for (const card of result.claimed) launch(card, result.cardRunTimeoutMs);
+        if (!result.startedByClaim) for (const card of result.claimed) launch(card);
         startFailures += result.startFailures;
         inflight = nextInflightControl(inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
           ...result.engine,
