@@ -1,33 +1,60 @@
 /**
- * `npm run bench:lua`: throughput of the carrier queue scripts against the local Redis.
+ * `npm run bench:lua [-- --cards N --out DIR --allow-busy]`: our carrier queue scripts beside the
+ * seed's (read at run time from ../shared/seeds/001_*.txt, see bench/lua/seedScripts.ts), in the
+ * same run, against the local Redis, with the same client settings (ioredis, auto-pipelining on
+ * both) and the same work:
  *
- * - claim + acquireExec + finish cycles per second for 100 000 due cards in one account, and the
- *   same 100 000 cards spread over 50 accounts (claimed concurrently);
- * - p50/p99 latency of one claim round of 200 cards.
+ * - claim + acquireExec + finish cycles per second for N due cards (default 100 000) in one
+ *   account, and the same N cards spread over 50 accounts (claimed concurrently, 8 connections);
+ * - p50/p99 latency of one claim round of 200 cards;
+ * - ours ÷ seed cycles/s per scenario (issue 11 target ≥ 1.0×).
  *
- * Writes bench/results/lua.json and bench/results/lua.md and prints the Markdown table. Keys live
- * under a throw-away namespace that is deleted at the end. Not asserted anywhere.
+ * The implementations alternate which goes first per scenario; each one's keys are deleted before
+ * the other runs. Writes <out>/lua.json and lua.md (default bench/results) and prints the Markdown.
+ * Refused on a busy machine unless --allow-busy (then marked invalid), like `npm run bench`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { connectRedis } from '../src/redis/connect.js';
+import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config/index.js';
-import { CarrierQueueStore, type UpsertInput } from '../src/redis/carrierQueueStore.js';
+import { readEvictionPolicy } from '../src/redis/connect.js';
+import { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
 import { DueField } from '../src/redis/dueFields.js';
+import { flagSet, flagValue, positive, rejectUnknownFlags } from './lib/options.js';
+import { RESULTS_DIR, validityLines, type MachineLoad } from './lib/report.js';
+import { checkBeforeRun, invalidReasons, startLoadMonitor } from './lib/machineLoad.js';
+import { atLeast, renderVerdict, times, type Verdict } from './lib/verdict.js';
+import { percentile } from './lib/stats.js';
+import { readSeedScripts, SeedDocumentError, type SeedScripts } from './lua/seedScripts.js';
+import { SeedStore } from './lua/seedStore.js';
 
-const TOTAL_CARDS = Number(process.env.BENCH_LUA_CARDS ?? 100_000);
 const ROUND_SIZE = 200;
 const LEASE_MS = 60_000;
 const UPSERT_BATCH = 5_000;
 // Connections for the multi-account run: claims of different accounts proceed in parallel.
 const CONNECTIONS = 8;
-const RESULTS_DIR = resolve(dirname(fileURLToPath(import.meta.url)), 'results');
+const RATIO_TARGET = 1;
+const GROUP_BUDGET = { g1: 10_000 };
+const TYPE_GROUPS = { card_status: 'g1', carddata: 'g1', realname: 'g2' };
+const HELP = `usage: npm run bench:lua -- [--cards N] [--out DIR] [--allow-busy]
+  --cards N     BENCH_LUA_CARDS   due cards per scenario (default 100000)
+  --out DIR     BENCH_OUT_DIR     results folder (default bench/results)
+  --allow-busy  BENCH_ALLOW_BUSY  run on a busy machine anyway (result marked invalid)`;
+
+type Implementation = 'ours' | 'seed';
+
+/** The three steps of one cycle, whatever scripts run them. */
+interface Cycler {
+  upsert(cards: readonly { carrierId: string; cardId: string; dues: Record<string, number> }[]): Promise<void>;
+  claim(carrierId: string, round: number, now: number): Promise<readonly { cardId: string; token: string }[]>;
+  acquire(carrierId: string, cardId: string, token: string, now: number): Promise<boolean>;
+  finish(carrierId: string, cardId: string, token: string, at: number): Promise<boolean>;
+}
 
 interface ScenarioResult {
   readonly scenario: string;
+  readonly implementation: Implementation;
   readonly accounts: number;
   readonly cards: number;
   readonly cycles: number;
@@ -38,78 +65,74 @@ interface ScenarioResult {
   readonly claimP99Ms: number;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+function ours(redis: Redis, namespace: string): Cycler {
+  const store = new CarrierQueueStore(redis, namespace);
+  return {
+    upsert: (cards) => store.upsertMany(cards.map((card) => ({ ...card, now: Date.now() }))),
+    claim: async (carrierId, round, now) =>
+      (await store.claim({ carrierId, now, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `b${carrierId}-${round}`, groupBudget: GROUP_BUDGET, typeGroups: TYPE_GROUPS, countRealname: false })).claimed,
+    acquire: async (carrierId, cardId, token, now) => (await store.acquireExec(carrierId, cardId, token, 'bench', LEASE_MS, now)) === 'acquired',
+    finish: (carrierId, cardId, token, at) =>
+      store.finish({ carrierId, cardId, token, now: at, set: { [DueField.due('card_status')]: at + 3_600_000, [DueField.ok('card_status')]: at }, del: [DueField.fail('card_status')] }),
+  };
 }
 
-async function seed(store: CarrierQueueStore, accounts: readonly string[], now: number): Promise<void> {
-  let batch: UpsertInput[] = [];
-  for (let i = 0; i < TOTAL_CARDS; i += 1) {
-    const carrierId = accounts[i % accounts.length]!;
-    // Spread the due times over the last minute so claims walk a realistic ZSET.
-    batch.push({ carrierId, cardId: String(i), now, dues: { card_status: now - 60_000 + (i % 60_000), carddata: now + 3_600_000 } });
-    if (batch.length === UPSERT_BATCH) {
-      await store.upsertMany(batch);
-      batch = [];
-    }
+function seed(redis: Redis, namespace: string, scripts: SeedScripts): Cycler {
+  const store = new SeedStore(redis, namespace, scripts);
+  return {
+    upsert: (cards) => store.upsertMany(cards),
+    claim: (carrierId, round, now) => store.claim({ carrierId, now, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `b${carrierId}-${round}`, groupBudget: GROUP_BUDGET, typeGroups: TYPE_GROUPS }),
+    acquire: async (_carrierId, cardId, token) => (await store.acquireExec(cardId, token, 'bench', LEASE_MS)) === 1,
+    // The seed's finish takes the same fields: its due:/ok:/fail: prefixes are ours too.
+    finish: (carrierId, cardId, token, at) => store.finish({ carrierId, cardId, token, now: at, set: { 'due:card_status': at + 3_600_000, 'ok:card_status': at }, del: ['fail:card_status'] }),
+  };
+}
+
+async function seedCards(cycler: Cycler, accounts: readonly string[], cardIds: readonly string[], now: number): Promise<void> {
+  for (let start = 0; start < cardIds.length; start += UPSERT_BATCH) {
+    // Due over the last minute so claims walk a realistic ZSET; carddata not due.
+    const batch = cardIds.slice(start, start + UPSERT_BATCH).map((cardId, j) => {
+      const i = start + j;
+      return { carrierId: accounts[i % accounts.length]!, cardId, dues: { card_status: now - 60_000 + (i % 60_000), carddata: now + 3_600_000 } };
+    });
+    await cycler.upsert(batch);
   }
-  await store.upsertMany(batch);
 }
 
 /** One account's worth of work: claim rounds of 200 until nothing is due, each card executed. */
-async function drainAccount(store: CarrierQueueStore, carrierId: string, claimLatencies: number[]): Promise<number> {
+async function drainAccount(cycler: Cycler, carrierId: string, claimLatencies: number[]): Promise<number> {
   let cycles = 0;
   for (let round = 0; ; round += 1) {
     const now = Date.now();
     const started = performance.now();
-    const result = await store.claim({
-      carrierId,
-      now,
-      leaseMs: LEASE_MS,
-      inflightLimit: ROUND_SIZE,
-      priorityRatio: 0.5,
-      tokenPrefix: `b${carrierId}-${round}`,
-      groupBudget: { g1: 10_000 },
-      typeGroups: { card_status: 'g1', carddata: 'g1', realname: 'g2' },
-      countRealname: false,
-    });
-    if (result.claimed.length === ROUND_SIZE) claimLatencies.push(performance.now() - started);
-    if (result.claimed.length === 0) return cycles;
+    const claimed = await cycler.claim(carrierId, round, now);
+    if (claimed.length === ROUND_SIZE) claimLatencies.push(performance.now() - started);
+    if (claimed.length === 0) return cycles;
     await Promise.all(
-      result.claimed.map(async ({ cardId, token }) => {
-        const exec = await store.acquireExec(carrierId, cardId, token, 'bench', LEASE_MS, now);
-        if (exec !== 'acquired') throw new Error(`acquireExec ${cardId}: ${exec}`);
-        const finishedAt = Date.now();
-        const owned = await store.finish({
-          carrierId,
-          cardId,
-          token,
-          now: finishedAt,
-          set: { [DueField.due('card_status')]: finishedAt + 3_600_000, [DueField.ok('card_status')]: finishedAt },
-          del: [DueField.fail('card_status')],
-        });
-        if (!owned) throw new Error(`finish ${cardId} lost its claim`);
+      claimed.map(async ({ cardId, token }) => {
+        if (!(await cycler.acquire(carrierId, cardId, token, now))) throw new Error(`acquireExec ${cardId} refused`);
+        if (!(await cycler.finish(carrierId, cardId, token, Date.now()))) throw new Error(`finish ${cardId} lost its claim`);
       }),
     );
-    cycles += result.claimed.length;
+    cycles += claimed.length;
   }
 }
 
-async function runScenario(stores: readonly CarrierQueueStore[], name: string, accountCount: number, tag: string): Promise<ScenarioResult> {
-  const accounts = Array.from({ length: accountCount }, (_, i) => `${tag}${i}`);
-  await seed(stores[0]!, accounts, Date.now());
+async function runScenario(cyclers: readonly Cycler[], implementation: Implementation, name: string, accountCount: number, cardIds: readonly string[]): Promise<ScenarioResult> {
+  const accounts = Array.from({ length: accountCount }, (_, i) => `${name === 'one account' ? 'one' : 'many'}${i}`);
+  await seedCards(cyclers[0]!, accounts, cardIds, Date.now());
   const latencies: number[] = [];
   const started = performance.now();
-  const perAccount = await Promise.all(accounts.map((carrierId, i) => drainAccount(stores[i % stores.length]!, carrierId, latencies)));
+  const perAccount = await Promise.all(accounts.map((carrierId, i) => drainAccount(cyclers[i % cyclers.length]!, carrierId, latencies)));
   const seconds = (performance.now() - started) / 1000;
   const cycles = perAccount.reduce((sum, n) => sum + n, 0);
-  if (cycles !== TOTAL_CARDS) throw new Error(`${name}: executed ${cycles} of ${TOTAL_CARDS} cards`);
+  if (cycles !== cardIds.length) throw new Error(`${implementation} ${name}: executed ${cycles} of ${cardIds.length} cards`);
   latencies.sort((a, b) => a - b);
   return {
     scenario: name,
+    implementation,
     accounts: accountCount,
-    cards: TOTAL_CARDS,
+    cards: cardIds.length,
     cycles,
     seconds: Number(seconds.toFixed(2)),
     cyclesPerSecond: Math.round(cycles / seconds),
@@ -119,55 +142,148 @@ async function runScenario(stores: readonly CarrierQueueStore[], name: string, a
   };
 }
 
-async function cleanup(redis: Redis, namespace: string): Promise<void> {
+async function deleteMatching(redis: Redis, pattern: string): Promise<void> {
   let cursor = '0';
   do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${namespace}*`, 'COUNT', 5_000);
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 5_000);
     cursor = next;
     if (keys.length > 0) await redis.unlink(...keys);
   } while (cursor !== '0');
 }
 
-function markdown(results: readonly ScenarioResult[], redisVersion: string): string {
+/** Same settings for both implementations; auto-pipelining as production connections use. */
+async function openConnections(url: string, count: number): Promise<Redis[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const redis = new Redis(url, { lazyConnect: true, connectionName: `bench-lua-${i}`, maxRetriesPerRequest: 3, enableAutoPipelining: true });
+      await redis.connect();
+      const policy = await readEvictionPolicy(redis);
+      if (policy !== 'noeviction') throw new Error(`Redis maxmemory-policy is ${policy}; the bench needs noeviction`);
+      return redis;
+    }),
+  );
+}
+
+interface Ratio {
+  readonly scenario: string;
+  readonly ours: number;
+  readonly seed: number;
+  readonly ratio: number;
+}
+
+function markdown(input: { date: string; redisVersion: string; results: readonly ScenarioResult[]; ratios: readonly Ratio[]; verdicts: readonly Verdict[]; valid: boolean; reasons: readonly string[]; load: MachineLoad; seedNotes: readonly string[] }): string {
   const lines = [
-    `# Lua scripts benchmark (${new Date().toISOString()}, Redis ${redisVersion}, Node ${process.version})`,
+    `# Lua scripts benchmark, ours beside the seed's (${input.date}, Redis ${input.redisVersion}, Node ${process.version})`,
     '',
-    'One cycle = claim (share of a 200-card round) + acquireExec + finish for one card.',
+    ...validityLines(input.valid, input.reasons, input.load),
+    '',
+    'One cycle = claim (share of a 200-card round) + acquireExec + finish for one card. Both implementations: ioredis with',
+    `enableAutoPipelining, scripts by SHA, the same cards, budgets and rounds; ${CONNECTIONS} connections in the 50-account run.`,
     'Claim latency: in the one-account run each round runs alone (the script itself plus one round trip);',
     'in the 50-account run it includes queueing behind the other 49 accounts\' traffic on the same Redis.',
     '',
-    '| scenario | accounts | cards | cycles/s | seconds | claim rounds of 200 | claim p50 ms | claim p99 ms |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...results.map(
-      (r) =>
-        `| ${r.scenario} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} |`,
-    ),
+    '| scenario | scripts | accounts | cards | cycles/s | seconds | claim rounds of 200 | claim p50 ms | claim p99 ms |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...input.results.map((r) => `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} |`),
+    '',
+    '| scenario | ours cycles/s | seed cycles/s | ours ÷ seed |',
+    '| --- | ---: | ---: | ---: |',
+    ...input.ratios.map((r) => `| ${r.scenario} | ${r.ours} | ${r.seed} | ${r.ratio} |`),
+    '',
+    '## Targets (issue 11)',
+    '',
+    ...input.verdicts.map((v) => `- ${renderVerdict(v, input.valid)}`),
+    '',
+    '## The seed\'s scripts',
+    '',
+    ...input.seedNotes.map((note) => `- ${note}`),
   ];
   return `${lines.join('\n')}\n`;
 }
 
 async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  rejectUnknownFlags(argv, ['--cards', '--out', '--allow-busy', '--help', '-h']);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  const totalCards = Math.floor(positive('--cards', flagValue(argv, '--cards') ?? process.env.BENCH_LUA_CARDS) ?? 100_000);
+  const outDir = flagValue(argv, '--out') ?? process.env.BENCH_OUT_DIR ?? RESULTS_DIR;
+  const allowBusy = flagSet(argv, '--allow-busy', process.env.BENCH_ALLOW_BUSY);
   const config = loadConfig();
-  const namespace = `bench:lua:${randomUUID().slice(0, 8)}:`;
-  const connections = await Promise.all(
-    Array.from({ length: CONNECTIONS }, (_, i) => connectRedis(config.REDIS_URL, { connectionName: `bench-lua-${i}` })),
-  );
-  const stores = connections.map((redis) => new CarrierQueueStore(redis, namespace));
-  const main = connections[0]!;
+  let scripts: SeedScripts;
   try {
-    const info = await main.info('server');
+    scripts = readSeedScripts();
+  } catch (error) {
+    if (!(error instanceof SeedDocumentError)) throw error;
+    // Nothing to compare with: say exactly what is missing rather than report ours alone as a ratio.
+    process.stderr.write(`Cannot run the seed's scripts: ${error.message}\n`);
+    process.exitCode = 4;
+    return;
+  }
+  process.stderr.write('[bench:lua] sampling the machine for 3 s before the run\n');
+  const gate = await checkBeforeRun();
+  if (gate.reasons.length > 0 && !allowBusy) {
+    process.stderr.write(`Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`);
+    process.exitCode = 3;
+    return;
+  }
+  const monitor = startLoadMonitor(config.DATA_DIR);
+  const started = Date.now();
+  const run = randomUUID().slice(0, 8);
+  const namespace = `bench:lua:${run}:`;
+  // Numeric card ids, as the seed's uint ids, unique to this run: the seed's card keys have no namespace.
+  const idBase = `9${String(parseInt(run.slice(0, 6), 16) % 100_000).padStart(5, '0')}`;
+  const cardIds = Array.from({ length: totalCards }, (_, i) => `${idBase}${String(i).padStart(7, '0')}`);
+  const connections = await openConnections(config.REDIS_URL, CONNECTIONS);
+  const admin = connections[0]!;
+  const cyclers: Record<Implementation, Cycler[]> = {
+    ours: connections.map((redis) => ours(redis, `${namespace}ours:`)),
+    seed: connections.map((redis) => seed(redis, `${namespace}seed:`, scripts)),
+  };
+  const cleanup = async (): Promise<void> => {
+    await deleteMatching(admin, `${namespace}*`);
+    await deleteMatching(admin, `${scripts.cardKeyPrefix}${idBase}*`);
+  };
+  try {
+    const info = await admin.info('server');
     const redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
-    const results = [
-      await runScenario(stores.slice(0, 1), 'one account', 1, 'one'),
-      await runScenario(stores, '50 accounts', 50, 'many'),
+    const plan: { name: string; accounts: number; connections: number; order: Implementation[] }[] = [
+      { name: 'one account', accounts: 1, connections: 1, order: ['ours', 'seed'] },
+      { name: '50 accounts', accounts: 50, connections: CONNECTIONS, order: ['seed', 'ours'] },
     ];
-    mkdirSync(RESULTS_DIR, { recursive: true });
-    writeFileSync(join(RESULTS_DIR, 'lua.json'), `${JSON.stringify({ date: new Date().toISOString(), redisVersion, results }, null, 2)}\n`);
-    const table = markdown(results, redisVersion);
-    writeFileSync(join(RESULTS_DIR, 'lua.md'), table);
-    process.stdout.write(table);
+    const results: ScenarioResult[] = [];
+    for (const scenario of plan) {
+      for (const implementation of scenario.order) {
+        process.stderr.write(`[bench:lua] ${scenario.name}: ${implementation} (${totalCards} cards)\n`);
+        results.push(await runScenario(cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, cardIds));
+        await cleanup();
+      }
+    }
+    const ratios: Ratio[] = plan.map((scenario) => {
+      const of = (implementation: Implementation): number => results.find((r) => r.scenario === scenario.name && r.implementation === implementation)?.cyclesPerSecond ?? 0;
+      return { scenario: scenario.name, ours: of('ours'), seed: of('seed'), ratio: of('seed') > 0 ? Number((of('ours') / of('seed')).toFixed(3)) : 0 };
+    });
+    const verdicts = ratios.map((r) => atLeast(`Redis layer, ${r.scenario}: ours ÷ seed cycles/s`, r.ratio, RATIO_TARGET, times, `${r.ours} vs ${r.seed} cycles/s`));
+    const load: MachineLoad = { beforeRun: gate, during: monitor.summary(started, Date.now()) };
+    const reasons = invalidReasons(gate, load.during);
+    const seedNotes = [
+      `Read at run time from ${scripts.file} (declares ${scripts.declared.map((name) => `${name}Lua`).join(', ')}); claimLua, acquireExecLua and finishLua run here, with KEYS/ARGV as the seed's carrierqueue/store.go passes them.`,
+      ...Object.entries(scripts.commentEndsRestored).map(([name, n]) => `The document is flattened onto one line: ${name}Lua's ${n} \`--\` comment(s) would have swallowed the rest of the script, so a line break was put back where each comment's prose ends; the code is unchanged.`),
+      `Not in the seed documents, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → <namespace>seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
+      'The seed\'s card keys carry no namespace or hash tag (its claim script builds them, so it would not run on Redis Cluster); card ids unique to this run keep them apart from anyone else\'s on the shared Redis, and both implementations use the same ids.',
+    ];
+    const date = new Date(started).toISOString();
+    const record = { date, valid: reasons.length === 0, invalidReasons: reasons, machineLoad: load, redisVersion, clientSettings: { library: 'ioredis', enableAutoPipelining: true, connections: CONNECTIONS }, seed: { file: scripts.file, declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored }, results, ratios, verdicts, seedNotes };
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, 'lua.json'), `${JSON.stringify(record, null, 2)}\n`);
+    const text = markdown({ date, redisVersion, results, ratios, verdicts, valid: record.valid, reasons, load, seedNotes });
+    writeFileSync(join(outDir, 'lua.md'), text);
+    process.stdout.write(text);
   } finally {
-    await cleanup(main, namespace);
+    monitor.stop();
+    await cleanup();
     await Promise.all(connections.map((redis) => redis.quit()));
   }
 }

@@ -1,16 +1,19 @@
 /**
- * `npm run bench [-- --scenario NAME] [--help]`: starts the services it needs (as
- * `npm run services:up` would), runs the chosen scenarios one after the other, writes
- * bench/results/<scenario>.json + .md for each and prints the Markdown summaries at the end.
- * Figures are measurements on a shared machine, not assertions: nothing here fails on a miss,
- * the summary says so instead.
+ * `npm run bench [-- --scenario NAME] [--help]`: checks the machine is quiet, starts the services
+ * it needs (as `npm run services:up` would), runs the chosen scenarios one after the other (ceiling
+ * and throughput first: the others build on their figures), writes <out>/<scenario>.json + .md
+ * for each and prints the Markdown summaries at the end. Figures are measurements, not
+ * assertions: nothing here fails on a missed target, the summary says so instead — but a run on a
+ * busy machine is refused (or, with --allow-busy, marked invalid).
  */
 import { loadConfigOrExit } from '../src/config/index.js';
 import { ensureServices, machine, snapshot, versions } from './lib/environment.js';
 import { HELP, parseOptions, type BenchOptions, type ScenarioName } from './lib/options.js';
 import { writeReport, type ScenarioReport } from './lib/report.js';
 import { countSqlStatements } from './lib/measure.js';
-import type { Scenario } from './lib/context.js';
+import { checkBeforeRun, invalidReasons, startLoadMonitor } from './lib/machineLoad.js';
+import type { Measured, Scenario } from './lib/context.js';
+import { ceiling } from './scenarios/ceiling.js';
 import { saturate } from './scenarios/saturate.js';
 import { steady } from './scenarios/steady.js';
 import { priority } from './scenarios/priority.js';
@@ -18,7 +21,9 @@ import { throughput } from './scenarios/throughput.js';
 import { direct } from './scenarios/direct.js';
 import { scale } from './scenarios/scale.js';
 
-const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { saturate, steady, priority, throughput, direct, scale };
+const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale };
+/** Exit code of a run refused because the machine was busy. */
+const EXIT_BUSY = 3;
 
 const log = (line: string): void => void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
@@ -36,31 +41,55 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfigOrExit();
+  // Before anything of ours starts: what runs now is other work.
+  log('sampling the machine for 3 s before the run');
+  const gate = await checkBeforeRun();
+  if (gate.reasons.length > 0) {
+    if (!options.allowBusy) {
+      process.stderr.write(`Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (every result is then marked invalid).\n`);
+      process.exitCode = EXIT_BUSY;
+      return;
+    }
+    log(`machine busy (${gate.reasons.join('; ')}): running anyway, every result marked invalid`);
+  }
   // Installed before any pg client exists so every statement of the run is counted.
   countSqlStatements();
   await ensureServices(config, log);
+  const monitor = startLoadMonitor(config.DATA_DIR);
   const record = { machine: machine(), versions: await versions(config) };
   const previous = new Map<ScenarioName, ScenarioReport>();
+  const measured: Measured = { cardRuns: [] };
   const summaries: string[] = [];
-  for (const name of options.scenarios) {
-    log(`scenario ${name}`);
-    const before = snapshot();
-    const started = Date.now();
-    const outcome = await SCENARIO_RUNNERS[name]({ config, options, log: (line) => log(`${name}: ${line}`), previous });
-    const report: ScenarioReport = {
-      scenario: name,
-      date: new Date(started).toISOString(),
-      wallSeconds: Math.round((Date.now() - started) / 1000),
-      ...record,
-      before,
-      after: snapshot(),
-      ...outcome,
-    };
-    previous.set(name, report);
-    summaries.push(writeReport(report));
-    log(`scenario ${name} done in ${report.wallSeconds} s → bench/results/${name}.md`);
+  try {
+    for (const name of options.scenarios) {
+      log(`scenario ${name}`);
+      const before = snapshot(config);
+      const started = Date.now();
+      const outcome = await SCENARIO_RUNNERS[name]({ config, options, log: (line) => log(`${name}: ${line}`), previous, measured });
+      const during = monitor.summary(started, Date.now());
+      const reasons = invalidReasons(gate, during);
+      const report: ScenarioReport = {
+        scenario: name,
+        valid: reasons.length === 0,
+        invalidReasons: reasons,
+        date: new Date(started).toISOString(),
+        wallSeconds: Math.round((Date.now() - started) / 1000),
+        ...record,
+        machineLoad: { beforeRun: gate, during },
+        before,
+        after: snapshot(config),
+        ...outcome,
+      };
+      previous.set(name, report);
+      summaries.push(writeReport(report, options.outDir));
+      log(`scenario ${name} done in ${report.wallSeconds} s${report.valid ? '' : ' (INVALID: machine busy)'} → ${options.outDir}/${name}.md`);
+    }
+  } finally {
+    monitor.stop();
   }
   process.stdout.write(`${summaries.join('\n')}`);
+  const invalid = [...previous.values()].filter((report) => !report.valid).map((report) => report.scenario);
+  if (invalid.length > 0) process.stdout.write(`\nINVALID (machine busy): ${invalid.join(', ')} — do not quote these figures.\n`);
 }
 
 try {

@@ -3,13 +3,17 @@
  * and the record that makes figures comparable across runs — machine, load, versions.
  */
 import os from 'node:os';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../src/config/index.js';
 import { servicesUp } from '../../src/services/index.js';
 import { TEMPORAL_BIN } from '../../src/services/temporal.js';
+import { dataDir } from '../../src/services/paths.js';
 import { connectRedis } from '../../src/redis/connect.js';
+import { logConnectionErrors } from '../../src/db/connectionErrors.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -18,6 +22,8 @@ export interface MachineSnapshot {
   /** 1, 5 and 15 minute load averages: the machine is shared, so they qualify every figure. */
   readonly loadAverage: readonly number[];
   readonly freeMemoryMb: number;
+  /** Size of the dev server's SQLite files (DESIGN §11.1: it slows as they grow); null when external. */
+  readonly temporalDbMb: number | null;
 }
 
 export interface Machine {
@@ -45,11 +51,19 @@ export function machine(): Machine {
   };
 }
 
-export function snapshot(): MachineSnapshot {
+function temporalDbMb(dataDirSetting: string): number | null {
+  const db = join(dataDir(dataDirSetting), 'temporal', 'temporal.db');
+  if (!existsSync(db)) return null;
+  const size = [db, `${db}-wal`].filter((file) => existsSync(file)).reduce((n, file) => n + statSync(file).size, 0);
+  return Math.round(size / 1024 / 1024);
+}
+
+export function snapshot(config: Config): MachineSnapshot {
   return {
     at: new Date().toISOString(),
     loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
     freeMemoryMb: Math.round(os.freemem() / 1024 / 1024),
+    temporalDbMb: temporalDbMb(config.DATA_DIR),
   };
 }
 
@@ -67,6 +81,8 @@ export async function versions(config: Config): Promise<Versions> {
   const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? 'unknown';
   await redis.quit();
   const client = new pg.Client({ connectionString: config.DATABASE_URL });
+  // Unhandled, a lost connection's 'error' event would end the bench run instead of failing the query.
+  logConnectionErrors(client, 'postgres(bench-versions)');
   await client.connect();
   const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
   await client.end();

@@ -1,10 +1,19 @@
 /**
  * Command line and environment of `npm run bench`. Every duration has a default that keeps one
- * scenario within about two minutes on a 2-core machine; flags win over BENCH_* variables so a
- * one-off run needs no environment changes.
+ * scenario within a few minutes on a 2-core machine (steady: 10 minutes, as the target says);
+ * flags win over BENCH_* variables so a one-off run needs no environment changes.
  */
-export const SCENARIOS = ['saturate', 'steady', 'priority', 'throughput', 'direct', 'scale'] as const;
+import { RESULTS_DIR } from './report.js';
+
+/** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
+export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
+
+export const START_MODES = ['child', 'client'] as const;
+export type StartMode = (typeof START_MODES)[number];
+/** Card execution shapes: one gateway type per execution, or card_status + carddata + realname. */
+export const SHAPES = ['single', 'three'] as const;
+export type Shape = (typeof SHAPES)[number];
 
 export interface BenchOptions {
   readonly scenarios: readonly ScenarioName[];
@@ -12,38 +21,63 @@ export interface BenchOptions {
   readonly warmupSec: number | undefined;
   /** Length of the measuring window in seconds (undefined = the scenario's default). */
   readonly durationSec: number | undefined;
+  /** steady only: its window (wins over durationSec; default 600 s). */
+  readonly steadyDurationSec: number | undefined;
   /** scale: cards written to Redis. */
   readonly cards: number;
   /** scale: through the lifecycle service (PostgreSQL + Redis) or straight into Redis. */
   readonly importMode: 'lifecycle' | 'redis';
   /** priority: request-checks per second. */
   readonly requestRate: number;
+  /** throughput: how card runs start (CARD_START_MODE), each variant measured in the same invocation. */
+  readonly startModes: readonly StartMode[];
+  /** throughput: execution shapes measured for each start mode. */
+  readonly shapes: readonly Shape[];
+  /** throughput: how many times each variant runs (variants alternate). */
+  readonly rounds: number;
+  /** Run even when the machine is busy; every result is then marked invalid. */
+  readonly allowBusy: boolean;
+  /** Where <scenario>.json and .md go. */
+  readonly outDir: string;
   readonly help: boolean;
 }
 
 export const HELP = `usage: npm run bench -- [--scenario NAME[,NAME…]] [options]
 
-Scenarios (default: all, in this order):
-  saturate    3 accounts with far more due cards than their budgets: utilisation, rejected calls, deferrals
-  steady      offered load at ~70 % of the budget: lateness p50/p95/p99/max
-  priority    steady load + request-checks at a fixed rate: request → first gateway call p50/p99
-  throughput  budgets high, gateway latency ~0: executions/s, CPU per process, cost per execution
+Scenarios (default: all, in this order; ceiling always runs before throughput):
+  ceiling     the dev server's cheapest workflow (client-started, no activity): workflows/s, server CPU ms each;
+              and the card-execution shape (what throughput runs), executions/s, in the same run
+  throughput  budgets high, gateway latency ~0: executions/s per start mode and shape, as a ratio to the
+              no-activity ceiling; history events and workflow tasks per execution; CPU and cost per execution
+  saturate    3 accounts with far more due cards than their budgets (budgets scaled below the measured capacity):
+              utilisation, rejected calls, deferrals
+  steady      offered load at 70 % of min(budget, measured capacity) for 10 minutes: lateness, expired leases
+  priority    a normal lane in backlog + request-checks at a fixed rate: request → first gateway call p50/p99
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
   scale       N cards in Redis: memory per card, claim round p99, import time
 
 Options (flag / environment):
-  --scenario NAME      BENCH_SCENARIO      comma-separated list
-  --warmup SEC         BENCH_WARMUP_SEC    seconds before the measuring window (per-scenario default)
-  --duration SEC       BENCH_DURATION_SEC  measuring window in seconds (per-scenario default)
-  --cards N            BENCH_CARDS         scale: cards to import (default 1000000)
-  --import MODE        BENCH_IMPORT        scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
-  --request-rate R     BENCH_REQUEST_RATE  priority: request-checks per second (default 1)
+  --scenario NAME       BENCH_SCENARIO           comma-separated list
+  --warmup SEC          BENCH_WARMUP_SEC         seconds before the measuring window (per-scenario default)
+  --duration SEC        BENCH_DURATION_SEC       measuring window in seconds (per-scenario default)
+  --steady-duration SEC BENCH_STEADY_DURATION_SEC steady's window only (default 600)
+  --cards N             BENCH_CARDS              scale: cards to import (default 1000000)
+  --import MODE         BENCH_IMPORT             scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
+  --request-rate R      BENCH_REQUEST_RATE       priority: request-checks per second (default 1)
+  --start-modes LIST    BENCH_START_MODES        throughput: child,client (default both; CARD_START_MODE per variant)
+  --shapes LIST         BENCH_SHAPES             throughput: single,three (default both)
+  --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1)
+  --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
+  --out DIR             BENCH_OUT_DIR            results folder (default bench/results)
   --help
 
-Results: bench/results/<scenario>.json and .md; the Markdown tables are printed at the end.
+Before anything starts, the machine is sampled for 3 s: a 1-minute load average or other processes'
+CPU above the limits refuses the run (exit code 3) unless --allow-busy is given; it is sampled again
+every 5 s during the run. Results: <out>/<scenario>.json and .md, each with "valid" and the reasons
+when not; the Markdown summaries are printed at the end.
 Services (Temporal dev server, Redis, PostgreSQL) are started when not running.`;
 
-function flagValue(argv: readonly string[], name: string): string | undefined {
+export function flagValue(argv: readonly string[], name: string): string | undefined {
   const index = argv.findIndex((arg) => arg === name || arg.startsWith(`${name}=`));
   if (index < 0) return undefined;
   const arg = argv[index]!;
@@ -53,41 +87,65 @@ function flagValue(argv: readonly string[], name: string): string | undefined {
   return value;
 }
 
-function positive(name: string, raw: string | undefined): number | undefined {
+export function positive(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
   return value;
 }
 
-function isScenario(name: string): name is ScenarioName {
-  return (SCENARIOS as readonly string[]).includes(name);
+/** A boolean flag, or its variable set to 1/true. */
+export function flagSet(argv: readonly string[], name: string, envValue: string | undefined): boolean {
+  return argv.includes(name) || envValue === '1' || envValue === 'true';
 }
 
-const KNOWN_FLAGS = ['--scenario', '--warmup', '--duration', '--cards', '--import', '--request-rate', '--help', '-h'];
+/** Comma-separated members of `allowed`, in the order given, without duplicates. */
+function listOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T[] {
+  const out: T[] = [];
+  for (const item of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    if (!(allowed as readonly string[]).includes(item)) throw new Error(`${name}: unknown value "${item}" (one of ${allowed.join(', ')})`);
+    if (!out.includes(item as T)) out.push(item as T);
+  }
+  return out;
+}
+
+/** Flags every bench entry point accepts, and those that take a value. */
+export const VALUE_FLAGS = ['--scenario', '--warmup', '--duration', '--steady-duration', '--cards', '--import', '--request-rate', '--start-modes', '--shapes', '--rounds', '--out'];
+const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--help', '-h'];
+
+export function rejectUnknownFlags(argv: readonly string[], known: readonly string[]): void {
+  // Unknown flags are errors: a typo must not silently run the long default.
+  for (const arg of argv) {
+    if (arg.startsWith('-') && !known.includes(arg.split('=')[0]!)) throw new Error(`unknown option ${arg}`);
+  }
+}
 
 export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
-  // Unknown flags are errors: a typo must not silently run the two-minute default.
-  for (const arg of argv) {
-    if (arg.startsWith('-') && !KNOWN_FLAGS.includes(arg.split('=')[0]!)) throw new Error(`unknown option ${arg}`);
-  }
+  rejectUnknownFlags(argv, KNOWN_FLAGS);
   const help = argv.includes('--help') || argv.includes('-h');
-  const scenarioList = flagValue(argv, '--scenario') ?? env.BENCH_SCENARIO ?? '';
-  const scenarios: ScenarioName[] = [];
-  for (const name of scenarioList.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
-    if (!isScenario(name)) throw new Error(`unknown scenario "${name}" (one of ${SCENARIOS.join(', ')})`);
-    scenarios.push(name);
-  }
+  const selected = listOf('--scenario', flagValue(argv, '--scenario') ?? env.BENCH_SCENARIO ?? '', SCENARIOS);
+  // Canonical order whatever the command line says: capacity is measured before it is used.
+  const scenarios = selected.length > 0 ? SCENARIOS.filter((name) => selected.includes(name)) : [...SCENARIOS];
   // Redis by default: the lifecycle path imports ~5 000 cards/s here, over three minutes for a million.
   const importMode = flagValue(argv, '--import') ?? env.BENCH_IMPORT ?? 'redis';
   if (importMode !== 'lifecycle' && importMode !== 'redis') throw new Error(`--import must be lifecycle or redis, got "${importMode}"`);
+  const startModes = listOf('--start-modes', flagValue(argv, '--start-modes') ?? env.BENCH_START_MODES ?? START_MODES.join(','), START_MODES);
+  const shapes = listOf('--shapes', flagValue(argv, '--shapes') ?? env.BENCH_SHAPES ?? SHAPES.join(','), SHAPES);
+  if (startModes.length === 0) throw new Error('--start-modes needs at least one of child, client');
+  if (shapes.length === 0) throw new Error('--shapes needs at least one of single, three');
   return {
-    scenarios: scenarios.length > 0 ? scenarios : [...SCENARIOS],
+    scenarios,
     warmupSec: positive('--warmup', flagValue(argv, '--warmup') ?? env.BENCH_WARMUP_SEC),
     durationSec: positive('--duration', flagValue(argv, '--duration') ?? env.BENCH_DURATION_SEC),
+    steadyDurationSec: positive('--steady-duration', flagValue(argv, '--steady-duration') ?? env.BENCH_STEADY_DURATION_SEC),
     cards: Math.floor(positive('--cards', flagValue(argv, '--cards') ?? env.BENCH_CARDS) ?? 1_000_000),
     importMode,
     requestRate: positive('--request-rate', flagValue(argv, '--request-rate') ?? env.BENCH_REQUEST_RATE) ?? 1,
+    startModes,
+    shapes,
+    rounds: Math.floor(positive('--rounds', flagValue(argv, '--rounds') ?? env.BENCH_ROUNDS) ?? 1),
+    allowBusy: flagSet(argv, '--allow-busy', env.BENCH_ALLOW_BUSY),
+    outDir: flagValue(argv, '--out') ?? env.BENCH_OUT_DIR ?? RESULTS_DIR,
     help,
   };
 }

@@ -25,11 +25,7 @@ function readPidFile(path: string): number | undefined {
 /** Children of `parent` (postgres backends are forked from the postmaster). */
 function childrenOf(parent: number): number[] {
   const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readStat(Number(entry));
-    if (stat?.ppid === parent) children.push(Number(entry));
-  }
+  for (const pid of listPids()) if (readStat(pid)?.ppid === parent) children.push(pid);
   return children;
 }
 
@@ -60,17 +56,33 @@ export function servicePids(dataDirSetting: string): ServicePids {
   };
 }
 
-function readStat(pid: number): { ppid: number; cpuMs: number } | undefined {
+export interface ProcStat {
+  readonly comm: string;
+  readonly ppid: number;
+  /** user + system time of the process itself (all its threads). */
+  readonly cpuMs: number;
+  /** user + system time of its children that ended and were waited for. */
+  readonly childrenCpuMs: number;
+}
+
+export function readStat(pid: number): ProcStat | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name may contain spaces: fields are counted after its closing parenthesis.
+    const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     const ppid = Number(fields[1]);
     const ticks = Number(fields[11]) + Number(fields[12]);
-    return { ppid, cpuMs: (ticks * 1000) / CLOCK_TICKS };
+    const childTicks = Number(fields[13]) + Number(fields[14]);
+    return { comm, ppid, cpuMs: (ticks * 1000) / CLOCK_TICKS, childrenCpuMs: (childTicks * 1000) / CLOCK_TICKS };
   } catch {
     return undefined;
   }
+}
+
+/** Every process id in /proc right now. */
+export function listPids(): number[] {
+  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number);
 }
 
 export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench', number>;

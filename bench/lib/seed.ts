@@ -22,6 +22,8 @@ export interface AccountSpec {
   readonly intervalsSec: Intervals;
   readonly latencyMs: { readonly p50: number; readonly p99: number };
   readonly inflightLimit?: number;
+  /** Real-name control: realname calls count against the claim budget. */
+  readonly realnameControl?: boolean;
 }
 
 export interface SeededAccount {
@@ -50,6 +52,7 @@ export async function seedAccount(stack: BenchStack, spec: AccountSpec): Promise
     groups: Object.entries(spec.qps).map(([name, qps]) => ({ name, qps })),
     typeGroups: spec.typeGroups,
     inflightLimit: spec.inflightLimit ?? 200,
+    realnameControl: spec.realnameControl ?? false,
     leaseMs: 20_000,
     stepTimeoutMs: 3000,
     totalTimeoutMs: 10_000,

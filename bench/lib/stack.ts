@@ -39,6 +39,20 @@ export interface BenchStack {
 export interface StackOptions {
   /** Card worker workflow slots (the config default is what production runs with). */
   readonly workerOverrides?: Partial<Pick<Config, 'WORKER_CARD_MAX_WORKFLOWS' | 'WORKER_CARD_MAX_ACTIVITIES' | 'WORKER_GATEWAY_MAX_ACTIVITIES'>>;
+  /**
+   * How card runs start (child workflows or client starts from the claim activity). The stack's
+   * Config reaches createWorker as it is, so the workers of this stack run in that mode whatever
+   * the environment says.
+   */
+  readonly cardStartMode?: Config['CARD_START_MODE'];
+}
+
+/** The SDK runtime is process-wide and can be installed once: every bench worker shares it. */
+export function installWorkerRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  // Worker logs at ERROR: deferrals and expected failures would otherwise flood the bench output.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
 }
 
 export async function createBenchStack(base: Config, label: string, options: StackOptions = {}): Promise<BenchStack> {
@@ -50,6 +64,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const config: Config = {
     ...base,
     ...options.workerOverrides,
+    ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}),
     GATEWAY_URL: simulator.url,
     DATABASE_SCHEMA: schema,
     REDIS_KEY_PREFIX: namespace,
@@ -80,11 +95,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
     ref,
     services,
     async startOrchestration() {
-      if (!runtimeInstalled) {
-        runtimeInstalled = true;
-        // Worker logs at ERROR: deferrals and expected failures would otherwise flood the bench output.
-        Runtime.install({ logger: new DefaultLogger('ERROR') });
-      }
+      installWorkerRuntime();
       bundle ??= bundleWorkflows();
       const workflowBundle = await bundle;
       const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });

@@ -10,12 +10,15 @@ import { cpuShares, cpuTimes, servicePids, type CpuReading, type CpuTimes } from
 import { sleep } from './stats.js';
 
 const DEFERRALS = 'cardpoller_rate_limit_deferrals_total';
+const LEASE_EXPIRIES = 'cardpoller_lease_expiries_total';
 
 export interface Reading {
   readonly at: Date;
   readonly calls: GroupCalls;
   /** carrierId|type → deferrals so far. */
   readonly deferrals: Map<string, number>;
+  /** carrierId → claims reclaimed after their lease expired, since the stack started. */
+  readonly leaseExpiries: Map<string, number>;
   readonly cpu: CpuReading;
 }
 
@@ -35,6 +38,7 @@ export async function reading(stack: BenchStack): Promise<Reading> {
     at: new Date(),
     calls: simulatorCounts(stack.simulator.world),
     deferrals: await counterValues(stack.deps.registry, DEFERRALS, ['carrier', 'type']),
+    leaseExpiries: await counterValues(stack.deps.registry, LEASE_EXPIRIES, ['carrier']),
     cpu: cpuTimes(pids),
   };
 }
@@ -46,7 +50,7 @@ export async function measureWindow(
   log: (line: string) => void,
   during?: (until: number) => Promise<void>,
 ): Promise<WindowResult> {
-  log(`warm-up ${seconds.warmupSec} s`);
+  if (seconds.warmupSec > 0) log(`warm-up ${seconds.warmupSec} s`);
   await sleep(seconds.warmupSec * 1000);
   const start = await reading(stack);
   log(`measuring ${seconds.durationSec} s`);
@@ -61,6 +65,11 @@ export async function measureWindow(
 export function deferralsDuring(window: WindowResult, carrierId: string, type: string): number {
   const key = `${carrierId}|${type}`;
   return (window.end.deferrals.get(key) ?? 0) - (window.start.deferrals.get(key) ?? 0);
+}
+
+/** Expired leases since the stack started (all accounts), as of a reading. */
+export function leaseExpiries(reading: Reading): number {
+  return [...reading.leaseExpiries.values()].reduce((a, b) => a + b, 0);
 }
 
 /** One line on where CPU went, for the report's notes. */

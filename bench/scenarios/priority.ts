@@ -1,8 +1,10 @@
 /**
- * priority: the steady load plus request-checks at a fixed rate on cards that are otherwise
- * polled only once a day → request → first gateway call latency (the simulator's per-card
- * last-call time, read every few ms) and request → execution start (card_execution), and the
- * effect on normal-lane lateness: a baseline window without requests, then a window with them.
+ * priority: a normal lane in backlog (cards due at 1.5× the feasible load — min(budget, measured
+ * orchestration capacity)) plus request-checks at a fixed rate on cards that are otherwise polled
+ * only once a day → request → first gateway call latency (the simulator's per-card last-call time,
+ * read every few ms) and request → execution start (card_execution), with the normal lane's due
+ * backlog sampled every second to show the target's condition held; normal-lane lateness in a
+ * baseline window without requests and in the window with them.
  */
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import { requestCheck } from '../../src/polling/temporalControl.js';
@@ -13,12 +15,17 @@ import { addCards, seedAccount, type SeededAccount } from '../lib/seed.js';
 import { cpuNote, measureWindow } from '../lib/window.js';
 import { latenessBetween } from '../lib/measure.js';
 import { distribution, round, sleep } from '../lib/stats.js';
-import { STEADY_INTERVAL_SEC, STEADY_LOAD, steadySpecs } from './steadyLoad.js';
-import { LATENESS_P99_LIMIT_MS } from './steady.js';
-import { capacityNote } from '../lib/previous.js';
+import { STEADY_INTERVAL_SEC, feasibleLoad, steadySpecs } from './steadyLoad.js';
+import { capacityNote, orchestrationCapacity } from '../lib/capacity.js';
+import { accountKeys } from '../../src/redis/keys.js';
+import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 
-/** §11 expectation for request-check → gateway call. */
-const PRIORITY_P99_LIMIT_MS = 3000;
+/** Issue 11 target for request-check → gateway call while the normal lane has a backlog. */
+const PRIORITY_P99_LIMIT_MS = 2000;
+/** Normal-lane load ÷ feasible load: above 1, so the normal lane keeps a backlog. */
+const NORMAL_LOAD = 1.5;
+/** Share of backlog samples (every account non-empty) below which the target's condition did not hold. */
+const BACKLOG_SAMPLES_MIN = 0.9;
 /** Requested cards are polled daily: their own schedule (jittered over 2.4 h) rarely meets the run. */
 const REQUEST_CARD_INTERVAL_SEC = 86_400;
 /** How often the bench looks at the requested cards' last-call times. */
@@ -69,6 +76,34 @@ async function sendRequests(stack: BenchStack, pools: { carrierId: string; cards
   }
 }
 
+interface BacklogWatch {
+  stop(): { samples: number; withBacklog: number; minDue: number; meanDue: number };
+}
+
+/** Every second: cards due now in each account's normal lane (ZCOUNT −inf..now); a backlog = all accounts > 0. */
+function watchBacklog(stack: BenchStack, carrierIds: readonly string[]): BacklogWatch {
+  const counts: number[][] = [];
+  const timer = setInterval(() => {
+    const now = Date.now();
+    void Promise.all(carrierIds.map((id) => stack.deps.redis.zcount(accountKeys(stack.namespace, id).queue, '-inf', now))).then(
+      (sample) => void counts.push(sample),
+      () => undefined,
+    );
+  }, 1000);
+  return {
+    stop() {
+      clearInterval(timer);
+      const totals = counts.map((sample) => sample.reduce((a, b) => a + b, 0));
+      return {
+        samples: counts.length,
+        withBacklog: counts.filter((sample) => sample.every((n) => n > 0)).length,
+        minDue: totals.length > 0 ? Math.min(...totals) : 0,
+        meanDue: totals.length > 0 ? round(totals.reduce((a, b) => a + b, 0) / totals.length, 1) : 0,
+      };
+    },
+  };
+}
+
 /** Polls the simulator's per-card last-call time of requested cards until `stop()` resolves. */
 function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => void } {
   const timer = setInterval(() => {
@@ -85,10 +120,12 @@ export const priority: Scenario = async (context) => {
   const seconds = windowSeconds(context, { warmupSec: STEADY_INTERVAL_SEC + 5, durationSec: 40 });
   const baselineSec = Math.max(10, Math.round(seconds.durationSec / 2));
   const rate = context.options.requestRate;
+  const capacity = await orchestrationCapacity(context);
+  const feasible = feasibleLoad(capacity.perSecond);
   const stack = await createBenchStack(context.config, 'priority');
   try {
     const accounts: SeededAccount[] = [];
-    for (const spec of steadySpecs('p')) accounts.push(await seedAccount(stack, spec));
+    for (const spec of steadySpecs('p', feasible, NORMAL_LOAD)) accounts.push(await seedAccount(stack, spec));
     const perAccount = Math.ceil((rate * seconds.durationSec) / accounts.length) + 2;
     const pools: { carrierId: string; cards: ScopedCard[] }[] = [];
     for (const account of accounts) pools.push({ carrierId: account.carrier.id, cards: await addRequestCards(stack, account, perAccount) });
@@ -100,7 +137,9 @@ export const priority: Scenario = async (context) => {
     const watcher = watchFirstCalls(stack, sent);
     context.log(`window with ${rate} request-checks/s`);
     const answers: Promise<void>[] = [];
+    const backlogWatch = watchBacklog(stack, accounts.map((a) => a.carrier.id));
     const loaded = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log, (until) => sendRequests(stack, pools, rate, until, sent, answers));
+    const backlog = backlogWatch.stop();
     await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
     while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(100);
@@ -124,19 +163,27 @@ export const priority: Scenario = async (context) => {
     const statuses: Record<string, number> = {};
     for (const p of sent) statuses[p.status ?? 'no answer'] = (statuses[p.status ?? 'no answer'] ?? 0) + 1;
 
-    const misses: string[] = [];
-    if (toCall.p99 > PRIORITY_P99_LIMIT_MS) misses.push(`request → first gateway call p99 ${toCall.p99} ms > ${PRIORITY_P99_LIMIT_MS} ms.`);
-    if (answered.length < requested.length) misses.push(`${requested.length - answered.length} of ${requested.length} requested cards saw no gateway call within ${DRAIN_MS / 1000} s after the window.`);
-    if (normalDuring.latenessMs.p99 > LATENESS_P99_LIMIT_MS) misses.push(`normal-lane lateness p99 ${normalDuring.latenessMs.p99} ms > ${LATENESS_P99_LIMIT_MS} ms with requests.`);
+    const what = 'request → first gateway call p99';
+    const backlogShare = backlog.samples > 0 ? backlog.withBacklog / backlog.samples : 0;
+    const backlogText = `normal lane in backlog in ${backlog.withBacklog} of ${backlog.samples} one-second samples, due cards min ${backlog.minDue}, mean ${backlog.meanDue}`;
+    const verdicts: Verdict[] = [
+      answered.length === 0
+        ? notChecked(what, `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)}`, 'no request was answered')
+        : backlogShare < BACKLOG_SAMPLES_MIN
+          ? notChecked(what, `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)} with a normal-lane backlog`, `the condition did not hold: ${backlogText}; p99 was ${inSeconds(toCall.p99)}`)
+          : atMost(what, toCall.p99, PRIORITY_P99_LIMIT_MS, inSeconds, `${toCall.n} requests; ${backlogText}`),
+      none(`requested cards without a gateway call ${DRAIN_MS / 1000} s after the window`, requested.length - answered.length, `of ${requested.length}`),
+    ];
     const lateRow = (label: string, w: typeof normalBefore): (string | number)[] => [label, w.executions, w.latenessMs.p50, w.latenessMs.p95, w.latenessMs.p99, w.latenessMs.max];
     return {
       title: 'request-check latency and its effect on the normal lane',
       explain: [
-        `Steady load (${STEADY_LOAD * 100} % of the budget) plus ${rate} request-checks/s (requestCheck update on the carrier scheduler, card_status) on cards otherwise polled daily, alternating the two accounts; each card requested once.`,
+        `Normal lane: cards due at ${NORMAL_LOAD * 100} % of the feasible load, ${feasible.feasibleQps}/s = min(${feasible.budgetQps} QPS of budgets, capacity ${capacity.perSecond} executions/s: ${capacity.source}), so it keeps a backlog. ` +
+          `Plus ${rate} request-checks/s (requestCheck update on the carrier scheduler, card_status) on cards otherwise polled daily, alternating the two accounts; each card requested once.`,
         `Request → first call: from just before the update is sent to the call's arrival at the simulator (per-card last-call time, read every ${WATCH_EVERY_MS} ms). Request → start: to card_execution.started_at of the priority execution.`,
       ],
-      config: { ...seconds, baselineSec, requestRate: rate, requestCardIntervalSec: REQUEST_CARD_INTERVAL_SEC },
-      results: { sent: sent.length, statuses, answered: answered.length, requestToFirstCallMs: toCall, requestToStartMs: toStart, normalBefore, normalDuring, cpuShares: loaded.cpu },
+      config: { ...seconds, baselineSec, requestRate: rate, requestCardIntervalSec: REQUEST_CARD_INTERVAL_SEC, normalLoad: NORMAL_LOAD, capacityPerSecond: capacity.perSecond, feasibleQps: feasible.feasibleQps },
+      results: { sent: sent.length, statuses, answered: answered.length, requestToFirstCallMs: toCall, requestToStartMs: toStart, backlog, capacity, feasible, normalBefore, normalDuring, cpuShares: loaded.cpu },
       tables: [
         {
           headers: ['request-checks', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'],
@@ -152,10 +199,11 @@ export const priority: Scenario = async (context) => {
           rows: [lateRow(`without requests (${round(baseline.seconds)} s)`, normalBefore), lateRow(`with ${rate}/s requests (${round(loaded.seconds)} s)`, normalDuring)],
         },
       ],
-      misses,
+      verdicts,
       notes: [
         `Request statuses: ${Object.entries(statuses).map(([s, n]) => `${s} ${n}`).join(', ')}. A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), so about 500 ms of the median is the tick phase.`,
-        capacityNote(context, (normalDuring.executions + toStart.n) / loaded.seconds, (accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC) + rate),
+        'Normal-lane lateness grows in both windows by design (the lane is in backlog); the comparison shows what the requests take from it.',
+        capacityNote(capacity, (normalDuring.executions + toStart.n) / loaded.seconds, (accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC) + rate),
         cpuNote(loaded.cpu),
       ],
     };

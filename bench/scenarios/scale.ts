@@ -12,6 +12,7 @@ import { type Scenario } from '../lib/context.js';
 import { createBenchStack } from '../lib/stack.js';
 import { addCards, seedAccount } from '../lib/seed.js';
 import { distribution, round, sleep } from '../lib/stats.js';
+import { atLeast } from '../lib/verdict.js';
 
 const ACCOUNTS = 10;
 const IMPORT_CHUNK = 10_000;
@@ -90,8 +91,8 @@ export const scale: Scenario = async (context) => {
       );
     }
     const claim = distribution(latencies);
-    const misses: string[] = [];
-    if (inRedis !== cards) misses.push(`${inRedis} of ${cards} cards are in the Redis lanes after the import.`);
+    // Not a performance target: a check that the import did what the figures assume.
+    const verdicts = [atLeast('cards in the Redis lanes after the import', inRedis, cards, (n) => String(n), 'every imported card')];
     return {
       title: `${cards} cards in Redis`,
       explain: [
@@ -108,7 +109,7 @@ export const scale: Scenario = async (context) => {
           rows: [[cards, mode, round(importSeconds, 1), Math.round(cards / importSeconds), Math.round(bytesPerCard), claim.n, claim.p50, claim.p99, claim.max]],
         },
       ],
-      misses,
+      verdicts,
       notes: [
         `${rounds} claim rounds claimed ${claimedTotal} cards (${rounds * ROUND_SIZE} asked for).`,
         `Redis grew by ${round((memoryAfter - memoryBefore) / 1024 / 1024, 1)} MB for ${cards} cards: one due hash per card plus its member in the account's lane ZSET.`,

@@ -1,8 +1,11 @@
 /**
- * The load shared by steady and priority: two accounts whose cards ask for ~70 % of their budget
- * (cards = 0.7 × QPS × interval, one card_status call per card per interval).
+ * The load shared by steady and priority: two accounts whose cards ask for a share of what is
+ * feasible — min(budget, measured orchestration capacity), the capacity split over the accounts
+ * by budget as the engine shares it (cards = load × feasible QPS × interval, one card_status call
+ * per card per interval).
  */
 import type { AccountSpec } from '../lib/seed.js';
+import { round } from '../lib/stats.js';
 
 export const STEADY_INTERVAL_SEC = 10;
 export const STEADY_LOAD = 0.7;
@@ -11,12 +14,27 @@ export const STEADY_BUDGETS: readonly { readonly name: string; readonly qps: num
   { name: 'st20', qps: 20 },
 ];
 
-export function steadySpecs(prefix: string): AccountSpec[] {
+export interface FeasibleLoad {
+  readonly budgetQps: number;
+  /** min(budget, capacity) in executions (= calls) per second. */
+  readonly feasibleQps: number;
+  /** Share of each budget that is feasible (1 = the budget is the limit). */
+  readonly feasibleShare: number;
+  readonly limitedBy: 'budget' | 'orchestration capacity';
+}
+
+export function feasibleLoad(capacityPerSecond: number): FeasibleLoad {
+  const budgetQps = STEADY_BUDGETS.reduce((n, b) => n + b.qps, 0);
+  const feasibleShare = Math.min(1, capacityPerSecond / budgetQps);
+  return { budgetQps, feasibleQps: round(budgetQps * feasibleShare, 1), feasibleShare: round(feasibleShare, 3), limitedBy: feasibleShare < 1 ? 'orchestration capacity' : 'budget' };
+}
+
+export function steadySpecs(prefix: string, feasible: FeasibleLoad, load: number = STEADY_LOAD): AccountSpec[] {
   return STEADY_BUDGETS.map((budget) => ({
     name: `${prefix}${budget.name}`,
     qps: { status: budget.qps },
     typeGroups: { card_status: 'status' },
-    cards: Math.round(STEADY_LOAD * budget.qps * STEADY_INTERVAL_SEC),
+    cards: Math.max(1, Math.round(load * budget.qps * feasible.feasibleShare * STEADY_INTERVAL_SEC)),
     intervalsSec: { card_status: STEADY_INTERVAL_SEC },
     latencyMs: { p50: 5, p99: 20 },
   }));

@@ -1,112 +1,130 @@
 /**
  * throughput: budgets high, simulator latency ~0 → card executions per second the orchestration
- * sustains on this machine, the CPU each process spent, and what one execution costs: Temporal
- * history events (a sample of card-<id> runs), Redis commands this process sent, SQL statements.
+ * sustains on this machine, per start mode (CARD_START_MODE child / client) and execution shape
+ * (one gateway type / three), each variant in a fresh stack and alternated when repeated. Every
+ * figure is also given as a ratio to the no-activity ceiling measured in this invocation (the
+ * ceiling scenario, or a brief measurement here), with history events and workflow tasks per
+ * execution and the cost per execution.
  */
-import type { Client } from '@temporalio/client';
-import { connectRedis } from '../../src/redis/connect.js';
 import { windowSeconds, type Scenario } from '../lib/context.js';
-import { createBenchStack } from '../lib/stack.js';
-import { seedAccount } from '../lib/seed.js';
-import { cpuNote, measureWindow } from '../lib/window.js';
-import { countRedisCommands, countSqlStatements, executionsBetween } from '../lib/measure.js';
-import { round, sleep } from '../lib/stats.js';
-import type { Pool } from '../../src/db/pool.js';
-import { THROUGHPUT_CONFIG, throughputSpecs } from './throughputLoad.js';
+import { measureCardExecutions, startModeCheck, type CardRunResult } from '../lib/cardExecutions.js';
+import { noopCeiling } from '../lib/capacity.js';
+import type { Shape, StartMode } from '../lib/options.js';
+import { cpuNote } from '../lib/window.js';
+import { round } from '../lib/stats.js';
+import { atLeast, atMost, notChecked, perSecond, plain, type Verdict } from '../lib/verdict.js';
+import { THROUGHPUT_CONFIG, typesPerExecution } from './throughputLoad.js';
 
-/** Card runs whose histories are fetched to count events. */
-const HISTORY_SAMPLE = 20;
+/** Issue 11 targets for single-type executions/s on the dev server, per start mode. */
+const TARGET_PER_SECOND: Record<StartMode, number> = { child: 30, client: 40 };
+/** Issue 11 item 1: a single-type execution is one workflow task, ≤ 10 events; each further type adds ≤ 1 event, no task. */
+const SINGLE_EVENTS_MAX = 10;
+const SINGLE_TASKS_MAX = 1;
 
-async function historyEvents(client: Client, pool: Pool, from: Date, to: Date): Promise<{ sampled: number; mean: number; min: number; max: number }> {
-  const { rows } = await pool.query<{ workflow_id: string; run_id: string }>(
-    `SELECT workflow_id, run_id FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND outcome = 'success' ORDER BY random() LIMIT $3`,
-    [from, to, HISTORY_SAMPLE],
-  );
-  const counts: number[] = [];
-  for (const row of rows) {
-    const history = await client.workflow.getHandle(row.workflow_id, row.run_id).fetchHistory();
-    counts.push(history.events?.length ?? 0);
-  }
-  if (counts.length === 0) return { sampled: 0, mean: 0, min: 0, max: 0 };
-  return { sampled: counts.length, mean: round(counts.reduce((a, b) => a + b, 0) / counts.length, 1), min: Math.min(...counts), max: Math.max(...counts) };
+interface Variant {
+  readonly round: number;
+  readonly startMode: StartMode;
+  readonly shape: Shape;
 }
 
-/** Server-wide command calls from INFO commandstats (includes other users of the shared Redis). */
-async function serverCommandCalls(redisUrl: string): Promise<number> {
-  const redis = await connectRedis(redisUrl, { connectionName: 'bench-commandstats' });
-  try {
-    const info = await redis.info('commandstats');
-    return [...info.matchAll(/calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
-  } finally {
-    await redis.quit();
+/** Rounds × shapes × modes, modes alternating innermost so repeated variants interleave. */
+function variants(rounds: number, shapes: readonly Shape[], modes: readonly StartMode[]): Variant[] {
+  const out: Variant[] = [];
+  for (let round = 1; round <= rounds; round += 1) for (const shape of shapes) for (const startMode of modes) out.push({ round, startMode, shape });
+  return out;
+}
+
+const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+
+function rateVerdicts(runs: readonly (CardRunResult & { round: number })[], modes: readonly StartMode[], ceilingPerSecond: number): Verdict[] {
+  return modes.map((mode) => {
+    const what = `single-type executions/s with ${mode === 'child' ? 'child workflows' : 'client starts'}`;
+    const target = TARGET_PER_SECOND[mode];
+    const mine = runs.filter((run) => run.startMode === mode && run.shape === 'single');
+    if (mine.length === 0) return notChecked(what, `≥ ${target}/s`, 'no single-type run of this mode (see --shapes)');
+    const problem = mine.map(startModeCheck).find((message) => message !== undefined);
+    if (problem && mode === 'client') return notChecked(what, `≥ ${target}/s`, problem);
+    const rate = mean(mine.map((run) => run.executionsPerSecond));
+    const each = mine.length > 1 ? `, runs ${mine.map((run) => run.executionsPerSecond).join(' / ')}` : '';
+    const ratio = ceilingPerSecond > 0 ? `${round(rate / ceilingPerSecond, 2)}× the no-activity ceiling of ${ceilingPerSecond}/s${each}` : `no ceiling figure${each}`;
+    return atLeast(what, rate, target, perSecond, problem ? `${ratio}; ${problem}` : ratio);
+  });
+}
+
+function shapeVerdicts(runs: readonly CardRunResult[]): Verdict[] {
+  const verdicts: Verdict[] = [];
+  for (const mode of new Set(runs.map((run) => run.startMode))) {
+    const of = (shape: Shape): CardRunResult[] => runs.filter((run) => run.startMode === mode && run.shape === shape && run.history.sampled > 0);
+    const single = of('single');
+    const three = of('three');
+    const events = (list: CardRunResult[]): number => mean(list.map((run) => run.history.events.mean));
+    const tasks = (list: CardRunResult[]): number => mean(list.map((run) => run.history.workflowTasks.mean));
+    if (single.length > 0) {
+      verdicts.push(atMost(`history events per single-type execution (${mode}, mean)`, events(single), SINGLE_EVENTS_MAX, plain));
+      verdicts.push(atMost(`workflow tasks per single-type execution (${mode}, mean)`, tasks(single), SINGLE_TASKS_MAX, plain));
+    }
+    if (single.length > 0 && three.length > 0) {
+      verdicts.push(atMost(`history events per three-type execution (${mode}, mean)`, events(three), events(single) + 2, plain, 'single-type + 1 per further type'));
+      verdicts.push(atMost(`workflow tasks per three-type execution (${mode}, mean)`, tasks(three), tasks(single), plain, 'no task per further type'));
+    }
   }
+  return verdicts;
 }
 
 export const throughput: Scenario = async (context) => {
   const seconds = windowSeconds(context, { warmupSec: 20, durationSec: 45 });
-  const stack = await createBenchStack(context.config, 'throughput');
-  try {
-    for (const spec of throughputSpecs('tp')) await seedAccount(stack, spec);
-    const redisCommands = countRedisCommands(stack.deps.redis);
-    const sql = countSqlStatements();
-    await stack.startOrchestration();
-    context.log(`warm-up ${seconds.warmupSec} s`);
-    await sleep(seconds.warmupSec * 1000);
-    const redisBefore = redisCommands.count();
-    const redisByNameBefore = redisCommands.byName();
-    const sqlBefore = sql.count();
-    const serverBefore = await serverCommandCalls(context.config.REDIS_URL);
-    const window = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log);
-    const redisDelta = redisCommands.count() - redisBefore;
-    const sqlDelta = sql.count() - sqlBefore;
-    const serverDelta = (await serverCommandCalls(context.config.REDIS_URL)) - serverBefore;
-    const byName: Record<string, number> = {};
-    for (const [name, n] of Object.entries(redisCommands.byName())) {
-      const delta = n - (redisByNameBefore[name] ?? 0);
-      if (delta > 0) byName[name] = delta;
-    }
-
-    const executions = await executionsBetween(stack.pool, window.from, window.to);
-    const perSecond = executions / window.seconds;
-    const events = await historyEvents(stack.client, stack.pool, window.from, window.to);
-    const gatewayCalls = Object.values(window.end.calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0) -
-      Object.values(window.start.calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);
-    const per = (n: number): number => (executions > 0 ? round(n / executions, 2) : 0);
-    const cpuMsPer = (share: number): number => (executions > 0 ? round((share * window.seconds * 1000) / executions, 2) : 0);
-    const cost = {
-      historyEvents: events,
-      redisCommandsPerExecution: per(redisDelta),
-      redisCommandsByName: byName,
-      serverWideRedisCallsPerExecution: per(serverDelta),
-      sqlStatementsPerExecution: per(sqlDelta),
-      cpuMsPerExecution: { temporal: cpuMsPer(window.cpu.temporal), bench: cpuMsPer(window.cpu.bench), postgres: cpuMsPer(window.cpu.postgres), redis: cpuMsPer(window.cpu.redis) },
-    };
-    const totalCpu = window.cpu.temporal + window.cpu.bench + window.cpu.postgres + window.cpu.redis;
-    const share = (v: number): string => `${totalCpu > 0 ? Math.round((v / totalCpu) * 100) : 0} %`;
-    return {
-      title: 'card executions per second and their cost',
-      explain: [
-        `${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, budget ${THROUGHPUT_CONFIG.qps} QPS each, gateway latency p50 ${THROUGHPUT_CONFIG.latencyMs.p50} ms: the backlog never drains.`,
-        'Executions = card_execution rows that started in the window. Redis commands and SQL statements: sent by this process (the four workers run in it). CPU ms per execution: process CPU in the window ÷ executions.',
-      ],
-      config: { ...seconds, ...THROUGHPUT_CONFIG, workerCardMaxWorkflows: stack.config.WORKER_CARD_MAX_WORKFLOWS, workerGatewayMaxActivities: stack.config.WORKER_GATEWAY_MAX_ACTIVITIES },
-      results: { windowSeconds: round(window.seconds), executions, executionsPerSecond: round(perSecond, 1), gatewayCallsPerSecond: round(gatewayCalls / window.seconds, 1), cpuShares: window.cpu, cost },
-      tables: [
-        {
-          headers: ['executions/s', 'gateway calls/s', 'history events / exec', 'Redis cmds / exec', 'SQL stmts / exec', 'Temporal CPU ms / exec', 'workers+sim CPU ms / exec', 'PostgreSQL CPU ms / exec', 'Redis CPU ms / exec'],
-          numeric: [true, true, true, true, true, true, true, true, true],
-          rows: [[round(perSecond, 1), round(gatewayCalls / window.seconds, 1), events.mean, cost.redisCommandsPerExecution, cost.sqlStatementsPerExecution, cost.cpuMsPerExecution.temporal, cost.cpuMsPerExecution.bench, cost.cpuMsPerExecution.postgres, cost.cpuMsPerExecution.redis]],
-        },
-      ],
-      misses: [],
-      notes: [
-        cpuNote(window.cpu),
-        `Of the CPU the stack used: Temporal server ${share(window.cpu.temporal)}, workers + simulator ${share(window.cpu.bench)}, PostgreSQL ${share(window.cpu.postgres)}, Redis ${share(window.cpu.redis)}.`,
-        `Each execution is a workflow run of ~${events.mean} history events (sample of ${events.sampled}, ${events.min}–${events.max}): start, workflow tasks, the gateway activity, the ingest activity, local-activity markers — each a persisted write in the dev server's SQLite.`,
-        `Redis per execution (this process): ${Object.entries(byName).map(([name, n]) => `${name} ${per(n)}`).join(', ')}; server-wide ${cost.serverWideRedisCallsPerExecution} calls/execution including other users.`,
-      ],
-    };
-  } finally {
-    await stack.close();
+  const noop = await noopCeiling(context);
+  const plan = variants(context.options.rounds, context.options.shapes, context.options.startModes);
+  const runs: (CardRunResult & { round: number })[] = [];
+  for (const [index, variant] of plan.entries()) {
+    const label = `${variant.startMode}/${variant.shape} (${index + 1}/${plan.length})`;
+    const run = await measureCardExecutions(context, { startMode: variant.startMode, shape: variant.shape, ...seconds }, label);
+    context.measured.cardRuns.push({ ...run, source: `throughput round ${variant.round}` });
+    runs.push({ ...run, round: variant.round });
+    context.log(`${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks per execution`);
   }
+  const ratio = (run: CardRunResult): number | string => (noop.workflowsPerSecond > 0 ? round(run.executionsPerSecond / noop.workflowsPerSecond, 3) : '–');
+  const c = (run: CardRunResult): CardRunResult['cost']['cpuMsPerExecution'] => run.cost.cpuMsPerExecution;
+  const warnings = runs.map((run) => [run, startModeCheck(run)] as const).filter(([, message]) => message !== undefined);
+  return {
+    title: 'card executions per second by start mode and shape, against the no-activity ceiling',
+    explain: [
+      `${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, budget ${THROUGHPUT_CONFIG.qps} QPS per group, gateway latency p50 ${THROUGHPUT_CONFIG.latencyMs.p50} ms: the backlog never drains. ` +
+        `Shape single: card_status only; three: card_status + carddata + realname (one group each). Each variant in a fresh stack with CARD_START_MODE set for its workers.`,
+      `Ratio = executions/s ÷ no-activity workflows/s (${noop.workflowsPerSecond}/s at ${noop.temporalCpuMsPerWorkflow} ms Temporal CPU each, measured ${noop.date.slice(11, 19)} in this invocation).`,
+      'Events and workflow tasks (WorkflowTaskCompleted) per execution: fetchHistory of up to 20 completed runs of the window that ran all the shape\'s types; "child" = sampled runs that have a parent workflow. ' +
+        'Redis commands and SQL statements: sent by this process (the four workers run in it). CPU ms per execution: process CPU in the window ÷ executions.',
+    ],
+    config: { ...seconds, rounds: context.options.rounds, startModes: context.options.startModes.join(','), shapes: context.options.shapes.join(','), ...THROUGHPUT_CONFIG, ...runs[0]?.settings, CARD_START_MODE: 'per variant' },
+    results: { noopCeiling: noop, variants: runs.map((run) => ({ ...run, ratioToNoActivity: ratio(run) })) },
+    tables: [
+      {
+        headers: ['round', 'start', 'types', 'executions/s', 'ratio to no-activity', 'gateway calls/s', 'events / exec', 'workflow tasks / exec', 'child runs', 'Redis cmds / exec', 'SQL stmts / exec', 'Temporal CPU ms / exec', 'workers+sim CPU ms / exec', 'PostgreSQL CPU ms / exec', 'Redis CPU ms / exec'],
+        numeric: [true, false, true, true, true, true, true, true, false, true, true, true, true, true, true],
+        rows: runs.map((run) => [
+          run.round,
+          run.startMode,
+          typesPerExecution(run.shape),
+          run.executionsPerSecond,
+          ratio(run),
+          run.gatewayCallsPerSecond,
+          run.history.events.mean,
+          run.history.workflowTasks.mean,
+          `${run.history.withParent}/${run.history.sampled}`,
+          run.cost.redisCommandsPerExecution,
+          run.cost.sqlStatementsPerExecution,
+          c(run).temporal,
+          c(run).bench,
+          c(run).postgres,
+          c(run).redis,
+        ]),
+      },
+    ],
+    verdicts: [...rateVerdicts(runs, context.options.startModes, noop.workflowsPerSecond), ...shapeVerdicts(runs)],
+    notes: [
+      ...warnings.map(([run, message]) => `Round ${run.round} ${run.startMode}/${run.shape}: ${message}.`),
+      ...runs.map((run) => `Round ${run.round} ${run.startMode}/${run.shape}: executions by types run ${JSON.stringify(run.typesPerExecution)}; events ${run.history.events.min}–${run.history.events.max}, workflow tasks ${run.history.workflowTasks.min}–${run.history.workflowTasks.max} (${run.history.sampled} runs). ${cpuNote(run.cpuShares)}`),
+      ...runs.slice(0, 1).map((run) => `Redis per execution (this process, ${run.startMode}/${run.shape}): ${Object.entries(run.cost.redisCommandsByName).map(([name, n]) => `${name} ${n}`).join(', ')}; server-wide ${run.cost.serverWideRedisCallsPerExecution} calls/execution including other users.`),
+    ],
+  };
 };

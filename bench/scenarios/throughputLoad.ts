@@ -1,9 +1,12 @@
 /**
- * The workload shared by throughput and direct: budgets far above what one machine can execute
- * and a near-zero gateway latency, with every card due again one second after its check, so the
- * backlog never drains and the figure is what the executor sustains, not what is offered.
+ * The workload shared by throughput, ceiling and direct: budgets far above what one machine can
+ * execute and a near-zero gateway latency, with every card due again one second after its check,
+ * so the backlog never drains and the figure is what the executor sustains, not what is offered.
+ * Shape `three`: every card is polled for card_status, carddata and realname (one group each),
+ * so an execution makes three gateway calls — the backlog keeps all three due at every claim.
  */
 import type { AccountSpec } from '../lib/seed.js';
+import type { Shape } from '../lib/options.js';
 
 export const THROUGHPUT_ACCOUNTS = 2;
 export const THROUGHPUT_CARDS_PER_ACCOUNT = 1500;
@@ -13,15 +16,29 @@ export const THROUGHPUT_LATENCY = { p50: 1, p99: 3 };
 /** The accounts' inflight limit (the production default is 200 too). */
 export const THROUGHPUT_INFLIGHT = 200;
 
-export function throughputSpecs(prefix: string): AccountSpec[] {
+const SHAPE_TYPES = {
+  single: { card_status: 'status' },
+  three: { card_status: 'status', carddata: 'data', realname: 'realname' },
+} as const;
+
+/** Gateway types per execution of a shape. */
+export function typesPerExecution(shape: Shape): number {
+  return Object.keys(SHAPE_TYPES[shape]).length;
+}
+
+export function throughputSpecs(prefix: string, shape: Shape = 'single'): AccountSpec[] {
+  const typeGroups = SHAPE_TYPES[shape];
+  const groups = [...new Set(Object.values(typeGroups))];
   return Array.from({ length: THROUGHPUT_ACCOUNTS }, (_, i) => ({
     name: `${prefix}${i + 1}`,
-    qps: { status: THROUGHPUT_QPS },
-    typeGroups: { card_status: 'status' },
+    qps: Object.fromEntries(groups.map((group) => [group, THROUGHPUT_QPS])),
+    typeGroups,
     cards: THROUGHPUT_CARDS_PER_ACCOUNT,
-    intervalsSec: { card_status: THROUGHPUT_INTERVAL_SEC },
+    intervalsSec: Object.fromEntries(Object.keys(typeGroups).map((type) => [type, THROUGHPUT_INTERVAL_SEC])),
     latencyMs: THROUGHPUT_LATENCY,
     inflightLimit: THROUGHPUT_INFLIGHT,
+    // Real-name control on: the realname type counts against the claim budget like the others.
+    realnameControl: shape === 'three',
   }));
 }
 

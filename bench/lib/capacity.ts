@@ -1,0 +1,50 @@
+/**
+ * The engine's figures that other scenarios build on, from this invocation only: the no-activity
+ * ceiling (ratios) and the orchestration capacity — single-type card executions/s in the start
+ * mode the stack runs with (load sizing). When ceiling/throughput did not run, a brief measurement
+ * is taken once and shared with the later scenarios.
+ */
+import { briefSeconds, type ScenarioContext } from './context.js';
+import { measureCardExecutions } from './cardExecutions.js';
+import { measureNoopCeiling, type NoopCeiling } from './noopCeiling.js';
+import { round } from './stats.js';
+
+export interface Capacity {
+  /** Card executions per second the orchestration sustained (mean of the measurements used). */
+  readonly perSecond: number;
+  readonly startMode: string;
+  /** Which measurements of this invocation it comes from. */
+  readonly source: string;
+}
+
+const BRIEF_CARDS = { warmupSec: 15, durationSec: 20 };
+const BRIEF_NOOP = { warmupSec: 3, durationSec: 10 };
+
+export async function orchestrationCapacity(context: ScenarioContext): Promise<Capacity> {
+  const startMode = context.config.CARD_START_MODE;
+  const matching = (): typeof context.measured.cardRuns => context.measured.cardRuns.filter((run) => run.shape === 'single' && run.startMode === startMode);
+  if (matching().length === 0) {
+    context.log(`no capacity measured yet in this invocation: brief card-execution measurement (${startMode} starts)`);
+    const run = await measureCardExecutions(context, { startMode, shape: 'single', ...briefSeconds(context, BRIEF_CARDS) }, 'capacity');
+    context.measured.cardRuns.push({ ...run, source: 'brief capacity measurement' });
+  }
+  const runs = matching();
+  const perSecond = round(runs.reduce((n, run) => n + run.executionsPerSecond, 0) / runs.length, 1);
+  return { perSecond, startMode, source: runs.map((run) => `${run.source} ${run.executionsPerSecond}/s at ${run.date.slice(11, 19)}`).join(', ') };
+}
+
+export async function noopCeiling(context: ScenarioContext): Promise<NoopCeiling> {
+  if (!context.measured.noop) {
+    context.log('no ceiling measured yet in this invocation: brief no-activity workflow measurement');
+    context.measured.noop = await measureNoopCeiling(context.config, briefSeconds(context, BRIEF_NOOP), context.log);
+  }
+  return context.measured.noop;
+}
+
+/** A note comparing a scenario's execution rate with the capacity its load was sized from. */
+export function capacityNote(capacity: Capacity, executionsPerSecond: number, neededPerSecond: number): string {
+  return (
+    `The orchestration executed ${round(executionsPerSecond, 1)} cards/s in the window; the load needs ${round(neededPerSecond, 1)}/s. ` +
+    `Capacity used for sizing: ${capacity.perSecond}/s (${capacity.startMode} starts; ${capacity.source}).`
+  );
+}
