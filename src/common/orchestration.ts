@@ -230,10 +230,21 @@ export type RequestCheckResult =
   | { readonly status: 'not_polled'; readonly requested: 0 }
   | { readonly status: 'requested' | 'cooldown'; readonly requested: number };
 
+/** The last failure of a loop's activity (the loop backs off and keeps going). */
+export interface LoopFailure {
+  readonly activity: string;
+  readonly message: string;
+  /** Workflow time of the failure (ISO). */
+  readonly at: string;
+  /** Failures in a row; 0 once the activity succeeds again. */
+  readonly consecutive: number;
+}
+
 export interface SchedulerStatus {
   readonly carrierId: string;
   readonly paused: boolean;
-  readonly mode: 'claiming' | 'idle';
+  /** `degraded`: the claim (or another activity) keeps failing; the loop retries with backoff. */
+  readonly mode: 'claiming' | 'idle' | 'degraded';
   readonly rounds: number;
   readonly running: number;
   readonly claimedLastTick: number;
@@ -242,10 +253,12 @@ export interface SchedulerStatus {
   readonly lanes: { readonly priority: number; readonly normal: number };
   readonly groups: readonly GroupBudgetView[];
   readonly orchestration: OrchestrationView;
+  readonly lastFailure?: LoopFailure;
 }
 
 export interface ControlStatus {
   readonly mode: PollingMode;
   readonly carriers: readonly string[];
   readonly switching: boolean;
+  readonly lastFailure?: LoopFailure;
 }

@@ -20,6 +20,7 @@ import {
   workflowInfo,
   log,
 } from '@temporalio/workflow';
+import { isPermanent, loopFailures } from './loopFailures.js';
 import type { ControlActivities } from '../activities/control.js';
 import {
   CARD_ID_ATTRIBUTE,
@@ -27,6 +28,7 @@ import {
   CLAIMED_BY_ATTRIBUTE,
   SCHEDULER_CONTINUING_AS_NEW,
   cardWorkflowId,
+  type ClaimRoundResult,
   type ClaimedCard,
   type GroupBudgetView,
   type RequestCheckInput,
@@ -89,6 +91,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const claimedBy = `${workflowInfo().workflowId}/${workflowInfo().runId}`;
   const cardRuns = { taskQueues: args.taskQueues, workflowIdPrefix: args.workflowIdPrefix ?? '', claimedBy };
   const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
+  // Signal request-checks whose activity failed: kept (in arrival order) and tried again next tick.
+  const retrySignals: RequestCheckInput[] = [];
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   const toRelease: ClaimedCard[] = [];
@@ -122,10 +126,18 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       },
     );
   };
+  // Every activity of the loop can fail for as long as Redis or PostgreSQL is away: the loop
+  // catches, backs off, reports it in status, and keeps going (nothing else would restart it).
+  const failures = loopFailures('carrierScheduler', args.carrierId, tickMs);
   const releaseFailedStarts = async (): Promise<void> => {
     if (toRelease.length === 0) return;
     const cards = toRelease.splice(0, toRelease.length);
-    await control.releaseClaims({ carrierId: args.carrierId, cards });
+    try {
+      await control.releaseClaims({ carrierId: args.carrierId, cards });
+    } catch (error) {
+      toRelease.push(...cards);
+      failures.record('releaseClaims', error, { backoff: false });
+    }
   };
 
   // Set once this run has decided to continue-as-new. Accepted updates must finish in the run that
@@ -161,7 +173,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   setHandler(pauseSignal, () => void (paused = true));
   setHandler(resumeSignal, () => void (paused = false));
   setHandler(configChangedSignal, () => void (refreshConfig = true));
-  setHandler(schedulerStatusQuery, () => ({ ...status, paused }));
+  setHandler(schedulerStatusQuery, () => ({ ...status, paused, ...failures.view() }));
 
   for (;;) {
     const tickStart = Date.now();
@@ -169,10 +181,22 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     // stream of signals, and the loop then neither claimed nor continued-as-new. Different cards in
     // parallel, one card's requests in arrival order (they merge into one priority item).
     const byCard = new Map<string, RequestCheckInput[]>();
-    for (const request of pendingSignals.splice(0, pendingSignals.length)) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);
+    const signals = [...retrySignals.splice(0, retrySignals.length), ...pendingSignals.splice(0, pendingSignals.length)];
+    for (const request of signals) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);
     await Promise.all(
       [...byCard.values()].map(async (requests) => {
-        for (const request of requests) await control.requestCheck({ carrierId: args.carrierId, request });
+        for (const [index, request] of requests.entries()) {
+          try {
+            await control.requestCheck({ carrierId: args.carrierId, request });
+          } catch (error) {
+            failures.record('requestCheck', error, { backoff: false });
+            // Rejected for good (e.g. the card is unknown): dropped like an invalid signal.
+            if (isPermanent(error)) continue;
+            // Otherwise this one and the card's later ones wait for the next tick, still in order.
+            retrySignals.push(...requests.slice(index));
+            return;
+          }
+        }
       }),
     );
     if (!paused) {
@@ -180,17 +204,26 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       const now = Date.now();
       const sinceLastRoundMs = lastRoundAt === undefined ? tickMs : now - lastRoundAt;
       lastRoundAt = now;
-      const result = await claimer.claimRound({
-        carrierId: args.carrierId,
-        tokenPrefix: `${workflowInfo().runId}.${rounds}`,
-        refreshConfig,
-        sinceLastRoundMs,
-        ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit }),
-        cardRuns,
-      });
-      refreshConfig = false;
-      if (result.kind === 'stop') return { stopped: result.reason };
-      if (result.kind === 'idle') {
+      let result: ClaimRoundResult | undefined;
+      try {
+        result = await claimer.claimRound({
+          carrierId: args.carrierId,
+          tokenPrefix: `${workflowInfo().runId}.${rounds}`,
+          refreshConfig,
+          sinceLastRoundMs,
+          ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit }),
+          cardRuns,
+        });
+        refreshConfig = false;
+        failures.succeeded('claimRound');
+      } catch (error) {
+        failures.record('claimRound', error);
+      }
+      if (result === undefined) {
+        status = { ...status, mode: 'degraded', rounds, claimedLastTick: 0 };
+      } else if (result.kind === 'stop') {
+        return { stopped: result.reason };
+      } else if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
         if (!result.startedByClaim) for (const card of result.claimed) launch(card);
@@ -235,13 +268,15 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
         ...args,
         paused,
         rounds,
-        pendingRequests: [...pendingSignals],
+        pendingRequests: [...retrySignals, ...pendingSignals],
         ...(inflight === undefined ? {} : { inflightControl: inflight }),
         counters: { expiredLeases: status.expiredLeases, startFailures },
       });
     }
     // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
-    await condition(() => pendingSignals.length > 0 || wakeEarly, Math.max(1, tickMs - (Date.now() - tickStart)));
+    // After a failure the next tick waits longer (backoff up to 30 s), and a new signal does not cut it short.
+    const waitMs = failures.backoffMs() ?? Math.max(1, tickMs - (Date.now() - tickStart));
+    await condition(() => (pendingSignals.length > 0 && failures.backoffMs() === undefined) || wakeEarly, waitMs);
     wakeEarly = false;
   }
 }

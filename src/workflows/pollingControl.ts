@@ -18,7 +18,9 @@ import {
   startChild,
   workflowInfo,
   ApplicationFailure,
+  sleep,
 } from '@temporalio/workflow';
+import { loopFailures } from './loopFailures.js';
 import type { ControlActivities } from '../activities/control.js';
 import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../common/orchestration.js';
 import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
@@ -32,6 +34,8 @@ export interface PollingControlArgs {
   /** How often accounts are re-read even without a reconcile request. */
   readonly reconcileEveryMs?: number;
   readonly maxHistoryEvents?: number;
+  /** setMode signals not yet applied, carried over continue-as-new. */
+  readonly queuedModes?: readonly PollingMode[];
 }
 
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
@@ -41,11 +45,22 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     startToCloseTimeout: '30 minutes',
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
-  let mode: PollingMode = await control.readMode();
+  // Like the schedulers, this loop outlives any outage of what its activities need.
+  const failures = loopFailures('pollingControl', 'singleton', 1000);
+  let mode: PollingMode | undefined;
+  while (mode === undefined) {
+    try {
+      mode = await control.readMode();
+    } catch (error) {
+      failures.record('readMode', error);
+      await sleep(failures.backoffMs() ?? 1000);
+    }
+  }
+  failures.succeeded('readMode');
   let carriers: string[] = [];
   let switching = false;
   let reconcileRequested = true;
-  const queuedModes: PollingMode[] = [];
+  const queuedModes: PollingMode[] = [...(args.queuedModes ?? [])];
 
   const switchMode = async (target: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> => {
     // One switch at a time: a second request waits for the first to complete.
@@ -72,21 +87,40 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   });
   setHandler(reconcileUpdate, async () => ({ carriers: (carriers = await reconcile(args, control)) }));
   setHandler(reconcileSignal, () => void (reconcileRequested = true));
-  setHandler(controlStatusQuery, () => ({ mode, carriers, switching }));
+  setHandler(controlStatusQuery, () => ({ mode: mode ?? 'carrier', carriers, switching, ...failures.view() }));
 
   for (;;) {
-    while (queuedModes.length > 0) {
-      const target = queuedModes.shift();
-      if (target) await switchMode(target);
+    while (queuedModes.length > 0 && failures.backoffMs() === undefined) {
+      const target = queuedModes[0];
+      if (!target) break;
+      try {
+        await switchMode(target);
+        queuedModes.shift();
+        failures.succeeded('switchMode');
+      } catch (error) {
+        // Kept at the head of the queue: the switch is tried again after the backoff.
+        failures.record('switchMode', error);
+      }
     }
     if (reconcileRequested) {
       reconcileRequested = false;
-      carriers = await reconcile(args, control);
+      try {
+        carriers = await reconcile(args, control);
+        failures.succeeded('reconcile');
+      } catch (error) {
+        reconcileRequested = true;
+        failures.record('reconcile', error);
+      }
     }
     const info = workflowInfo();
     if (info.historyLength >= (args.maxHistoryEvents ?? 5000) || info.continueAsNewSuggested) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof pollingControl>(args);
+      await continueAsNew<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
+    }
+    const backoff = failures.backoffMs();
+    if (backoff !== undefined) {
+      await sleep(backoff);
+      continue;
     }
     const woke = await condition(() => reconcileRequested || queuedModes.length > 0, args.reconcileEveryMs ?? 60_000);
     if (!woke) reconcileRequested = true;

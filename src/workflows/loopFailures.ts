@@ -1,0 +1,55 @@
+/**
+ * Failure bookkeeping of a long-running loop (pollingControl, carrierScheduler): the loop catches
+ * a failed activity instead of failing the workflow, and asks this how long to back off. Workflow
+ * code: time comes from the workflow sandbox; the failure counter goes to the SDK's metrics.
+ */
+import { ActivityFailure, ApplicationFailure, log, metricMeter } from '@temporalio/workflow';
+import type { LoopFailure } from '../common/orchestration.js';
+
+const MAX_BACKOFF_MS = 30_000;
+
+export interface LoopFailures {
+  /** `backoff`: the loop's own step failed (its next attempt waits); others are only reported. */
+  record(activity: string, error: unknown, options?: { backoff?: boolean }): void;
+  succeeded(activity: string): void;
+  /** How long to wait before the next attempt while failing; undefined when the last attempt succeeded. */
+  backoffMs(): number | undefined;
+  view(): { lastFailure?: LoopFailure };
+}
+
+/** A failure that no retry can fix (the activity rejected its input): drop the work, do not retry it. */
+export function isPermanent(error: unknown): boolean {
+  return error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.nonRetryable === true;
+}
+
+function messageOf(error: unknown): string {
+  const cause = error instanceof ActivityFailure && error.cause ? error.cause : error;
+  return (cause instanceof Error ? cause.message : String(cause)).slice(0, 300);
+}
+
+export function loopFailures(loop: string, key: string, baseMs: number): LoopFailures {
+  const counter = metricMeter.createCounter('cardpoller_loop_activity_failures', 'failures', 'Failed activities of the control loops (retried with backoff)');
+  let last: LoopFailure | undefined;
+  let failing = false;
+  return {
+    record(activity, error, options = {}) {
+      const consecutive = (last?.consecutive ?? 0) + 1;
+      last = { activity, message: messageOf(error), at: new Date(Date.now()).toISOString(), consecutive };
+      if (options.backoff ?? true) failing = true;
+      counter.add(1, { loop, key, activity });
+      log.warn(`${loop} ${key}: ${activity} failed; retrying with backoff`, { consecutive, error: last.message });
+    },
+    succeeded() {
+      if (!failing || !last) return;
+      failing = false;
+      last = { ...last, consecutive: 0 };
+    },
+    backoffMs() {
+      if (!failing || !last) return undefined;
+      return Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(last.consecutive, 10));
+    },
+    view() {
+      return last === undefined ? {} : { lastFailure: last };
+    },
+  };
+}
