@@ -7,6 +7,8 @@ import type { Config } from '../config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../runtime/deps.js';
 import { createPollingServices } from '../polling/services.js';
 import { bundleWorkflows, createWorker, type WorkerKind } from './createWorker.js';
+import { keepPollingControlRunning } from './keepPollingControl.js';
+import { taskQueues } from '../config/index.js';
 
 export interface RunningWorkerSet {
   readonly workers: readonly Worker[];
@@ -31,7 +33,18 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[])
   const needsBundle = kinds.includes('control') || kinds.includes('card');
   const workflowBundle = needsBundle ? await bundleWorkflows() : { code: '', sourceMap: '' };
   const workers = await Promise.all(kinds.map((kind) => createWorker({ kind, config, connection, deps, services, workflowBundle })));
+  // Whoever runs the control worker keeps pollingControl (and through it the schedulers) running.
+  const keeper = kinds.includes('control')
+    ? keepPollingControlRunning({
+        connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        taskQueues: taskQueues(config),
+        workflowIdPrefix: config.WORKFLOW_ID_PREFIX,
+        log: (line) => void process.stderr.write(`[control] ${line}\n`),
+      })
+    : undefined;
   const done = Promise.allSettled(workers.map((worker) => worker.run())).then(async (results) => {
+    keeper?.stop();
     await connection.close();
     await deps.close();
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
