@@ -6,6 +6,7 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
+import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, GroupBudgetView, PollingMode, RequestCheckInput, RequestCheckResult } from '../common/orchestration.js';
@@ -115,6 +116,19 @@ export function createControlActivities(deps: ControlActivityDeps) {
 
     async requestCheck(input: { carrierId: string; request: RequestCheckInput }): Promise<RequestCheckResult> {
       return deps.requests.requestCheck(input.carrierId, input.request);
+    },
+
+    /**
+     * Pending priority items whose retry is due (after a deferral, a retryable failure or a lost
+     * lease) are requested again, so every item ends terminal or has a next run someone serves.
+     * Returns how many were requested.
+     */
+    async requeueDuePriorityItems(input: { carrierId: string }): Promise<number> {
+      const due = await listDuePriorityRetries(deps.pool, input.carrierId);
+      for (const item of due) {
+        await deps.requests.requestCheck(input.carrierId, { cardId: item.cardId, types: item.types, lane: item.lane, actor: 'carrierScheduler', source: 'priority-retry' });
+      }
+      return due.length;
     },
 
     async readMode(): Promise<PollingMode> {

@@ -376,3 +376,14 @@ export async function listPendingPriorityItems(db: Queryable, carrierId: string,
   );
   return rows.map((row) => ({ ...toItem(row), carrierId: row.carrier_id }));
 }
+
+/** Pending items of one account whose retry is due (`next_run_at` ≤ now): the scheduler requests them again. */
+export async function listDuePriorityRetries(db: Queryable, carrierId: string, limit = 500): Promise<PriorityItem[]> {
+  const { rows } = await db.query<ItemRow>(
+    `SELECT ${columns('i')}
+       FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
+      WHERE i.status = 'pending' AND i.next_run_at <= now() AND c.carrier_id = $1::bigint ORDER BY i.next_run_at LIMIT $2`,
+    [requireId(carrierId, 'carrierId'), limit],
+  );
+  return rows.map(toItem);
+}

@@ -57,6 +57,8 @@ export interface CarrierSchedulerArgs {
 
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
 const DEFAULT_TICK_MS = 1000;
+/** Rounds between sweeps for priority items whose retry is due (their retry delay is seconds). */
+const PRIORITY_RETRY_EVERY_ROUNDS = 5;
 
 export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
   const control = proxyActivities<ControlActivities>({
@@ -257,6 +259,13 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       }
     }
     await releaseFailedStarts();
+    if (!paused && rounds % PRIORITY_RETRY_EVERY_ROUNDS === 0) {
+      try {
+        await claimer.requeueDuePriorityItems({ carrierId: args.carrierId });
+      } catch (error) {
+        failures.record('requeueDuePriorityItems', error, { backoff: false });
+      }
+    }
     const info = workflowInfo();
     if (info.historyLength >= maxHistory || info.continueAsNewSuggested) {
       // Let child starts and running update handlers (request-checks) complete first, accepting no
