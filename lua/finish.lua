@@ -7,18 +7,31 @@
 --   KEYS[4] running  ZSET lease expiry per token
 --   KEYS[5] prio     ZSET priority lane
 --   KEYS[6] queue    ZSET normal lane
+--   KEYS[7] fin      STRING the card's last recorded finish `<token>|<reply>|<record>`
 --   ARGV[1] token
 --   ARGV[2] card id
 --   ARGV[3] now ms ('' = Redis TIME)
---   ARGV[4] n = number of field/value pairs to set
---   ARGV[5 .. 4+2n] field, value pairs to set in the due hash
---   ARGV[5+2n ..] fields to delete from the due hash
+--   ARGV[4] '1' = the caller lost its lease (a renew failed): finish as a stale token even when
+--           the claim still names it, so nothing is released or rescored; else ''
+--   ARGV[5] result record: the caller's result, opaque here ('' = none: nothing stored or replayed)
+--   ARGV[6] record TTL ms (> 0 when a record is given)
+--   ARGV[7] n = number of field/value pairs to set
+--   ARGV[8 .. 7+2n] field, value pairs to set in the due hash
+--   ARGV[8+2n ..] fields to delete from the due hash
 -- Output:
 --    1 the token owned a live claim: claim, exec right and running entry released; the card (if
 --      still polled) is scored by its earliest due:* (now + 1 h when none), in the priority lane
 --      when prio = 1, else in the normal lane
---    0 the token no longer owns the claim (result written as described below, nothing released)
+--    0 the token no longer owns the claim, or ARGV[4] = '1' (result written as described below,
+--      nothing released)
+--   {1|0, record} replay: a finish by this token with a record already landed; nothing applied,
+--      the first call's reply and record are returned
 --   -2 invalid argument
+--
+-- At most once per token: a finish with a record stores `<token>|<reply>|<record>` in KEYS[7]
+-- (PX = ARGV[6]) together with its writes, and a later finish by the same token with a record
+-- (a retried activity that recomputed its result from the already updated hash) gets that back
+-- instead of counting a failure twice. One key per card: a newer token's finish replaces it.
 --
 -- Fixes over the seed:
 --  * a card in no lane (or without a due hash) was removed from polling: the result is not
@@ -34,13 +47,30 @@
 --@include lease
 --@include dueHash
 
-local dueKey, claimKey, execKey, runningKey, prioKey, queueKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local dueKey, claimKey, execKey, runningKey, prioKey, queueKey, finKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, cardId = ARGV[1], ARGV[2]
 local now = resolveNow(ARGV[3])
-local nSet = tonumber(ARGV[4])
-if now == nil or token == '' or nSet == nil or nSet < 0 or 4 + 2 * nSet > #ARGV then return -2 end
+local leaseLost = ARGV[4] == '1'
+local record = ARGV[5]
+local recordTtl = tonumber(ARGV[6])
+local nSet = tonumber(ARGV[7])
+if now == nil or token == '' or nSet == nil or nSet < 0 or 7 + 2 * nSet > #ARGV then return -2 end
+if record ~= '' and (recordTtl == nil or recordTtl <= 0) then return -2 end
 
-local owned = liveClaimExpiry(claimKey, runningKey, token, now) ~= nil
+if record ~= '' then
+  local previous = redis.call('GET', finKey)
+  local mine = token .. '|'
+  if previous and string.sub(previous, 1, #mine) == mine then
+    return {tonumber(string.sub(previous, #mine + 1, #mine + 1)), string.sub(previous, #mine + 3)}
+  end
+end
+-- Every reply below is final for this token: stored with the record, so a retry replays it.
+local function reply(code)
+  if record ~= '' then redis.call('SET', finKey, token .. '|' .. code .. '|' .. record, 'PX', recordTtl) end
+  return code
+end
+
+local owned = not leaseLost and liveClaimExpiry(claimKey, runningKey, token, now) ~= nil
 local inLane = redis.call('ZSCORE', prioKey, cardId) or redis.call('ZSCORE', queueKey, cardId)
 local hasHash = redis.call('EXISTS', dueKey) == 1
 if not inLane or not hasHash then
@@ -51,9 +81,9 @@ if not inLane or not hasHash then
   end
   if owned then
     clearClaim(claimKey, execKey, runningKey, token)
-    return 1
+    return reply(1)
   end
-  return 0
+  return reply(0)
 end
 
 local claimedAt = tonumber(redis.call('HGET', dueKey, F_CLAIMED_AT)) or -1
@@ -89,7 +119,7 @@ local function writable(field)
   return not protect(t)
 end
 
-local idx = 5
+local idx = 8
 for _ = 1, nSet do
   if writable(ARGV[idx]) then redis.call('HSET', dueKey, ARGV[idx], ARGV[idx + 1]) end
   idx = idx + 2
@@ -120,7 +150,7 @@ for t, floor in pairs(floors) do
   if due == nil or due > floor then redis.call('HSET', dueKey, F_DUE .. t, floor) end
 end
 
-if not owned then return 0 end
+if not owned then return reply(0) end
 clearClaim(claimKey, execKey, runningKey, token)
 redis.call('HDEL', dueKey, F_CLAIMED_AT)
 local score = earliestDue(dueKey) or (now + NO_DUE_RETRY_MS)
@@ -131,4 +161,4 @@ else
   redis.call('ZREM', prioKey, cardId)
   redis.call('ZADD', queueKey, score, cardId)
 end
-return 1
+return reply(1)

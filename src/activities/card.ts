@@ -9,7 +9,7 @@ import type { DueState } from '../redis/dueState.js';
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
 import type { ExecutionPlan, FinishInput, FinishResult, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
 import type { Intervals } from '../domain/pollingConfig.js';
-import { planFinish, type TypeFinish } from './finishPlan.js';
+import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from './finishPlan.js';
 import type { ReferenceData } from './referenceData.js';
 import type { ActivityMetrics } from './metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
@@ -42,6 +42,14 @@ export interface PrepareInput {
    * is behind. Counted for the account's adaptive in-flight limit.
    */
   readonly startLagMs?: number;
+}
+
+export interface CardFinishInput extends FinishInput {
+  /**
+   * The lease was lost before the remaining steps: what the completed ones learned is written as
+   * a stale finish (no due moved later, no claim released, no lane touched: DESIGN §4.4).
+   */
+  readonly leaseLost?: boolean;
 }
 
 export interface CardFinishResult extends FinishResult {
@@ -133,25 +141,38 @@ export function createCardActivities(deps: CardActivityDeps) {
       await deps.store.release(input.carrierId, input.cardId, input.token);
     },
 
-    async finishExecution(input: FinishInput): Promise<CardFinishResult> {
+    /**
+     * Idempotent (it runs as a retried local activity): the result goes to Redis with the finish,
+     * and a retry after that finish landed gets it back instead of recomputing it from the hash
+     * the first attempt already updated.
+     */
+    async finishExecution(input: CardFinishInput): Promise<CardFinishResult> {
       const now = Date.now();
+      const leaseLost = input.leaseLost === true;
       const state = await deps.store.readDue(input.carrierId, input.cardId);
       const carrier = await deps.reference.carrier(input.carrierId);
       const results: StepResult[] = [...input.results];
       // `package` is local: evaluated once per execution, whether due itself or triggered by carddata.
+      // An execution stopped by a lost lease did not get to it.
       const carddataOk = results.some((r) => r.type === 'carddata' && r.outcome === 'success');
-      const recorded: StepResult[] = [...results];
-      if (input.plan.types.includes('package') || carddataOk) {
-        const evaluated = await deps.packages.evaluate(input.cardId, results);
-        recorded.push(evaluated);
+      let evaluated: StepResult | undefined;
+      if (!leaseLost && (input.plan.types.includes('package') || carddataOk)) {
+        evaluated = await deps.packages.evaluate(input.cardId, results);
         // Only a due `package` moves its own schedule; a carddata-triggered evaluation is recorded only.
         if (input.plan.types.includes('package')) results.push(evaluated);
       }
       // The intervals resolved when the execution started: no second card read on the hot path.
       const plan = planFinish({ state, results, intervalsMs: input.plan.intervalsMs, backoffBaseMs: carrier?.backoffBaseMs ?? 30_000, now, random });
-      const owned = await deps.store.finish({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, now, set: plan.set, del: plan.del });
+      const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}) });
+      const finished = await deps.store.finishWithRecord({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, now, set: plan.set, del: plan.del, record, leaseLost });
+      const recorded = (extra: StepResult | undefined): StepResult[] => (extra ? [...input.results, extra] : [...input.results]);
+      if (finished.replayed !== null) {
+        // This token's finish already landed (an earlier attempt): its result, nothing counted twice.
+        const first = decodeFinishRecord(finished.replayed);
+        return { owned: finished.owned, outcome: first.outcome, failCounts: first.types, results: recorded(first.evaluated) };
+      }
       for (const type of plan.types) deps.metrics?.check(input.carrierId, type.type, type.outcome);
-      return { owned, outcome: plan.outcome, failCounts: plan.types, results: recorded };
+      return { owned: finished.owned, outcome: plan.outcome, failCounts: plan.types, results: recorded(evaluated) };
     },
   };
 }

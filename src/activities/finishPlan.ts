@@ -2,8 +2,9 @@
  * What finishing an execution writes into the card's due hash (DESIGN §6): next due per type
  * keeping the card's phase, failure streaks with jittered backoff, rate-limit deferrals, delayed
  * confirmation. Pure: inputs in, field changes out, so every rule is unit-tested directly.
+ * Also the finish record: the result stored with the Redis finish so that a retry replays it.
  */
-import type { CheckType } from '../common/checkTypes.js';
+import { isCheckType, type CheckType } from '../common/checkTypes.js';
 import type { ExecutionOutcome, StepResult } from '../common/orchestration.js';
 import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../common/schedule.js';
 import { DueField } from '../redis/dueFields.js';
@@ -119,4 +120,64 @@ export function overallOutcome(results: readonly StepResult[]): ExecutionOutcome
   if (successes === 0 && failures === 0) return 'deferred';
   if (successes === 0) return 'failure';
   return 'partial';
+}
+
+/**
+ * What a finish returned, stored with the Redis finish (finish.lua) so that a retried finish gets
+ * the first attempt's result instead of recomputing it from the hash that attempt already updated.
+ */
+export interface FinishRecord {
+  readonly outcome: ExecutionOutcome;
+  readonly types: readonly TypeFinish[];
+  /** The execution's local package evaluation, when it ran (a re-evaluation would differ). */
+  readonly evaluated?: StepResult;
+}
+
+type TypeFinishTuple = [type: CheckType, outcome: StepResult['outcome'], failBefore: number, failAfter: number, nextDue: number | null, flags: number];
+
+const CONFIRMED = 1;
+const CONFIRMATION_MISSED = 2;
+const STEP_OUTCOMES: readonly string[] = ['success', 'failure', 'deferred', 'skipped'] satisfies StepResult['outcome'][];
+const EXECUTION_OUTCOMES: readonly string[] = ['success', 'partial', 'failure', 'deferred', 'lost', 'not_polled', 'lease_lost'] satisfies ExecutionOutcome[];
+
+/** Compact JSON (it stays in Redis for an hour per card): one tuple per type. */
+export function encodeFinishRecord(record: FinishRecord): string {
+  const types = record.types.map((t): TypeFinishTuple => [t.type, t.outcome, t.failBefore, t.failAfter, t.nextDue, (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0)]);
+  return JSON.stringify({ o: record.outcome, t: types, ...(record.evaluated ? { p: record.evaluated } : {}) });
+}
+
+export class FinishRecordError extends Error {
+  constructor(raw: string) {
+    super(`malformed finish record: ${raw.slice(0, 200)}`);
+    this.name = 'FinishRecordError';
+  }
+}
+
+function isRecordObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0;
+
+function decodeType(value: unknown, raw: string): TypeFinish {
+  if (!Array.isArray(value) || value.length !== 6) throw new FinishRecordError(raw);
+  const [type, outcome, failBefore, failAfter, nextDue, flags] = value as unknown[];
+  if (!isCheckType(type) || typeof outcome !== 'string' || !STEP_OUTCOMES.includes(outcome)) throw new FinishRecordError(raw);
+  if (!isCount(failBefore) || !isCount(failAfter) || !isCount(flags) || (nextDue !== null && typeof nextDue !== 'number')) throw new FinishRecordError(raw);
+  return { type, outcome: outcome as StepResult['outcome'], failBefore, failAfter, nextDue, confirmed: (flags & CONFIRMED) !== 0, confirmationMissed: (flags & CONFIRMATION_MISSED) !== 0 };
+}
+
+export function decodeFinishRecord(raw: string): FinishRecord {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new FinishRecordError(raw);
+  }
+  if (!isRecordObject(parsed) || typeof parsed.o !== 'string' || !EXECUTION_OUTCOMES.includes(parsed.o) || !Array.isArray(parsed.t)) throw new FinishRecordError(raw);
+  const types = (parsed.t as unknown[]).map((t) => decodeType(t, raw));
+  const evaluated = parsed.p;
+  if (evaluated !== undefined && !(isRecordObject(evaluated) && isCheckType(evaluated.type) && typeof evaluated.outcome === 'string' && STEP_OUTCOMES.includes(evaluated.outcome))) throw new FinishRecordError(raw);
+  // The evaluation is our own StepResult written by encodeFinishRecord: checked as far as its kind.
+  return { outcome: parsed.o as ExecutionOutcome, types, ...(evaluated === undefined ? {} : { evaluated: evaluated as StepResult }) };
 }

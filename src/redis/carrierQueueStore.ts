@@ -18,6 +18,7 @@ import {
   finishCall,
   parseAcquireExecReply,
   parseClaimReply,
+  parseFinishReply,
   parseOwnedReply,
   parseRemoveReply,
   parseRequestCheckReply,
@@ -30,13 +31,14 @@ import {
   assertCardId,
   type AcquireExecResult,
   type ClaimResult,
+  type FinishReply,
   type Lane,
   type NowArg,
   type RequestCheckResult,
   type ScriptCall,
 } from './carrierScripts.js';
 
-export type { AcquireExecResult, ClaimResult, ClaimedCard, Lane, RequestCheckResult } from './carrierScripts.js';
+export type { AcquireExecResult, ClaimResult, ClaimedCard, FinishReply, Lane, RequestCheckResult } from './carrierScripts.js';
 export type { DueState, TypeDueState } from './dueState.js';
 
 export type CarrierId = string | number;
@@ -69,6 +71,10 @@ export interface FinishInput {
   readonly now?: number;
   readonly set: Record<string, string | number>;
   readonly del: string[];
+  /** The caller's result: stored with the finish, and what a retry by the same token gets back. */
+  readonly record?: string;
+  /** The caller lost its lease mid-execution: write as a stale finish, release nothing. */
+  readonly leaseLost?: boolean;
 }
 
 export interface RequestCheckInput {
@@ -165,10 +171,18 @@ export class CarrierQueueStore {
     return parseOwnedReply('renew', await this.run(call));
   }
 
-  /** True when the token still owned the claim (released and rescored). */
+  /** True when the token still owned the claim (released and rescored); a replay answers as the first call did. */
   async finish(input: FinishInput): Promise<boolean> {
+    return (await this.finishWithRecord(input)).owned;
+  }
+
+  /**
+   * finish, telling a replay apart: when a finish by this token with a record already landed,
+   * nothing is applied and `replayed` is that record (one round trip either way).
+   */
+  async finishWithRecord(input: FinishInput): Promise<FinishReply> {
     const call = finishCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
-    return parseOwnedReply('finish', await this.run(call));
+    return parseFinishReply(await this.run(call));
   }
 
   async release(carrierId: CarrierId, cardId: string, token: string, now?: number): Promise<boolean> {

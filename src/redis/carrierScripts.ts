@@ -13,7 +13,7 @@ export const CARRIER_SCRIPTS = {
   claim: { name: 'claim', numberOfKeys: 4 },
   acquireExec: { name: 'acquireExec', numberOfKeys: 3 },
   renew: { name: 'renew', numberOfKeys: 5 },
-  finish: { name: 'finish', numberOfKeys: 6 },
+  finish: { name: 'finish', numberOfKeys: 7 },
   release: { name: 'release', numberOfKeys: 6 },
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
   upsert: { name: 'upsert', numberOfKeys: 5 },
@@ -184,20 +184,49 @@ export interface FinishArgs {
   readonly now: NowArg;
   readonly set: Readonly<Record<string, string | number>>;
   readonly del: readonly string[];
+  /**
+   * The caller's result, stored with the finish: a later finish by the same token with a record
+   * applies nothing and gets this back (retried activities). Absent: no replay protection.
+   */
+  readonly record?: string;
+  /** The caller lost its lease: write as a stale token, never release or rescore. */
+  readonly leaseLost?: boolean;
+}
+
+/** How long a finish's record answers retries: far beyond any retry of the finishing activity. */
+export const FINISH_RECORD_TTL_MS = 3_600_000;
+
+export interface FinishReply {
+  /** The token owned a live claim (released and rescored); on a replay, what the first call answered. */
+  readonly owned: boolean;
+  /** Set when an earlier finish by this token had already landed: its record; nothing was applied. */
+  readonly replayed: string | null;
 }
 
 export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
   assertCardId('finish', input.cardId);
+  // The stored record is `<token>|<reply>|<record>`: the token must not contain the separator.
+  if (input.token.includes('|')) throw new InvalidStoreInputError('finish', 'token', "may not contain '|'");
   const setEntries = Object.entries(input.set);
-  const args: (string | number)[] = [input.token, input.cardId, input.now, setEntries.length];
+  const record = input.record ?? '';
+  const args: (string | number)[] = [input.token, input.cardId, input.now, input.leaseLost === true ? '1' : '', record, record === '' ? '' : FINISH_RECORD_TTL_MS, setEntries.length];
   for (const [field, value] of setEntries) args.push(field, value);
   args.push(...input.del);
   const { cardId } = input;
   return {
     name: 'finish',
-    keys: [keys.due(cardId), keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue],
+    keys: [keys.due(cardId), keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue, keys.finished(cardId)],
     args,
   };
+}
+
+export function parseFinishReply(reply: unknown): FinishReply {
+  if (Array.isArray(reply)) {
+    const [code, record] = reply as unknown[];
+    if ((code !== SCRIPT_CODE.ok && code !== SCRIPT_CODE.lost) || typeof record !== 'string') throw new UnexpectedScriptReplyError('finish', reply);
+    return { owned: code === SCRIPT_CODE.ok, replayed: record };
+  }
+  return { owned: parseOwnedReply('finish', reply), replayed: null };
 }
 
 export function releaseCall(keys: AccountKeys, cardId: string, token: string, now: NowArg): ScriptCall {

@@ -17,6 +17,8 @@ export interface AccountKeys {
   due(cardId: string): string;
   claim(cardId: string): string;
   exec(cardId: string): string;
+  /** STRING `<token>|<owned>|<record>`: the last recorded finish of the card, so a retry replays it. */
+  finished(cardId: string): string;
   rateLimit(group: string): string;
 }
 
@@ -32,6 +34,7 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
     due: (cardId) => `${base}card:${cardId}:due`,
     claim: (cardId) => `${base}card:${cardId}:claim`,
     exec: (cardId) => `${base}card:${cardId}:exec`,
+    finished: (cardId) => `${base}card:${cardId}:fin`,
     rateLimit: (group) => `${base}rl:${group}`,
   };
 }

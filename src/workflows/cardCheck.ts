@@ -69,32 +69,9 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'not_polled' }]);
     return { outcome: 'not_polled' };
   }
-  let results: StepResult[];
+  let ran: StepsRun;
   try {
-    const ran = await runSteps(args, plan, startedAt);
-    if (ran === 'lease_lost') {
-      // No finish (the claim is someone else's now), but the attempt is part of the card's history.
-      await records.sync.recordExecution({
-        carrierId: args.carrierId,
-        cardId: args.cardId,
-        token: args.token,
-        plan,
-        results: [],
-        startedAt,
-        fromPriority: args.fromPriority,
-        workflowId: info.workflowId,
-        runId: info.runId,
-        outcome: 'lease_lost',
-        owned: false,
-        failCounts: [],
-      });
-      upsertSearchAttributes([
-        { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
-        { key: OUTCOME_ATTRIBUTE, value: 'lease_lost' },
-      ]);
-      return { outcome: 'lease_lost' };
-    }
-    results = ran;
+    ran = await runSteps(args, plan, startedAt);
   } catch (error) {
     // Anything unexpected before finish: give the card back at once instead of waiting for the lease.
     await card.releaseClaim({ carrierId: args.carrierId, cardId: args.cardId, token: args.token });
@@ -106,12 +83,31 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     cardId: args.cardId,
     token: args.token,
     plan,
-    results,
+    results: ran.results,
     startedAt,
     fromPriority: args.fromPriority,
     workflowId: info.workflowId,
     runId: info.runId,
   };
+  if (ran.leaseLost) {
+    // The claim is someone else's now, but the steps that finished still count: what they learned
+    // (ok:t, which request-check cooldowns read; failure streaks) goes through finish's stale path,
+    // which releases nothing and moves no due later; the record keeps their observations.
+    const completed = ran.results.length > 0 ? await card.finishExecution({ ...finishInput, leaseLost: true }) : undefined;
+    await records[plan.ingestMode].recordExecution({
+      ...finishInput,
+      results: completed?.results ?? [],
+      outcome: 'lease_lost',
+      owned: false,
+      failCounts: completed?.failCounts ?? [],
+    });
+    upsertSearchAttributes([
+      { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
+      { key: OUTCOME_ATTRIBUTE, value: 'lease_lost' },
+    ]);
+    return { outcome: 'lease_lost' };
+  }
+
   const finished = await card.finishExecution(finishInput);
   // Durable records (observations, execution, alerts, priority item): written by this worker in
   // sync ingest mode, handed to the ingest task queue in async mode.
@@ -125,7 +121,13 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   return { outcome: finished.outcome };
 }
 
-async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: number): Promise<StepResult[] | 'lease_lost'> {
+/** The steps' results in order; `leaseLost`: the lease was gone before the next step, which did not run. */
+interface StepsRun {
+  readonly results: StepResult[];
+  readonly leaseLost: boolean;
+}
+
+async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: number): Promise<StepsRun> {
   const gateway = gatewayStepRunner(args, plan);
   const executionDeadline = startedAt + plan.totalTimeoutMs;
   const results: StepResult[] = [];
@@ -152,14 +154,15 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
         group: plan.typeGroups[type],
         deadlineMs,
       });
-      if (result === 'lease_lost') return 'lease_lost';
+      // Stop before the call; the steps that completed are returned with the loss.
+      if (result === 'lease_lost') return { results, leaseLost: true };
       results.push(result);
     } catch (error) {
       // A step's unexpected exception is that step's failure, not the execution's.
       results.push({ type, outcome: 'failure', errorClass: failureClass(error), message: failureMessage(error), gatewayMs: Date.now() - now });
     }
   }
-  return results;
+  return { results, leaseLost: false };
 }
 
 /**
@@ -177,8 +180,17 @@ function gatewayStepRunner(args: CardCheckArgs, plan: ExecutionPlanRun): Gateway
   return plan.gatewaySteps === 'queue' ? proxyActivities<GatewayActivities>({ ...options, taskQueue: args.taskQueues.gateway }) : proxyLocalActivities<GatewayActivities>(options);
 }
 
+/**
+ * The failure class a gateway step reported (the ApplicationFailure type thrown by the activity),
+ * found along the cause chain: a regular activity wraps it in an ActivityFailure, and a local
+ * activity's failure may arrive wrapped differently.
+ */
 function failureClass(error: unknown): string {
-  if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type) return error.cause.type;
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+    if (cause instanceof ApplicationFailure && cause.type) return cause.type;
+    if (cause.name === 'ApplicationFailure' && typeof (cause as { type?: unknown }).type === 'string') return (cause as { type: string }).type;
+    if (cause.name === 'TimeoutFailure') return 'timeout';
+  }
   if (error instanceof ActivityFailure) return 'timeout';
   return 'unexpected';
 }

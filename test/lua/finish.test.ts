@@ -187,3 +187,74 @@ describe('finish', () => {
     assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
   });
 });
+
+/**
+ * Issue 12 (defect 3): finishExecution runs as a retried local activity. A retry after the first
+ * finish landed must get the first reply back and apply nothing, however the caller recomputed.
+ */
+describe('finish with a result record (at most once per token)', () => {
+  const failing = (count: number): Partial<FinishInput> => ({
+    set: { [DueField.fail('card_status')]: count, [DueField.due('card_status')]: NOW + 1_000 * count },
+    del: [],
+  });
+
+  test('a retry by the same token returns the first reply and the stored record, and writes nothing', async () => {
+    const c = await executing();
+    assert.equal(await finish(c, { ...failing(1), record: 'first' }), true);
+    const after = await fx.hash(c, 'a');
+    // The retry re-read the updated hash and computed a second failure: it must not land.
+    assert.equal(await finish(c, { ...failing(2), now: NOW + 200, record: 'second' }), true, 'same reply as the first call');
+    assert.deepEqual(await fx.hash(c, 'a'), after, 'nothing applied by the retry');
+    assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
+    assert.deepEqual(await fx.store.finishWithRecord({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 300, set: {}, del: [], record: 'third' }), { owned: true, replayed: 'first' });
+    const ttl = await fx.redis.pttl(fx.keys(c).finished('a'));
+    assert.ok(ttl > 0 && ttl <= HOUR, `record expires within the hour (pttl ${ttl})`);
+  });
+
+  test('a stale finish is replayed too (its failure streak is not counted twice)', async () => {
+    const c = await executing();
+    await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1_000, tokenPrefix: 'r2' });
+    assert.equal(await finish(c, { ...failing(1), now: NOW + 1_100, record: 'stale' }), false);
+    assert.equal(await finish(c, { ...failing(2), now: NOW + 1_200, record: 'stale-retry' }), false);
+    assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a', "the new owner's claim is untouched");
+  });
+
+  test("another token's finish is not a replay; a finish without a record stores and replays nothing", async () => {
+    const c = await executing();
+    assert.equal(await finish(c, { record: 'r1' }), true);
+    await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 60_000, tokenPrefix: 'r2' });
+    assert.equal(await finish(c, { token: 'r2:a', now: NOW + 60_100, ...failing(1) }), true, 'r2 applied');
+    assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
+    assert.equal(await finish(c, { token: 'r2:a', now: NOW + 60_200, ...failing(5) }), false, 'no record: a second call is a plain stale finish');
+    assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 5);
+  });
+});
+
+/**
+ * Issue 12 (defect 4): an execution that lost its lease mid-way records what its completed steps
+ * learned through the stale path, and never touches the claim or lanes, even when its token still
+ * looks like the owner (the exec right went elsewhere).
+ */
+describe('finish after a lost lease', () => {
+  test("writes the completed steps' fields as a stale finish, leaves claim, running and lane as they are", async () => {
+    const c = await executing();
+    const score = await fx.score(c, 'queue', 'a');
+    await fx.redis.hset(fx.keys(c).due('a'), DueField.confirm('card_status'), '10');
+    const owned = await finish(c, {
+      leaseLost: true,
+      record: 'lost',
+      set: { [DueField.ok('card_status')]: NOW + 100, [DueField.due('card_status')]: NOW + 60_000 },
+      del: [DueField.fail('card_status'), DueField.confirm('card_status')],
+    });
+    assert.equal(owned, false);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.card_status.ok, NOW + 100, 'what the step learned is written');
+    assert.equal(state?.types.card_status.due, NOW - 1, 'due not moved later');
+    assert.deepEqual(state?.types.card_status.cfm, [10], 'confirmation left to the owner');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a', 'claim not released');
+    assert.equal(await fx.redis.exists(fx.keys(c).exec('a')), 1);
+    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
+    assert.equal(await fx.score(c, 'queue', 'a'), score, 'lane score untouched');
+  });
+});

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planFinish, overallOutcome } from '../../src/activities/finishPlan.js';
+import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/activities/finishPlan.js';
 import { parseDueHash } from '../../src/redis/dueState.js';
 import type { StepResult } from '../../src/common/orchestration.js';
 
@@ -102,4 +102,27 @@ test('overall outcome', () => {
   assert.equal(overallOutcome([{ type: 'carddata', outcome: 'success', gatewayMs: 1 }, { type: 'realname', outcome: 'failure', errorClass: 'x', message: '', gatewayMs: 1 }]), 'partial');
   assert.equal(overallOutcome([{ type: 'carddata', outcome: 'failure', errorClass: 'x', message: '', gatewayMs: 1 }]), 'failure');
   assert.equal(overallOutcome([{ type: 'carddata', outcome: 'skipped', reason: 'total_timeout' }]), 'deferred');
+});
+
+test('finish record: what a retried finish replays round-trips exactly, compactly', () => {
+  const plan = planFinish({
+    state: state({ 'due:card_status': String(now), 'fail:card_status': '2', 'cfm:card_status': '10', 'exp:card_status': 'offline', 'due:carddata': String(now) }),
+    results: [
+      { type: 'card_status', outcome: 'success', gatewayMs: 3, observation: { collectionId: 'c', observedAt: 'x', payload: { network: 'offline' } } },
+      { type: 'carddata', outcome: 'failure', errorClass: 'transient', message: 'm', gatewayMs: 2 },
+    ],
+    intervalsMs: { card_status: 60_000, carddata: 60_000 },
+    backoffBaseMs: 1_000,
+    now,
+    random: half,
+  });
+  const evaluated: StepResult = { type: 'package', outcome: 'success', gatewayMs: 0, observation: { collectionId: 'package-1-5', observedAt: 'y', payload: { state: 'ok', usagePct: null } } };
+  const record = { outcome: plan.outcome, types: plan.types, evaluated };
+  assert.equal(plan.types[0]?.confirmed, true);
+  const encoded = encodeFinishRecord(record);
+  assert.deepEqual(decodeFinishRecord(encoded), record);
+  assert.deepEqual(decodeFinishRecord(encodeFinishRecord({ outcome: 'deferred', types: [] })), { outcome: 'deferred', types: [] });
+  assert.ok(encoded.length < 300, `${encoded.length} bytes: ${encoded}`);
+  for (const bad of ['', '{', '{"o":"nope","t":[]}', '{"o":"success","t":[["card_status","success",0,0,1]]}', '{"o":"success","t":[],"p":{"type":"x"}}'])
+    assert.throws(() => decodeFinishRecord(bad), FinishRecordError, bad);
 });

@@ -1,0 +1,92 @@
+/**
+ * Issue 12, defect 3: `finishExecution` is a retried local activity. A retry that comes after the
+ * first attempt's Redis finish landed must return what the first attempt returned — not recompute
+ * from the updated due hash (failure streak counted twice, recovery lost, `owned` false).
+ * Real Redis and PostgreSQL, no workers: the activities are called directly.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStack, type Stack } from '../helpers/orchestration.js';
+import { seedAccount } from '../helpers/seed.js';
+import { createCardActivities } from '../../src/activities/card.js';
+import { createIngestActivities } from '../../src/activities/ingest.js';
+import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
+import { recordFailure } from '../../src/db/alerts.js';
+import { DueField } from '../../src/redis/dueFields.js';
+import type { CheckType } from '../../src/common/checkTypes.js';
+import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/common/orchestration.js';
+
+interface Running {
+  readonly carrierId: string;
+  readonly cardId: string;
+  readonly activities: ReturnType<typeof createCardActivities>;
+  readonly input: (results: StepResult[]) => FinishInput;
+}
+
+/** One card of a fresh account, due for `types`, claimed and prepared as a cardCheck run would. */
+async function prepared(stack: Stack, name: string, types: readonly CheckType[]): Promise<Running> {
+  const account = await seedAccount(stack, { name, qps: { main: 50 }, typeGroups: { card_status: 'main', carddata: 'main' }, cards: 1, intervalsSec: Object.fromEntries(types.map((t) => [t, 600])) });
+  const carrierId = account.carrier.id;
+  const cardId = account.cards[0]!.id;
+  const now = Date.now();
+  await stack.deps.store.upsert({ carrierId, cardId, dues: Object.fromEntries(types.map((t) => [t, now - 1])) });
+  const claim = await stack.deps.store.claim({ carrierId, leaseMs: 60_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: `${name}.1`, typeGroups: {}, countRealname: false });
+  const token = claim.claimed[0]!.token;
+  const activities = createCardActivities({ pool: stack.deps.pool, store: stack.deps.store, reference: stack.deps.reference, packages: createPackageEvaluator(stack.deps.pool), priority: stack.services.priority });
+  const plan = await activities.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
+  if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
+  const run: ExecutionPlanRun = plan;
+  assert.deepEqual([...run.types].sort(), [...types].sort());
+  const startedAt = Date.now();
+  return {
+    carrierId,
+    cardId,
+    activities,
+    input: (results) => ({ carrierId, cardId, token, plan: run, results, startedAt, fromPriority: false, workflowId: `card-${cardId}`, runId: 'run-1' }),
+  };
+}
+
+test('finishExecution retried after its finish landed returns the first result; the streak is counted once', async () => {
+  const stack = await createStack('finish-idem');
+  try {
+    const card = await prepared(stack, 'idem1', ['card_status']);
+    const input = card.input([{ type: 'card_status', outcome: 'failure', errorClass: 'transient', message: 'carrier unavailable', gatewayMs: 12 }]);
+    const first = await card.activities.finishExecution(input);
+    assert.equal(first.owned, true);
+    assert.equal(first.failCounts[0]?.failAfter, 1);
+    // The local activity's retry: same input, after the first attempt's Lua finish landed.
+    const second = await card.activities.finishExecution(input);
+    assert.deepEqual(second, first);
+    const state = await stack.deps.store.readDue(card.carrierId, card.cardId);
+    assert.equal(state?.types.card_status.fail, 1, 'failure counted once');
+  } finally {
+    await stack.close();
+  }
+});
+
+test('finishExecution retried after a recovery returns the streak it ended (the alert is recovered) and the same package evaluation', async () => {
+  const stack = await createStack('finish-idem-rec');
+  try {
+    const card = await prepared(stack, 'idem2', ['carddata', 'package']);
+    // A streak of 3 failures with its alert open.
+    await stack.deps.redis.hset(stack.deps.store.keys(card.carrierId).due(card.cardId), DueField.fail('carddata'), '3');
+    const alert = await recordFailure(stack.deps.pool, { cardId: card.cardId, carrierId: card.carrierId, type: 'carddata', failCount: 3, error: 'transient|x', threshold: 3 });
+    assert.equal(alert.opened, true);
+    const input = card.input([
+      { type: 'carddata', outcome: 'success', gatewayMs: 5, observation: { collectionId: 'idem2-carddata-1', observedAt: new Date().toISOString(), payload: { usageKb: 10 } } },
+    ]);
+    const first = await card.activities.finishExecution(input);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a retry comes later: a re-evaluation would differ
+    const second = await card.activities.finishExecution(input);
+    assert.deepEqual(second, first);
+    assert.equal(second.failCounts.find((t) => t.type === 'carddata')?.failBefore, 3);
+    // The durable record written from the retry's result recovers the alert.
+    const ingest = createIngestActivities({ pool: stack.deps.pool, priority: stack.services.priority });
+    const recorded = await ingest.recordExecution({ ...input, results: second.results, outcome: second.outcome, owned: second.owned, failCounts: second.failCounts });
+    assert.equal(recorded.alertsRecovered, 1);
+    const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_failure_alert WHERE card_id = $1::bigint', [card.cardId]);
+    assert.deepEqual(rows.map((r) => r.status), ['recovered']);
+  } finally {
+    await stack.close();
+  }
+});
