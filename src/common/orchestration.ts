@@ -226,9 +226,12 @@ export interface RequestCheckInput {
   readonly source?: string;
 }
 
+/** Per requested type: asked for, all served within the cooldown, or not polled for this card. */
+export type RequestedTypeStatus = 'requested' | 'cooldown' | 'not_polled';
+
 export type RequestCheckResult =
-  | { readonly status: 'not_polled'; readonly requested: 0 }
-  | { readonly status: 'requested' | 'cooldown'; readonly requested: number };
+  | { readonly status: 'not_polled'; readonly requested: 0; readonly types?: Readonly<Partial<Record<CheckType, RequestedTypeStatus>>> }
+  | { readonly status: 'requested' | 'cooldown'; readonly requested: number; readonly types?: Readonly<Partial<Record<CheckType, RequestedTypeStatus>>> };
 
 /** The last failure of a loop's activity (the loop backs off and keeps going). */
 export interface LoopFailure {

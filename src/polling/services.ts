@@ -13,12 +13,15 @@ import {
   completePriorityItem,
   failPendingPriorityItem,
   failPriorityItem,
+  findActivePriorityItem,
   requestPriorityItem,
 } from '../db/priorityItems.js';
 import { isDomainError } from '../domain/errors.js';
 import type { ModeSwitcher, RequestChecker } from '../activities/control.js';
 import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
-import type { PollingMode, RequestCheckInput, RequestCheckResult, StepResult } from '../common/orchestration.js';
+import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../common/orchestration.js';
+import type { CheckType } from '../common/checkTypes.js';
+import { findCards } from '../db/cards.js';
 
 /** Error classes after which retrying a priority item cannot help (DESIGN §9 business failures). */
 const FINAL_ERROR_CLASSES = new Set(['permanent', 'invalid_response']);
@@ -41,11 +44,23 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
   const requests: RequestChecker = {
     async requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult> {
       const lane = request.lane ?? 'priority';
+      // Only types the card is polled for are requested: a due time for any other type would make
+      // the card due every second with nothing to run (DESIGN §9: capability not configured).
+      const [card] = await findCards(pool, [request.cardId]);
+      const intervals = card ? (await deps.reference.intervals()).resolve(card) : {};
+      const polledTypes = request.types.filter((type) => intervals[type] !== undefined);
+      const notPolled = request.types.filter((type) => intervals[type] === undefined);
+      const perType = (status: 'requested' | 'cooldown' | 'not_polled') =>
+        Object.fromEntries(request.types.map((type) => [type, notPolled.includes(type) ? 'not_polled' : status])) as Partial<Record<CheckType, RequestedTypeStatus>>;
+      // Nothing to run: an active item of the card stays as it is; otherwise the refusal is recorded as a failed item.
+      if (card && polledTypes.length === 0 && (await findActivePriorityItem(pool, request.cardId))) {
+        return { status: 'not_polled', requested: 0, types: perType('not_polled') };
+      }
       let created: { id: string; merged: boolean };
       try {
         const { item, merged } = await requestPriorityItem(pool, {
           cardId: request.cardId,
-          types: [...request.types],
+          types: [...(polledTypes.length > 0 ? polledTypes : request.types)],
           lane,
           ...(request.cooldownMs === undefined ? {} : { cooldownMs: request.cooldownMs }),
           ...(request.confirmDelaysSec === undefined ? {} : { confirmDelaysSec: [...request.confirmDelaysSec] }),
@@ -55,8 +70,13 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         });
         created = { id: item.id, merged };
       } catch (error) {
-        if (isDomainError(error) && error.code === 'not_found') return { status: 'not_polled', requested: 0 };
+        if (isDomainError(error) && error.code === 'not_found') return { status: 'not_polled', requested: 0, types: perType('not_polled') };
         throw error;
+      }
+      if (polledTypes.length === 0) {
+        const reason = card ? `capability not configured: ${notPolled.join(', ')} not polled for this card` : 'card is not polled';
+        await failPendingPriorityItem(pool, { itemId: created.id, reason, actor: request.actor ?? 'api', source: request.source ?? 'api' });
+        return { status: 'not_polled', requested: 0, types: perType('not_polled') };
       }
       const result = await store.requestCheck({
         carrierId,
@@ -65,17 +85,17 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         ...(request.confirmDelaysSec && request.confirmDelaysSec.length > 0 ? { confirmDelaysSec: [...request.confirmDelaysSec] } : {}),
         ...(request.expected === undefined ? {} : { expected: request.expected }),
         lane,
-        types: [...request.types],
+        types: polledTypes,
       });
       if (result.status === 'not_polled') {
         await failPendingPriorityItem(pool, { itemId: created.id, reason: 'card is not polled', actor: request.actor ?? 'api', source: request.source ?? 'api' });
-        return { status: 'not_polled', requested: 0 };
+        return { status: 'not_polled', requested: 0, types: perType('not_polled') };
       }
       // Everything asked for succeeded within the cooldown: a fresh item has nothing left to do.
       if (result.status === 'cooldown' && !created.merged) {
         await failPendingPriorityItem(pool, { itemId: created.id, reason: 'all requested types succeeded within the cooldown', actor: request.actor ?? 'api', source: request.source ?? 'api' });
       }
-      return { status: result.status, requested: result.requested };
+      return { status: result.status, requested: result.requested, types: perType(result.status) };
     },
   };
 

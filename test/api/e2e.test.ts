@@ -47,16 +47,16 @@ test('e2e over the API: checks flow, request-check, status, alerts, mode switch'
     // Request-check goes through the scheduler's update.
     const requested = await api.call('POST', `/v1/cards/${card.id}/request-check`, { types: ['carddata'], lane: 'priority' });
     assert.equal(requested.status, 200, JSON.stringify(requested.body));
-    assert.deepEqual(requested.body, { status: 'requested', requested: 1 });
+    assert.deepEqual(requested.body, { status: 'requested', requested: 1, types: { carddata: 'requested' } });
     await waitFor('an execution from the priority lane', async () => {
       const answer = await api.call<Detail>('GET', `/v1/cards/${card.id}`);
       return answer.body.executions.some((execution) => execution.fromPriority === true) || undefined;
     }, 20_000);
     const cooled = await api.call('POST', `/v1/cards/${card.id}/request-check`, { types: ['card_status'], cooldownMs: 3_600_000 });
-    assert.deepEqual(cooled.body, { status: 'cooldown', requested: 0 });
+    assert.deepEqual(cooled.body, { status: 'cooldown', requested: 0, types: { card_status: 'cooldown' } });
     await api.call('PATCH', `/v1/cards/${cards[1]!.id}`, { enablePolling: false });
     const notPolled = await api.call('POST', `/v1/cards/${cards[1]!.id}/request-check`, { types: ['card_status'] });
-    assert.deepEqual(notPolled.body, { status: 'not_polled', requested: 0 });
+    assert.deepEqual(notPolled.body, { status: 'not_polled', requested: 0, types: { card_status: 'not_polled' } });
 
     // Account status while running.
     const status = await api.call<{ mode: string; groups: { name: string; qpsConfigured: number; qpsEffective: number }[]; latenessMs: { p50: number; p99: number }; lanes: { normal: number; priority: number }; capacity: { requiredQps: Record<string, number> } }>('GET', `/v1/carriers/${healthy.id}/status`);

@@ -55,7 +55,7 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
         const sentAt = new Date();
         if (via === 'update') {
           const result = await requestCheck(ref, carrierId, input);
-          assert.deepEqual(result, { status: 'requested', requested: 1 }, `update for card ${card.id}`);
+          assert.deepEqual(result, { status: 'requested', requested: 1, types: { card_status: 'requested' } }, `update for card ${card.id}`);
         } else {
           await scheduler.signal(requestCheckSignal, input);
         }

@@ -60,7 +60,7 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
     await t.test('a polled card runs its requested type through the priority lane', async () => {
       const asked = new Date();
       const result = await requestCheck(ref, carrierId, { cardId: a.id, types: ['card_status'], actor: 'test', source: 'test' });
-      assert.deepEqual(result, { status: 'requested', requested: 1 });
+      assert.deepEqual(result, { status: 'requested', requested: 1, types: { card_status: 'requested' } });
       const [execution] = await waitFor('the requested execution', async () => {
         const rows = await executionsSince(stack, a.id, asked);
         return rows.length > 0 ? rows : undefined;
@@ -84,13 +84,28 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
 
     await t.test('inside the cooldown nothing is requested', async () => {
       const result = await requestCheck(ref, carrierId, { cardId: a.id, types: ['card_status'], cooldownMs: 600_000 });
-      assert.deepEqual(result, { status: 'cooldown', requested: 0 });
+      assert.deepEqual(result, { status: 'cooldown', requested: 0, types: { card_status: 'cooldown' } });
     });
 
     await t.test('a card that is not polled answers not_polled', async () => {
       await stack.services.lifecycle.disablePolling(d.id);
       const result = await requestCheck(ref, carrierId, { cardId: d.id, types: ['card_status'] });
-      assert.deepEqual(result, { status: 'not_polled', requested: 0 });
+      assert.deepEqual(result, { status: 'not_polled', requested: 0, types: { card_status: 'not_polled' } });
+    });
+
+    await t.test('types the card is not polled for answer not_polled per type and leave no due time behind', async () => {
+      // The account's cards are polled for card_status only (see the seed above).
+      const mixed = await requestCheck(ref, carrierId, { cardId: b.id, types: ['card_status', 'realname'] });
+      assert.deepEqual(mixed.types, { card_status: mixed.status, realname: 'not_polled' });
+      const only = await requestCheck(ref, carrierId, { cardId: c.id, types: ['realname'] });
+      assert.deepEqual(only, { status: 'not_polled', requested: 0, types: { realname: 'not_polled' } });
+      for (const card of [b, c]) {
+        const due = await stack.deps.store.readDue(carrierId, card.id);
+        assert.equal(due?.types.realname.due, null, `card ${card.id} got a realname due time`);
+      }
+      const { rows } = await stack.db.pool.query<{ status: string; failure_reason: string | null }>('SELECT status, failure_reason FROM polling_priority_item WHERE card_id = $1 ORDER BY id DESC LIMIT 1', [c.id]);
+      assert.equal(rows[0]?.status, 'failed');
+      assert.match(rows[0]?.failure_reason ?? '', /capability not configured/);
     });
 
     await t.test('invalid input is rejected by the update validator, naming the field', async () => {
@@ -131,7 +146,7 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       const handle = stack.client.workflow.getHandle(cardWorkflowId(c.id, stack.config.WORKFLOW_ID_PREFIX));
       await waitFor('card execution running', async () => (await handle.describe().catch(() => undefined))?.status.name === 'RUNNING' && (await handle.describe()).startTime >= asked, 20_000, 100);
       const second = await requestCheck(ref, carrierId, { cardId: c.id, types: ['carddata'] });
-      assert.deepEqual(second, { status: 'requested', requested: 1 });
+      assert.deepEqual(second, { status: 'requested', requested: 1, types: { carddata: 'requested' } });
       stack.simulator.world.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 30, p99: 80 } });
       const rows = await waitFor('the carddata request executed', async () => {
         const all = await executionsSince(stack, c.id, asked);
