@@ -95,7 +95,7 @@ export function createCardActivities(deps: CardActivityDeps) {
       if (card.carrierId !== input.carrierId) return { kind: 'not_polled', reason: `card moved to carrier ${card.carrierId}` };
       if (!card.polled) return { kind: 'not_polled', reason: 'polling disabled for the card or its device' };
       const intervals = (await deps.reference.intervals()).resolve(card);
-      const now = Date.now();
+      const now = await deps.store.clockNow();
       const state = await deps.store.readDue(input.carrierId, input.cardId);
       const { types, earliest } = dueTypes(state, intervals, now);
       deps.metrics?.lateness(input.carrierId, now - earliest);
@@ -147,7 +147,7 @@ export function createCardActivities(deps: CardActivityDeps) {
      * the first attempt already updated.
      */
     async finishExecution(input: CardFinishInput): Promise<CardFinishResult> {
-      const now = Date.now();
+      const now = await deps.store.clockNow();
       const leaseLost = input.leaseLost === true;
       const state = await deps.store.readDue(input.carrierId, input.cardId);
       const carrier = await deps.reference.carrier(input.carrierId);

@@ -132,6 +132,17 @@ export class CarrierQueueStore {
     return accountKeys(this.namespace, carrierId);
   }
 
+  /**
+   * The store's clock as a number, for computations outside the scripts (which due types an
+   * execution runs, when they are due next): Redis TIME when the store runs on Redis' clock, so a
+   * finish computed here and a request stamped by a script on another host compare on one clock.
+   */
+  async clockNow(): Promise<number> {
+    if (this.clock === 'local') return Date.now();
+    const [seconds, micros] = await this.redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
   private now(now: number | undefined): NowArg {
     if (now !== undefined) return now;
     return this.clock === 'redis' ? '' : Date.now();
@@ -250,7 +261,7 @@ export class CarrierQueueStore {
   /** Cards due at or before `now` in both lanes (claimed cards are scored past now). */
   async dueNowCount(carrierId: CarrierId, now?: number): Promise<number> {
     const keys = this.keys(carrierId);
-    const at = now ?? Date.now();
+    const at = now ?? (await this.clockNow());
     const [priority, normal] = await Promise.all([
       this.redis.zcount(keys.prio, '-inf', at),
       this.redis.zcount(keys.queue, '-inf', at),

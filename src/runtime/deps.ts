@@ -41,7 +41,8 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
   const reference = new ReferenceData(pool);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const store = new CarrierQueueStore(redis, namespace);
+  // Every process on Redis' clock (DESIGN §4): leases, due times and request stamps compare across hosts.
+  const store = new CarrierQueueStore(redis, namespace, { clock: 'redis' });
   const limiter = new RedisRateLimiter({
     redis,
     namespace,
