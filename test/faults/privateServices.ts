@@ -1,0 +1,62 @@
+/**
+ * A PostgreSQL and a Redis of one test's own, on their own ports and data folders under
+ * `.data/faults/`, started the way `npm run services:up` starts the shared ones. Fault tests stop
+ * and start these under a running system; the shared services other test files use are never
+ * touched.
+ */
+import { join } from 'node:path';
+import { rmSync } from 'node:fs';
+import { loadConfig } from '../../src/config/index.js';
+import { dataDir } from '../../src/services/paths.js';
+import { isTcpOpen } from '../../src/services/process.js';
+import { startPostgres, stopPostgres, type PostgresOptions } from '../../src/services/postgres.js';
+import { startRedis, stopRedis } from '../../src/services/redis.js';
+
+export interface PrivateService {
+  readonly url: string;
+  start(): Promise<void>;
+  /** PostgreSQL: `pg_ctl stop -m fast`; Redis: SIGTERM (the AOF is flushed, data survives). */
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+
+function faultsDir(name: string): string {
+  return join(dataDir(loadConfig().DATA_DIR), 'faults', name);
+}
+
+/** Refuses a port something else listens on: stopping "our" service there would stop theirs. */
+async function claimPort(port: number, stopLeftover: () => Promise<boolean>): Promise<void> {
+  if (!(await isTcpOpen(HOST, port))) return;
+  // A run that died before its cleanup may have left our own service running: stop it.
+  await stopLeftover();
+  if (await isTcpOpen(HOST, port)) throw new Error(`port ${port} is in use by a service this test did not start`);
+}
+
+export async function privatePostgres(port: number, log: (line: string) => void): Promise<PrivateService> {
+  const dir = faultsDir('postgres');
+  const options: PostgresOptions = { host: HOST, port, user: 'postgres', password: 'postgres', database: 'cardpoller' };
+  await claimPort(port, () => stopPostgres(dir));
+  const service: PrivateService = {
+    url: `postgres://postgres:postgres@${HOST}:${port}/cardpoller`,
+    // The cluster folder is kept between runs: initdb (first run only) takes seconds.
+    start: async () => void (await startPostgres(options, dir, log)),
+    stop: async () => void (await stopPostgres(dir)),
+  };
+  await service.start();
+  return service;
+}
+
+export async function privateRedis(port: number, log: (line: string) => void): Promise<PrivateService> {
+  const dir = faultsDir('redis');
+  await claimPort(port, () => stopRedis(dir));
+  // Fresh data each run; within the run the AOF keeps the data across stop/start.
+  rmSync(dir, { recursive: true, force: true });
+  const service: PrivateService = {
+    url: `redis://${HOST}:${port}`,
+    start: async () => void (await startRedis({ host: HOST, port, persistence: 'aof' }, dir, log)),
+    stop: async () => void (await stopRedis(dir)),
+  };
+  await service.start();
+  return service;
+}
