@@ -124,7 +124,9 @@ test('GET /v1/carriers/:id/status: lanes, groups, lateness, capacity from the co
   assert.deepEqual(body.latenessMs, { p50: 0, p99: 0 });
   assert.equal(body.expiredLeases, 0);
   // 100/10 (card_status) + 100/20 (carddata); realname is not counted without real-name control.
-  assert.deepEqual(body.capacity, { requiredQps: { main: 15 }, budgetQps: { main: 20 }, stretchFactor: 1 });
+  // Executions: 100/10 + 100/20 + 100/5 at most (every polled type on its own); the engine's capacity is unmeasured without a scheduler.
+  assert.deepEqual(body.capacity, { requiredQps: { main: 15 }, budgetQps: { main: 20 }, requiredExecutionsPerSec: 35, orchestrationCapacityPerSec: null, stretchFactor: 1 });
+  assert.equal((body as unknown as { limitedBy: string }).limitedBy, 'unknown');
 
   await api.call('PATCH', `/v1/carriers/${carrier.id}`, { realnameControl: true, groups: [{ name: 'main', qps: 5 }], typeGroups: { card_status: 'main', carddata: 'main', realname: 'main' } });
   const stretched = await api.call<{ capacity: { requiredQps: Record<string, number>; stretchFactor: number } }>('GET', `/v1/carriers/${carrier.id}/status`);
