@@ -32,6 +32,7 @@ const STORED_OUTCOME: Record<ExecutionOutcome, StoredOutcome> = {
   lost: 'aborted',
   not_polled: 'aborted',
   lease_lost: 'aborted',
+  unprepared: 'aborted',
 };
 
 function observationsOf(input: RecordExecutionInput): Observation[] {

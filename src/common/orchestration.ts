@@ -207,7 +207,8 @@ export interface FinishInput {
   readonly runId: string;
 }
 
-export type ExecutionOutcome = 'success' | 'partial' | 'failure' | 'deferred' | 'lost' | 'not_polled' | 'lease_lost';
+/** `unprepared`: the plan could not be made (PostgreSQL or Redis away); the claim was given back, nothing ran. */
+export type ExecutionOutcome = 'success' | 'partial' | 'failure' | 'deferred' | 'lost' | 'not_polled' | 'lease_lost' | 'unprepared';
 
 export interface FinishResult {
   readonly owned: boolean;

@@ -59,7 +59,16 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   // Workflow time is the first workflow task's start, startTime the run's creation: both the server's clock.
   const startLagMs = startedAt - info.startTime.getTime();
 
-  const plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority, startLagMs });
+  let plan: Awaited<ReturnType<CardActivities['prepareExecution']>>;
+  try {
+    plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority, startLagMs });
+  } catch {
+    // Nothing ran yet: give the card back at once (it is claimed again when it can be prepared)
+    // instead of failing the run and leaving the claim to its lease.
+    await card.releaseClaim({ carrierId: args.carrierId, cardId: args.cardId, token: args.token }).catch(() => false);
+    upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'unprepared' }]);
+    return { outcome: 'unprepared' };
+  }
   if (plan.kind === 'lost' || plan.kind === 'busy') {
     upsertSearchAttributes([{ key: OUTCOME_ATTRIBUTE, value: 'lost' }]);
     return { outcome: 'lost' };
