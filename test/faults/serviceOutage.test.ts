@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
 import { seedAccount, waitFor } from '../helpers/seed.js';
 import { privatePostgres, privateRedis, type PrivateService } from './privateServices.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
@@ -50,17 +50,7 @@ function spawnEntry(name: string, script: string, stack: Stack, extraEnv: Record
     cwd: ROOT,
     env: {
       ...process.env,
-      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
-      DATABASE_URL: stack.config.DATABASE_URL,
-      DATABASE_SCHEMA: stack.db.schema,
-      REDIS_URL: stack.config.REDIS_URL,
-      REDIS_KEY_PREFIX: stack.redis.namespace,
-      TASK_QUEUE_CONTROL: stack.taskQueues.control,
-      TASK_QUEUE_CARD: stack.taskQueues.card,
-      TASK_QUEUE_GATEWAY: stack.taskQueues.gateway,
-      TASK_QUEUE_INGEST: stack.taskQueues.ingest,
-      WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
-      GATEWAY_URL: stack.simulator.url,
+      ...stackEnv(stack),
       // Expected activity failures and request logs would otherwise fill the output.
       LOG_LEVEL: 'error',
       ...extraEnv,

@@ -117,3 +117,20 @@ export async function createStack(label: string, options: { seed?: number; confi
     },
   };
 }
+
+/** The environment that makes a project entry point (`src/workers/*.ts`, `src/api/main.ts`) run as part of this stack. */
+export function stackEnv(stack: Stack): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
+    DATABASE_URL: stack.config.DATABASE_URL,
+    DATABASE_SCHEMA: stack.db.schema,
+    REDIS_URL: stack.config.REDIS_URL,
+    REDIS_KEY_PREFIX: stack.redis.namespace,
+    TASK_QUEUE_CONTROL: stack.taskQueues.control,
+    TASK_QUEUE_CARD: stack.taskQueues.card,
+    TASK_QUEUE_GATEWAY: stack.taskQueues.gateway,
+    TASK_QUEUE_INGEST: stack.taskQueues.ingest,
+    WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
+    GATEWAY_URL: stack.simulator.url,
+  };
+}

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
 import { seedAccount, waitFor } from '../helpers/seed.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
 
@@ -29,17 +29,7 @@ function spawnCardWorker(stack: Stack): CardWorkerProcess {
     cwd: ROOT,
     env: {
       ...process.env,
-      TEMPORAL_ADDRESS: stack.config.TEMPORAL_ADDRESS,
-      DATABASE_URL: stack.config.DATABASE_URL,
-      DATABASE_SCHEMA: stack.db.schema,
-      REDIS_URL: stack.config.REDIS_URL,
-      REDIS_KEY_PREFIX: stack.redis.namespace,
-      TASK_QUEUE_CONTROL: stack.taskQueues.control,
-      TASK_QUEUE_CARD: stack.taskQueues.card,
-      TASK_QUEUE_GATEWAY: stack.taskQueues.gateway,
-      TASK_QUEUE_INGEST: stack.taskQueues.ingest,
-      WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
-      GATEWAY_URL: stack.simulator.url,
+      ...stackEnv(stack),
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
