@@ -20,6 +20,12 @@ export interface RequestChecker {
   requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult>;
 }
 
+/** Notices a Redis that lost its data and rebuilds it from PostgreSQL (DESIGN §7). */
+export interface RedisGuard {
+  /** True when Redis was found empty of our data and has been rebuilt now. */
+  ensureIntact(): Promise<boolean>;
+}
+
 export interface ModeSwitcher {
   switchMode(mode: PollingMode, actor: string, heartbeat: () => void): Promise<{ changed: boolean }>;
 }
@@ -31,6 +37,7 @@ export interface ControlActivityDeps {
   readonly reference: ReferenceData;
   readonly requests: RequestChecker;
   readonly modes: ModeSwitcher;
+  readonly redisGuard?: RedisGuard;
   readonly metrics?: ActivityMetrics;
   /**
    * Upper bound on claims in flight per account from this deployment's card capacity (workers ×
@@ -139,6 +146,10 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const result = await deps.modes.switchMode(input.mode, input.actor, () => Context.current().heartbeat());
       deps.reference.invalidate();
       return result;
+    },
+
+    async ensureRedisIntact(): Promise<boolean> {
+      return deps.redisGuard ? deps.redisGuard.ensureIntact() : false;
     },
 
     async listEnabledCarriers(): Promise<string[]> {

@@ -5,7 +5,7 @@
  */
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { LifecycleService } from '../lifecycle/service.js';
-import { rebuild } from '../lifecycle/rebuild.js';
+import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
 import { getPollingMode, setPollingMode } from '../db/systemConfig.js';
 import { writeAudit } from '../db/audit.js';
 import {
@@ -17,7 +17,8 @@ import {
   requestPriorityItem,
 } from '../db/priorityItems.js';
 import { isDomainError } from '../domain/errors.js';
-import type { ModeSwitcher, RequestChecker } from '../activities/control.js';
+import type { ModeSwitcher, RedisGuard, RequestChecker } from '../activities/control.js';
+import { globalKeys } from '../redis/keys.js';
 import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
 import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../common/orchestration.js';
 import type { CheckType } from '../common/checkTypes.js';
@@ -32,6 +33,7 @@ export interface PollingServices {
   readonly lifecycle: LifecycleService;
   readonly requests: RequestChecker;
   readonly modes: ModeSwitcher;
+  readonly redisGuard: RedisGuard;
   readonly priority: PriorityTransitions & PriorityClaims;
 }
 
@@ -40,6 +42,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
   const namespace = input.namespace ?? deps.config.REDIS_KEY_PREFIX;
   const { pool, store } = deps;
   const lifecycle = new LifecycleService({ pool, store });
+  const marker = globalKeys(namespace).rebuiltMarker;
 
   const requests: RequestChecker = {
     async requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult> {
@@ -111,7 +114,10 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       // A card created or re-enabled between the rebuild's last page and the mode write reached
       // PostgreSQL only (lifecycle events in legacy mode skip Redis): a second, idempotent pass
       // picks it up. It keeps every due time the first pass wrote, so it is quick.
-      if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace });
+      if (mode === 'carrier') {
+        await rebuild({ pool, redis: deps.redis, store, namespace });
+        await deps.redis.set(marker, new Date().toISOString());
+      }
       await writeAudit(pool, {
         entityType: 'system_config',
         entityId: 'polling.mode',
@@ -158,5 +164,22 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     },
   };
 
-  return { lifecycle, requests, modes, priority };
+  const redisGuard: RedisGuard = {
+    async ensureIntact() {
+      if ((await deps.redis.exists(marker)) === 1) return false;
+      try {
+        // Legacy mode skips (Redis is not used then); the switch back to carrier mode rebuilds anyway.
+        const result = await rebuild({ pool, redis: deps.redis, store, namespace });
+        if (result.skipped) return false;
+        await deps.redis.set(marker, new Date().toISOString());
+        return true;
+      } catch (error) {
+        // Another process is rebuilding right now: it writes the marker when done.
+        if (error instanceof RebuildLockedError) return false;
+        throw error;
+      }
+    },
+  };
+
+  return { lifecycle, requests, modes, priority, redisGuard };
 }

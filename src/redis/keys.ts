@@ -40,9 +40,11 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
 }
 
 /** Keys that are not per account (global locks etc.). No hash tag: never used inside a script with account keys. */
-export function globalKeys(namespace: string): { readonly rebuildLock: string; readonly modeLock: string } {
+export function globalKeys(namespace: string): { readonly rebuildLock: string; readonly modeLock: string; readonly rebuiltMarker: string } {
   return {
     rebuildLock: `${namespace}poll:lock:rebuild`,
     modeLock: `${namespace}poll:lock:mode`,
+    // Written after a complete rebuild; its absence means this Redis lost its data (flushed, replaced).
+    rebuiltMarker: `${namespace}poll:meta:rebuilt`,
   };
 }

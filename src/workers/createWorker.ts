@@ -10,7 +10,7 @@ import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSo
 import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
-import { createControlActivities, type ModeSwitcher, type RequestChecker } from '../activities/control.js';
+import { createControlActivities, type ModeSwitcher, type RedisGuard, type RequestChecker } from '../activities/control.js';
 import { createCardActivities } from '../activities/card.js';
 import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
@@ -27,6 +27,7 @@ export interface WorkerServices {
   readonly requests: RequestChecker;
   readonly modes: ModeSwitcher;
   readonly priority: PriorityTransitions & PriorityClaims;
+  readonly redisGuard?: RedisGuard;
 }
 
 export interface WorkerSetup {
@@ -68,6 +69,7 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
           reference: deps.reference,
           requests: setup.services.requests,
           modes: setup.services.modes,
+          ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
           metrics: deps.metrics,
           cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * 4,
           ...(config.CARD_START_MODE === 'client'

@@ -129,6 +129,8 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
 
 /** Starts a scheduler for every enabled account that has none running. Returns the enabled ids. */
 async function reconcile(args: PollingControlArgs, control: ControlActivities): Promise<string[]> {
+  // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
+  if (await control.ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
   const enabled = await control.listEnabledCarriers();
   await Promise.all(
     enabled.map(async (carrierId: string) => {
