@@ -18,8 +18,11 @@
 --   ARGV[7] check type -> group `t=g;t=g` (types without a group are not budgeted)
 --   ARGV[8] '1' when realname calls count against the budget (account has real-name control)
 --   ARGV[9] gateway check types, comma-separated (the types that call the gateway)
+--   ARGV[10] '1' when this is a retry of a round with the same token prefix: if that prefix
+--            already holds claims (an earlier attempt landed), return those and claim nothing
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
+--   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
 --   expired = running tokens whose lease ended at or before now (reclaimed this round)
 --   -2 when an argument is invalid
 --
@@ -58,6 +61,23 @@ for _, token in ipairs(stale) do
 end
 if #stale > 0 then redis.call('ZREMRANGEBYSCORE', runningKey, '-inf', now) end
 local result = {#stale}
+
+-- 1b. A retried round: the first attempt's claims are live under this prefix; their cards left the
+-- due range, so without this they would sit unexecuted until their lease ran out.
+if ARGV[10] == '1' then
+  local cursor = '0'
+  repeat
+    local page = redis.call('ZSCAN', runningKey, cursor, 'MATCH', prefix .. ':*', 'COUNT', 500)
+    cursor = page[1]
+    for i = 1, #page[2], 2 do
+      local token = page[2][i]
+      table.insert(result, string.sub(token, #prefix + 2))
+      table.insert(result, token)
+      table.insert(result, '0')
+    end
+  until cursor == '0'
+  if #result > 1 then return result end
+end
 
 -- 2. Capacity.
 local capacity = limit - redis.call('ZCARD', runningKey)

@@ -52,6 +52,15 @@ export interface ControlActivityDeps {
 /** Upper bound on how many seconds of budget one late round may plan for. */
 const MAX_ROUND_BUDGET_SECONDS = 3;
 
+/** This activity's attempt number; 1 outside an activity (direct calls in tests). */
+function activityAttempt(): number {
+  try {
+    return Context.current().info.attempt;
+  } catch {
+    return 1;
+  }
+}
+
 export function createControlActivities(deps: ControlActivityDeps) {
   return {
     async claimRound(input: ClaimRoundInput): Promise<ClaimRoundResult> {
@@ -80,6 +89,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
           groupBudget: budget,
           typeGroups: { ...carrier.typeGroups },
           countRealname: carrier.realnameControl,
+          // The local activity's retry reuses the round's token prefix: recover what attempt 1 claimed.
+          retry: activityAttempt() > 1,
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));

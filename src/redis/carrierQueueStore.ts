@@ -62,6 +62,8 @@ export interface ClaimInput {
   readonly typeGroups: Record<string, string>;
   /** Whether realname calls count (the account has real-name control). */
   readonly countRealname: boolean;
+  /** A retried round (same token prefix): returns the claims an earlier attempt made, if any. */
+  readonly retry?: boolean;
 }
 
 export interface FinishInput {

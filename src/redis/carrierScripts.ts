@@ -68,6 +68,11 @@ export interface ClaimArgs {
   readonly groupBudget?: Readonly<Record<string, number>>;
   readonly typeGroups: Readonly<Record<string, string>>;
   readonly countRealname: boolean;
+  /**
+   * A retry of a round whose first attempt may have claimed already: hand back the claims this
+   * token prefix holds instead of claiming more (their cards are scored past now by then).
+   */
+  readonly retry?: boolean;
 }
 
 export interface ClaimedCard {
@@ -109,6 +114,7 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
       encodeMap(script, 'typeGroups', input.typeGroups),
       input.countRealname ? '1' : '0',
       GATEWAY_CHECK_TYPES.join(','),
+      input.retry ? '1' : '0',
     ],
   };
 }

@@ -57,6 +57,24 @@ describe('claim', () => {
     assert.ok(pttl > 1_000, 'PX = lease + safety margin');
   });
 
+  test('a retried round (same prefix) gets back what its first attempt claimed, and claims nothing more', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 10 });
+    await card(c, 'b', { card_status: NOW - 5 });
+    const first = await claim(c, { tokenPrefix: 'run.7' });
+    assert.deepEqual(ids(first).sort(), ['a', 'b']);
+    await card(c, 'c', { card_status: NOW - 1 });
+    // Without the retry flag the cards are simply not due any more: the first attempt's claims would be orphaned.
+    assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, inflightLimit: 2 })), []);
+    const retried = await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, retry: true });
+    assert.deepEqual(
+      retried.claimed.map((x) => `${x.cardId}=${x.token}`).sort(),
+      ['a=run.7:a', 'b=run.7:b'],
+    );
+    // A prefix that shares a beginning is another round: not handed back.
+    assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.', now: NOW + 2, retry: true })), ['c']);
+  });
+
   test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });
