@@ -7,10 +7,11 @@
  * size from.
  */
 import { connectRedis } from '../../src/redis/connect.js';
+import { schedulerStatus } from '../../src/polling/temporalControl.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { ScenarioContext } from './context.js';
 import type { Shape, StartMode } from './options.js';
-import { createBenchStack } from './stack.js';
+import { createBenchStack, type BenchStack } from './stack.js';
 import { seedAccount } from './seed.js';
 import { measureWindow } from './window.js';
 import { countRedisCommands, countSqlStatements, executionsBetween } from './measure.js';
@@ -48,6 +49,26 @@ export interface CardRunResult extends CardRunSpec {
   };
   /** The stack's orchestration settings as the workers received them. */
   readonly settings: Readonly<Record<string, unknown>>;
+  /** Each account's scheduler view at the end of the window: what limited it, the adaptive limit, start lag, expired leases. */
+  readonly schedulers: readonly SchedulerSnapshot[];
+}
+
+export interface SchedulerSnapshot {
+  readonly carrierId: string;
+  readonly limitedBy: string;
+  readonly inflightLimit: number;
+  readonly startLagMs: number;
+  readonly capacityPerSec: number | null;
+  readonly expiredLeases: number;
+}
+
+async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly string[]): Promise<SchedulerSnapshot[]> {
+  const views = await Promise.all(carrierIds.map((id) => schedulerStatus(stack.ref, id).catch(() => undefined)));
+  return views.flatMap((view) =>
+    view
+      ? [{ carrierId: view.carrierId, limitedBy: view.orchestration.limitedBy, inflightLimit: view.orchestration.inflightLimit, startLagMs: view.orchestration.startLagMs, capacityPerSec: view.orchestration.capacityPerSec, expiredLeases: view.expiredLeases }]
+      : [],
+  );
 }
 
 /** Server-wide command calls from INFO commandstats (includes other users of the shared Redis). */
@@ -91,7 +112,8 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
   const log = (line: string): void => context.log(`${label}: ${line}`);
   const stack = await createBenchStack(context.config, `tp-${spec.startMode}-${spec.shape}`, { cardStartMode: spec.startMode });
   try {
-    for (const account of throughputSpecs(`tp${spec.shape[0]}`, spec.shape)) await seedAccount(stack, account);
+    const carrierIds: string[] = [];
+    for (const account of throughputSpecs(`tp${spec.shape[0]}`, spec.shape)) carrierIds.push((await seedAccount(stack, account)).carrier.id);
     const redisCommands = countRedisCommands(stack.deps.redis);
     const sql = countSqlStatements();
     await stack.startOrchestration();
@@ -110,6 +132,8 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
       const delta = n - (redisByNameBefore[name] ?? 0);
       if (delta > 0) byName[name] = delta;
     }
+    const schedulers = await schedulerSnapshots(stack, carrierIds);
+    log(`schedulers: ${schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`).join('; ')}`);
     const executions = await executionsBetween(stack.pool, window.from, window.to);
     const sumCalls = (calls: typeof window.end.calls): number => Object.values(calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);
     const gatewayCalls = sumCalls(window.end.calls) - sumCalls(window.start.calls);
@@ -136,6 +160,7 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
         cpuMsPerExecution: { temporal: cpuMsPer(window.cpu.temporal), bench: cpuMsPer(window.cpu.bench), postgres: cpuMsPer(window.cpu.postgres), redis: cpuMsPer(window.cpu.redis) },
       },
       settings: orchestrationSettings(stack.config),
+      schedulers,
     };
   } finally {
     await stack.close();

@@ -119,6 +119,14 @@ export const throughput: Scenario = async (context) => {
           c(run).redis,
         ]),
       },
+      {
+        // The adaptive in-flight limit at work: an engine-bound run should say `orchestration`, with leases intact.
+        headers: ['round', 'start', 'types', 'account', 'limited by', 'in-flight limit', 'start lag ms', 'engine capacity /s', 'expired leases'],
+        numeric: [true, false, true, false, false, true, true, true, true],
+        rows: runs.flatMap((run) =>
+          run.schedulers.map((s) => [run.round, run.startMode, typesPerExecution(run.shape), s.carrierId, s.limitedBy, s.inflightLimit, s.startLagMs, s.capacityPerSec ?? '-', s.expiredLeases]),
+        ),
+      },
     ],
     verdicts: [...rateVerdicts(runs, context.options.startModes, noop.workflowsPerSecond), ...shapeVerdicts(runs)],
     notes: [

@@ -96,7 +96,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
       let startFailures = 0;
       if (deps.cardStarter && claimed.length > 0) {
-        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns });
+        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }) });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token);
         startFailures = failed.length;
       }

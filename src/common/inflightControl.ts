@@ -13,13 +13,17 @@
 
 /** Mean start lag above which the engine is behind: shrink. */
 export const START_LAG_HIGH_MS = 1000;
-/** Mean start lag below which the engine keeps up: the limit may grow. */
+/** Mean start lag below which executions start promptly: slow start may keep doubling. */
 export const START_LAG_LOW_MS = 300;
 /** Floor of the limit: an account always has a few executions in flight (the priority lane needs room). */
 export const MIN_INFLIGHT_LIMIT = 2;
 const DECREASE_FACTOR = 0.7;
+/** Far behind (lag above 4× the threshold): halve instead. */
+const STEEP_DECREASE_FACTOR = 0.5;
 /** Rounds to wait after a decrease before the next one: the effect of a cut shows a round later. */
-const DECREASE_HOLD_ROUNDS = 2;
+const DECREASE_HOLD_ROUNDS = 1;
+/** Where slow start begins: a few rounds of doubling reach any limit the engine can carry. */
+const INITIAL_LIMIT = 10;
 /** Weight of the newest round in the smoothed rates. */
 const EWMA_ALPHA = 0.3;
 
@@ -53,7 +57,8 @@ export interface RoundObservation {
 
 export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
   return {
-    limit: clamp(Math.ceil(Math.max(budgetQps, MIN_INFLIGHT_LIMIT * 2)), maxLimit),
+    // Starting at the configured limit would hand a backlog to the engine in the first round.
+    limit: clamp(Math.min(INITIAL_LIMIT, Math.max(budgetQps, MIN_INFLIGHT_LIMIT * 2)), maxLimit),
     slowStart: true,
     holdRounds: 0,
     startsPerSec: 0,
@@ -81,12 +86,19 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
     // What started this round is what the engine could run for this account: its capacity.
     const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
     if (state.holdRounds > 0) return { ...base, capacityPerSec };
-    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * DECREASE_FACTOR, round.maxLimit) };
+    const factor = meanLag > 4 * START_LAG_HIGH_MS ? STEEP_DECREASE_FACTOR : DECREASE_FACTOR;
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * factor, round.maxLimit) };
   }
   const binding = round.limitedBy === 'orchestration' || round.limitedBy === 'inflight';
-  if (binding && (meanLag === null || meanLag < START_LAG_LOW_MS) && state.limit < round.maxLimit) {
+  // Growth needs evidence: executions of this account that started since the last round. Without
+  // it (the first claims have not started yet) a larger limit would only pile onto an unknown backlog.
+  if (binding && meanLag !== null && state.limit < round.maxLimit) {
+    // Below the threshold the limit keeps probing upwards (additively), so accounts converge to
+    // their budget-weighted shares instead of freezing wherever they were; doubling only while
+    // executions start promptly and the current limit was mostly exercised.
     const step = Math.max(1, Math.round(round.budgetQps / 10));
-    const grown = state.slowStart ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
+    const doubling = state.slowStart && meanLag < START_LAG_LOW_MS && round.starts >= state.limit / 2;
+    const grown = doubling ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
     return { ...base, limit: clamp(grown, round.maxLimit) };
   }
   // The configured limit may have been lowered since the last round.

@@ -62,6 +62,8 @@ export interface ClaimRoundInput {
   readonly sinceLastRoundMs?: number;
   /** The scheduler's adaptive in-flight limit (below the account's configured one). */
   readonly adaptiveLimit?: number;
+  /** The round's instant on the scheduler's workflow clock; client-started runs carry it as `claimedAt`. */
+  readonly roundAt?: number;
   /**
    * Where the card runs go. Used when the control worker starts them itself with the client
    * (CARD_START_MODE=client); otherwise the scheduler starts them as children.
@@ -130,6 +132,12 @@ export interface CardCheckInput {
   readonly cardId: string;
   readonly token: string;
   readonly fromPriority: boolean;
+  /**
+   * When the claim was made (the scheduler's workflow time, i.e. the server's clock): the start
+   * lag the adaptive in-flight limit reacts to runs from here, so a scheduler slow to start its
+   * children counts as much as a backed-up card task queue.
+   */
+  readonly claimedAt?: number;
 }
 
 /** Where gateway steps run: local activities of the card worker (default) or the gateway task queue. */

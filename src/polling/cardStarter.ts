@@ -25,6 +25,8 @@ export interface CardStartRequest {
   readonly carrierId: string;
   readonly cards: readonly ClaimedCard[];
   readonly placement: CardRunPlacement;
+  /** The claim round's instant (scheduler workflow time), passed to the run as `claimedAt`. */
+  readonly roundAt?: number;
 }
 
 export interface CardStarter {
@@ -35,7 +37,14 @@ export interface CardStarter {
 export function createClientCardStarter(client: Client, log: (message: string, fields: Record<string, unknown>) => void): CardStarter {
   const startOne = async (request: CardStartRequest, card: ClaimedCard): Promise<boolean> => {
     const workflowId = cardWorkflowId(card.cardId, request.placement.workflowIdPrefix);
-    const args: CardCheckArgs = { carrierId: request.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: request.placement.taskQueues };
+    const args: CardCheckArgs = {
+      carrierId: request.carrierId,
+      cardId: card.cardId,
+      token: card.token,
+      fromPriority: card.fromPriority,
+      ...(request.roundAt === undefined ? {} : { claimedAt: request.roundAt }),
+      taskQueues: request.placement.taskQueues,
+    };
     try {
       await client.workflow.start('cardCheck', {
         workflowId,

@@ -56,8 +56,8 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   const records = recordWriters(taskQueues);
   const info = workflowInfo();
   const startedAt = Date.now();
-  // Workflow time is the first workflow task's start, startTime the run's creation: both the server's clock.
-  const startLagMs = startedAt - info.startTime.getTime();
+  // From the claim (or the run's creation) to this first workflow task: both on the server's clock.
+  const startLagMs = startedAt - (args.claimedAt ?? info.startTime.getTime());
 
   let plan: Awaited<ReturnType<CardActivities['prepareExecution']>>;
   try {

@@ -100,12 +100,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const toRelease: ClaimedCard[] = [];
   let startsInFlight = 0;
   let startFailures = status.startFailures;
-  const launch = (card: ClaimedCard): void => {
+  const launch = (card: ClaimedCard, claimedAt: number): void => {
     startsInFlight += 1;
     startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
       taskQueue: args.taskQueues.card,
-      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, taskQueues: args.taskQueues }],
+      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, claimedAt, taskQueues: args.taskQueues }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // A new run under the same id for every execution; Temporal rejects one while another runs.
       // No run timeout: every phase of the run bounds itself (step and total timeouts), except the
@@ -213,6 +213,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           tokenPrefix: `${workflowInfo().runId}.${rounds}`,
           refreshConfig,
           sinceLastRoundMs,
+          roundAt: now,
           ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit }),
           cardRuns,
         });
@@ -228,7 +229,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       } else if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        if (!result.startedByClaim) for (const card of result.claimed) launch(card);
+        if (!result.startedByClaim) for (const card of result.claimed) launch(card, now);
         startFailures += result.startFailures;
         inflight = nextInflightControl(inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
           ...result.engine,

@@ -21,14 +21,17 @@ const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
   ...overrides,
 });
 
-test('starts at the budget, bounded by the configured limit', () => {
-  assert.equal(initialInflightControl(200, 20).limit, 20);
+test('starts small (slow start), bounded by the configured limit and the budget', () => {
+  assert.equal(initialInflightControl(200, 20).limit, 10);
   assert.equal(initialInflightControl(8, 20).limit, 8);
+  assert.equal(initialInflightControl(200, 6).limit, 6);
   assert.equal(initialInflightControl(200, 0.5).limit, MIN_INFLIGHT_LIMIT * 2);
 });
 
 test('grows while the limit binds and executions start promptly: doubling first, then by a tenth of the budget', () => {
   let state = initialInflightControl(200, 20);
+  state = nextInflightControl(state, round({}));
+  assert.equal(state.limit, 20);
   state = nextInflightControl(state, round({}));
   assert.equal(state.limit, 40);
   // After a congestion cut, growth is additive.
@@ -41,7 +44,7 @@ test('grows while the limit binds and executions start promptly: doubling first,
 
 test('does not grow when the budget or nothing due holds the account back', () => {
   const start = initialInflightControl(200, 20);
-  for (const limitedBy of ['budget', 'none'] satisfies LimitingFactor[]) assert.equal(nextInflightControl(start, round({ limitedBy })).limit, 20);
+  for (const limitedBy of ['budget', 'none'] satisfies LimitingFactor[]) assert.equal(nextInflightControl(start, round({ limitedBy })).limit, start.limit);
 });
 
 test('shrinks when executions start late, once per hold period, never below the floor, and records the capacity', () => {
@@ -52,6 +55,11 @@ test('shrinks when executions start late, once per hold period, never below the 
   assert.equal(state.capacityPerSec, 30);
   state = nextInflightControl(state, late);
   assert.equal(state.limit, 70, 'held: the cut shows a round later');
+  state = nextInflightControl(state, late);
+  assert.equal(state.limit, 49);
+  // Far behind: halved.
+  state = nextInflightControl({ ...state, holdRounds: 0 }, round({ starts: 30, lagSumMs: 30 * 5000 }));
+  assert.equal(state.limit, 24);
   for (let i = 0; i < 40; i += 1) state = nextInflightControl(state, late);
   assert.equal(state.limit, MIN_INFLIGHT_LIMIT);
 });
