@@ -387,3 +387,8 @@ export async function listDuePriorityRetries(db: Queryable, carrierId: string, l
   );
   return rows.map(toItem);
 }
+
+/** A pending item whose Redis request did not land gets a next run (the scheduler requests it again then). */
+export async function schedulePriorityRetry(db: Queryable, itemId: string, nextRunAt: Date): Promise<void> {
+  await db.query(`UPDATE polling_priority_item SET next_run_at = $2, updated_at = now() WHERE id = $1::bigint AND status = 'pending' AND next_run_at IS NULL`, [requireId(itemId, 'itemId'), nextRunAt]);
+}

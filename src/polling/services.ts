@@ -15,6 +15,7 @@ import {
   failPriorityItem,
   findActivePriorityItem,
   requestPriorityItem,
+  schedulePriorityRetry,
 } from '../db/priorityItems.js';
 import { isDomainError } from '../domain/errors.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../activities/control.js';
@@ -81,15 +82,23 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         await failPendingPriorityItem(pool, { itemId: created.id, reason, actor: request.actor ?? 'api', source: request.source ?? 'api' });
         return { status: 'not_polled', requested: 0, types: perType('not_polled') };
       }
-      const result = await store.requestCheck({
-        carrierId,
-        cardId: request.cardId,
-        cooldownMs: request.cooldownMs ?? 0,
-        ...(request.confirmDelaysSec && request.confirmDelaysSec.length > 0 ? { confirmDelaysSec: [...request.confirmDelaysSec] } : {}),
-        ...(request.expected === undefined ? {} : { expected: request.expected }),
-        lane,
-        types: polledTypes,
-      });
+      let result: Awaited<ReturnType<typeof store.requestCheck>>;
+      try {
+        result = await store.requestCheck({
+          carrierId,
+          cardId: request.cardId,
+          cooldownMs: request.cooldownMs ?? 0,
+          ...(request.confirmDelaysSec && request.confirmDelaysSec.length > 0 ? { confirmDelaysSec: [...request.confirmDelaysSec] } : {}),
+          ...(request.expected === undefined ? {} : { expected: request.expected }),
+          lane,
+          types: polledTypes,
+        });
+      } catch (error) {
+        // The item is durable but Redis did not get the request (Redis away): give the item a next
+        // run, so the account's scheduler requests it again instead of leaving it pending forever.
+        await schedulePriorityRetry(pool, created.id, new Date(Date.now() + PRIORITY_RETRY_DELAY_MS)).catch(() => undefined);
+        throw error;
+      }
       if (result.status === 'not_polled') {
         await failPendingPriorityItem(pool, { itemId: created.id, reason: 'card is not polled', actor: request.actor ?? 'api', source: request.source ?? 'api' });
         return { status: 'not_polled', requested: 0, types: perType('not_polled') };

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/config/index.js';
 import { dataDir } from '../../src/services/paths.js';
-import { isTcpOpen } from '../../src/services/process.js';
+import { isAlive, isTcpOpen, readPid, waitUntil } from '../../src/services/process.js';
+import { startTemporal, stopTemporal } from '../../src/services/temporal.js';
 import { startPostgres, stopPostgres, type PostgresOptions } from '../../src/services/postgres.js';
 import { startRedis, stopRedis } from '../../src/services/redis.js';
 
@@ -56,6 +57,37 @@ export async function privateRedis(port: number, log: (line: string) => void): P
     url: `redis://${HOST}:${port}`,
     start: async () => void (await startRedis({ host: HOST, port, persistence: 'aof' }, dir, log)),
     stop: async () => void (await stopRedis(dir)),
+  };
+  await service.start();
+  return service;
+}
+
+/**
+ * A Temporal dev server of the fault suite's own (never the shared one on 7233), on a db file under
+ * `.data/faults/temporal/`, so it can be killed -9 and started again on the same history.
+ */
+export interface PrivateTemporal extends PrivateService {
+  /** SIGKILL: no shutdown at all, as a crashed host would. */
+  kill(): Promise<void>;
+}
+
+export async function privateTemporal(port: number, uiPort: number, log: (line: string) => void): Promise<PrivateTemporal> {
+  const dir = faultsDir('temporal');
+  const endpoint = { host: HOST, port, uiPort };
+  await claimPort(port, () => stopTemporal(dir));
+  // Fresh history each run; within the run the db file keeps it across kill/start.
+  rmSync(dir, { recursive: true, force: true });
+  const pidFile = join(dir, 'server.pid');
+  const service: PrivateTemporal = {
+    url: `${HOST}:${port}`,
+    start: async () => void (await startTemporal(endpoint, dir, log)),
+    stop: async () => void (await stopTemporal(dir)),
+    kill: async () => {
+      const pid = readPid(pidFile);
+      if (pid === undefined || !isAlive(pid)) return;
+      process.kill(pid, 'SIGKILL');
+      await waitUntil('the killed Temporal server to exit', async () => !isAlive(pid) && !(await isTcpOpen(HOST, port)), 10_000);
+    },
   };
   await service.start();
   return service;
