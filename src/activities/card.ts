@@ -108,7 +108,7 @@ export function createCardActivities(deps: CardActivityDeps) {
         iccid: card.iccid,
         gatewayAccount: carrier.gatewayAccount,
         types,
-        typeGroups: { ...carrier.typeGroups },
+        typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)), // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
         stepTimeoutMs: carrier.stepTimeoutMs,
         totalTimeoutMs: carrier.totalTimeoutMs,
         leaseMs,

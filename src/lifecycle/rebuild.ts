@@ -3,15 +3,20 @@
  * batches, under a global lock. Idempotent: due times still in Redis are kept (the card keeps
  * its phase), missing ones get the initial jitter, cards Redis holds but PostgreSQL no longer
  * polls under the account are removed, and pending priority items are requested again.
+ * Safe beside live lifecycle traffic: see rebuildCarrier. {@link requestRebuild} is the entry for
+ * configuration changes: a request while a rebuild runs gets one more full pass after it.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { listCarriers } from '../db/carriers.js';
-import { pageCarrierCards } from '../db/cards.js';
+import { findCards, pageCarrierCards } from '../db/cards.js';
 import { failPendingPriorityItem, listPendingPriorityItems } from '../db/priorityItems.js';
 import { globalKeys } from '../redis/keys.js';
 import type { UpsertInput } from '../redis/carrierQueueStore.js';
+import type { ScopedCard } from '../domain/card.js';
+import type { IntervalResolver, Intervals } from '../domain/pollingConfig.js';
 import { requireId } from '../domain/validate.js';
 import { initialDues } from './jitter.js';
 import { loadPollingContext } from './pollingContext.js';
@@ -20,6 +25,18 @@ import { laneMembers, readDuesMany, type LifecycleStore } from './queueStore.js'
 export const DEFAULT_REBUILD_BATCH = 1000;
 /** Lock lifetime; extended after every batch, so only a stalled rebuild loses it. */
 export const DEFAULT_REBUILD_LOCK_MS = 60_000;
+
+/** How often a requested rebuild checks whether the running one (another process') has ended. */
+export const DEFAULT_REQUEST_POLL_MS = 500;
+const CARD_ID = /^[1-9][0-9]{0,18}$/;
+
+/**
+ * Set while a full rebuild is wanted that has not started yet; every full pass clears it when it
+ * starts (after taking the lock, before reading anything). No hash tag needed: never in a script.
+ */
+function againKey(lockKey: string): string {
+  return `${lockKey}:again`;
+}
 
 /** Compare-and-extend / compare-and-delete: only the holder may touch its lock. */
 const EXTEND_LOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
@@ -92,38 +109,64 @@ export async function rebuild(deps: RebuildDeps, options: RebuildOptions = {}): 
   const owner = randomUUID();
   const counters: Counters = { upserted: 0, keptDues: 0, newDues: 0, removed: 0, requested: 0, failedItems: 0, batches: 0 };
 
-  const context = await loadPollingContext(deps.pool);
-  if (context.mode !== 'carrier' && !options.ignoreMode) {
-    return { skipped: 'legacy_mode', carriers: 0, ...counters, durationMs: Date.now() - started };
-  }
   if ((await deps.redis.set(lockKey, owner, 'PX', lockMs, 'NX')) !== 'OK') throw new RebuildLockedError(lockKey);
   const extendLock = async (): Promise<void> => {
     if (Number(await deps.redis.eval(EXTEND_LOCK, 1, lockKey, owner, lockMs)) !== 1) throw new RebuildLockLostError(lockKey);
   };
+  const full = options.carrierId === undefined;
   try {
+    // A full pass reads the configuration after this point, so it serves every request made before it.
+    if (full) await deps.redis.del(againKey(lockKey));
+    const context = await loadPollingContext(deps.pool);
+    if (context.mode !== 'carrier' && !options.ignoreMode) {
+      return { skipped: 'legacy_mode', carriers: 0, ...counters, durationMs: Date.now() - started };
+    }
     const carrierIds = options.carrierId ? [requireId(options.carrierId, 'carrierId')] : (await listCarriers(deps.pool)).map((carrier) => carrier.id);
     for (const carrierId of carrierIds) {
-      await rebuildCarrier(deps, namespace, carrierId, context.intervals, options, counters, extendLock);
+      await rebuildCarrier(
+        {
+          deps,
+          namespace,
+          carrierId,
+          intervals: context.intervals,
+          now: options.now ?? Date.now,
+          random: options.random ?? Math.random,
+          counters,
+        },
+        options.batchSize ?? DEFAULT_REBUILD_BATCH,
+        extendLock,
+      );
     }
     return { skipped: null, carriers: carrierIds.length, ...counters, durationMs: Date.now() - started };
+  } catch (error) {
+    // A failed full pass leaves the request standing for whoever rebuilds next.
+    if (full) await deps.redis.set(againKey(lockKey), '1').catch(() => undefined);
+    throw error;
   } finally {
     await deps.redis.eval(RELEASE_LOCK, 1, lockKey, owner);
   }
 }
 
-async function rebuildCarrier(
-  deps: RebuildDeps,
-  namespace: string,
-  carrierId: string,
-  intervals: Awaited<ReturnType<typeof loadPollingContext>>['intervals'],
-  options: RebuildOptions,
-  counters: Counters,
-  extendLock: () => Promise<void>,
-): Promise<void> {
-  const batchSize = options.batchSize ?? DEFAULT_REBUILD_BATCH;
-  const now = options.now ?? Date.now;
-  const random = options.random ?? Math.random;
-  // Ids that must stay in this account's lanes; anything else found there afterwards is stale.
+/** What one account's pass works with. */
+interface CarrierPass {
+  readonly deps: RebuildDeps;
+  readonly namespace: string;
+  readonly carrierId: string;
+  readonly intervals: IntervalResolver;
+  readonly now: () => number;
+  readonly random: () => number;
+  readonly counters: Counters;
+}
+
+/**
+ * Lifecycle events run beside the rebuild (PostgreSQL first, then Redis). Pages are read before
+ * they are written, so every write is checked against PostgreSQL *after* it is made: a card
+ * upserted from a page that was disabled or moved out meanwhile is taken out again, and cards
+ * the lanes hold that the pages did not poll are removed only when PostgreSQL still says so.
+ */
+async function rebuildCarrier(pass: CarrierPass, batchSize: number, extendLock: () => Promise<void>): Promise<void> {
+  const { deps, namespace, carrierId, counters } = pass;
+  // Ids the pages polled; anything else in the lanes afterwards is a candidate for removal.
   const polled = new Set<string>();
 
   let afterId = '0';
@@ -132,38 +175,76 @@ async function rebuildCarrier(
     if (cards.length === 0) break;
     afterId = cards.at(-1)!.id;
     const existing = await readDuesMany(deps.redis, namespace, carrierId, cards.map((card) => card.id));
-    const at = now();
+    const at = pass.now();
     const upserts: UpsertInput[] = [];
+    const unpolled: string[] = [];
     for (const card of cards) {
-      const cardIntervals = card.polled ? intervals.resolve(card) : {};
       const keep = existing.get(card.id) ?? {};
-      const dues = initialDues(cardIntervals, at, random, keep);
-      const types = Object.keys(dues).length;
-      if (types === 0) {
-        // Not polled: make sure it is in no lane (no-op when it already is not).
-        if (Object.keys(keep).length > 0) counters.removed += 1;
-      } else {
-        polled.add(card.id);
-        counters.upserted += 1;
-        for (const type of Object.keys(dues) as (keyof typeof dues)[]) {
-          if (keep[type] !== undefined) counters.keptDues += 1;
-          else counters.newDues += 1;
-        }
+      const dues = initialDues(pollingIntervals(card, carrierId, pass.intervals) ?? {}, at, pass.random, keep);
+      if (Object.keys(dues).length === 0) {
+        // Not polled per this page; it leaves Redis only if PostgreSQL still says so when we remove it.
+        if (Object.keys(keep).length > 0) unpolled.push(card.id);
+        continue;
+      }
+      polled.add(card.id);
+      counters.upserted += 1;
+      for (const type of Object.keys(dues) as (keyof typeof dues)[]) {
+        if (keep[type] !== undefined) counters.keptDues += 1;
+        else counters.newDues += 1;
       }
       upserts.push({ carrierId, cardId: card.id, now: at, dues });
     }
-    await deps.store.upsertMany(upserts);
+    if (upserts.length > 0) await deps.store.upsertMany(upserts);
+    await settle(pass, [...upserts.map((upsert) => upsert.cardId), ...unpolled]);
     counters.batches += 1;
     await extendLock();
   }
 
   for await (const members of laneMembers(deps.redis, namespace, carrierId, batchSize)) {
-    const stale = members.filter((cardId) => !polled.has(cardId));
-    if (stale.length > 0) counters.removed += await deps.store.removeMany(stale.map((cardId) => ({ carrierId, cardId })));
+    const candidates = members.filter((cardId) => !polled.has(cardId));
+    if (candidates.length > 0) await settle(pass, candidates);
   }
   await extendLock();
 
-  await requestPending(deps, carrierId, batchSize, now, counters);
+  await requestPending(deps, carrierId, batchSize, pass.now, counters);
+}
+
+/** The card's intervals when PostgreSQL polls it under this account (at least one type), else null. */
+function pollingIntervals(card: ScopedCard | undefined, carrierId: string, intervals: IntervalResolver): Intervals | null {
+  if (!card || card.carrierId !== carrierId || !card.polled) return null;
+  const resolved = intervals.resolve(card);
+  return Object.keys(resolved).length > 0 ? resolved : null;
+}
+
+/**
+ * Takes out of the account's Redis the cards PostgreSQL does not poll under it *now*. A lifecycle
+ * event that lands between that read and the removal wrote PostgreSQL first, so a second read
+ * after the removal sees it: those cards are put back (a card briefly in no lane is fine, §3).
+ */
+async function settle(pass: CarrierPass, cardIds: readonly string[]): Promise<void> {
+  if (cardIds.length === 0) return;
+  const { deps, carrierId } = pass;
+  const current = await cardsById(deps.pool, cardIds);
+  const stale = cardIds.filter((cardId) => pollingIntervals(current.get(cardId), carrierId, pass.intervals) === null);
+  if (stale.length === 0) return;
+  const kept = await readDuesMany(deps.redis, pass.namespace, carrierId, stale);
+  await deps.store.removeMany(stale.map((cardId) => ({ carrierId, cardId })));
+  const after = await cardsById(deps.pool, stale);
+  const at = pass.now();
+  const restore: UpsertInput[] = [];
+  for (const cardId of stale) {
+    const intervals = pollingIntervals(after.get(cardId), carrierId, pass.intervals);
+    if (intervals) restore.push({ carrierId, cardId, now: at, dues: initialDues(intervals, at, pass.random, kept.get(cardId) ?? {}) });
+  }
+  if (restore.length > 0) await deps.store.upsertMany(restore);
+  pass.counters.removed += stale.length - restore.length;
+}
+
+/** Cards by id as PostgreSQL has them now; ids that are not card ids (or gone) are absent. */
+async function cardsById(pool: pg.Pool, cardIds: readonly string[]): Promise<Map<string, ScopedCard>> {
+  const ids = cardIds.filter((cardId) => CARD_ID.test(cardId));
+  if (ids.length === 0) return new Map();
+  return new Map((await findCards(pool, ids)).map((card) => [card.id, card]));
 }
 
 /** Items still pending after a Redis loss are asked again; a card no longer polled fails its item. */
@@ -191,5 +272,68 @@ async function requestPending(deps: RebuildDeps, carrierId: string, batchSize: n
         counters.requested += 1;
       }
     }
+  }
+}
+
+export type RequestRebuildOptions = Pick<RebuildOptions, 'batchSize' | 'lockMs' | 'now' | 'random'> & {
+  /** @default 500 */
+  readonly pollMs?: number;
+};
+
+interface ActiveRequest {
+  /** Another request arrived in this process since the loop last raised the flag. */
+  again: boolean;
+  done: Promise<RebuildResult[]>;
+}
+
+/** One request loop per lock key in this process; later requests join it. */
+const activeRequests = new Map<string, ActiveRequest>();
+
+/**
+ * Asks for a full rebuild (e.g. after a polling-config change) and resolves once a full pass that
+ * started after the call has run — here, or in another process that held the lock. Never dropped:
+ * while a rebuild runs the request raises a flag in Redis and waits; whichever process rebuilds
+ * next clears it when it starts, so any number of requests during one pass cost one more pass.
+ * Returns the passes this process ran (empty when another process's pass served the request).
+ */
+export function requestRebuild(deps: RebuildDeps, options: RequestRebuildOptions = {}): Promise<RebuildResult[]> {
+  const lockKey = globalKeys(deps.namespace ?? '').rebuildLock;
+  const active = activeRequests.get(lockKey);
+  if (active) {
+    active.again = true;
+    return active.done;
+  }
+  const entry: ActiveRequest = { again: true, done: Promise.resolve([]) };
+  entry.done = runRequests(deps, options, lockKey, entry);
+  activeRequests.set(lockKey, entry);
+  return entry.done;
+}
+
+async function runRequests(deps: RebuildDeps, options: RequestRebuildOptions, lockKey: string, entry: ActiveRequest): Promise<RebuildResult[]> {
+  const flagKey = againKey(lockKey);
+  const results: RebuildResult[] = [];
+  try {
+    for (;;) {
+      if (entry.again) {
+        entry.again = false;
+        await deps.redis.set(flagKey, '1');
+      }
+      // Cleared = a full pass started after the last request (ours or another process's) and
+      // serves it. Checked and left without an await in between, so no request joins too late.
+      if ((await deps.redis.exists(flagKey)) === 0 && !entry.again) {
+        activeRequests.delete(lockKey);
+        return results;
+      }
+      try {
+        results.push(await rebuild(deps, options));
+      } catch (error) {
+        if (!(error instanceof RebuildLockedError)) throw error;
+        // Another rebuild runs; it may have read the configuration before our change.
+        await sleep(options.pollMs ?? DEFAULT_REQUEST_POLL_MS);
+      }
+    }
+  } catch (error) {
+    activeRequests.delete(lockKey);
+    throw error;
   }
 }

@@ -1,11 +1,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { findActivePriorityItem, requestPriorityItem } from '../../src/db/priorityItems.js';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import type { Carrier } from '../../src/domain/carrier.js';
 import type { ScopedCard } from '../../src/domain/card.js';
-import { rebuild, RebuildLockedError } from '../../src/lifecycle/rebuild.js';
+import { rebuild, RebuildLockedError, requestRebuild } from '../../src/lifecycle/rebuild.js';
 import { LifecycleService } from '../../src/lifecycle/service.js';
+import { laneMembers, type LifecycleStore } from '../../src/lifecycle/queueStore.js';
+import { findCards } from '../../src/db/cards.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { accountKeys, globalKeys } from '../../src/redis/keys.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
@@ -124,4 +127,107 @@ test('rebuild: a second rebuild while one holds the lock is refused; legacy mode
   // The lock is released after a run: another rebuild can start.
   const again = await rebuild({ pool: db.pool, redis: redis.redis, store, namespace: redis.namespace }, { carrierId: carriers[1]!.id });
   assert.equal(again.carriers, 1);
+});
+
+test('rebuild beside live lifecycle traffic: cards enabled, moved in or created while it runs stay polled; cards disabled or moved out leave', async () => {
+  const [home, other] = [await makeCarrier(db.pool), await makeCarrier(db.pool)];
+  const live = new LifecycleService({ pool: db.pool, store, now: () => NOW });
+  const { created } = await live.createCards(
+    Array.from({ length: 240 }, (_, i) => ({ iccid: iccid(9000 + i), carrierId: (i % 2 === 0 ? home : other).id, enablePolling: i % 6 !== 0 })),
+  );
+  const byId = (a: ScopedCard, b: ScopedCard): number => (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
+  const homeCards = created.filter((card) => card.carrierId === home.id).sort(byId);
+  const firstPage = homeCards.slice(0, 40);
+  const lastOfFirstPage = BigInt(firstPage.at(-1)!.id);
+  const unpolledInFirstPage = firstPage.filter((card) => !card.polled);
+  const polledInFirstPage = firstPage.filter((card) => card.polled);
+  const enabledBeforeWrite = unpolledInFirstPage[0]!;
+  const enabledAfterWrite = unpolledInFirstPage[1]!;
+  const disabledBeforeWrite = polledInFirstPage[0]!;
+  const movedOutBeforeWrite = polledInFirstPage[1]!;
+  const movedIn = created.find((card) => card.carrierId === other.id && card.polled && BigInt(card.id) < lastOfFirstPage)!;
+  let createdDuring: ScopedCard | undefined;
+
+  // The rebuild's writes go through this store; lifecycle events land between its reads and writes.
+  let batches = 0;
+  const racing: LifecycleStore = {
+    upsert: (input) => store.upsert(input),
+    remove: (carrierId, cardId) => store.remove(carrierId, cardId),
+    removeMany: (refs) => store.removeMany(refs),
+    requestCheck: (input) => store.requestCheck(input),
+    laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
+    async upsertMany(inputs) {
+      batches += 1;
+      if (batches === 1) {
+        // After the rebuild read its first page, before it wrote it.
+        await live.enablePolling(enabledBeforeWrite.id);
+        await live.disablePolling(disabledBeforeWrite.id);
+        await live.changeCarrier(movedOutBeforeWrite.id, other.id);
+      }
+      await store.upsertMany(inputs);
+      if (batches === 1) {
+        // After the first page was written: the rebuild has moved past these ids.
+        await live.enablePolling(enabledAfterWrite.id);
+        await live.changeCarrier(movedIn.id, home.id);
+        createdDuring = await live.createCard({ iccid: iccid(9999), carrierId: home.id, enablePolling: true });
+      }
+    },
+  };
+
+  const result = await rebuild({ pool: db.pool, redis: redis.redis, store: racing, namespace: redis.namespace }, { carrierId: home.id, batchSize: 40, now: () => NOW });
+  assert.ok(batches >= 3, `${batches} batches`);
+  const lanes = async (card: ScopedCard | undefined): Promise<string[]> => {
+    const found: string[] = [];
+    for (const carrier of [home, other]) {
+      const keys = accountKeys(redis.namespace, carrier.id);
+      if ((await redis.redis.zscore(keys.prio, card!.id)) !== null) found.push(`${carrier.id === home.id ? 'home' : 'other'}:priority`);
+      if ((await redis.redis.zscore(keys.queue, card!.id)) !== null) found.push(`${carrier.id === home.id ? 'home' : 'other'}:normal`);
+    }
+    return found;
+  };
+  assert.deepEqual(
+    {
+      enabledBeforeWrite: await lanes(enabledBeforeWrite),
+      enabledAfterWrite: await lanes(enabledAfterWrite),
+      movedIn: await lanes(movedIn),
+      createdDuring: await lanes(createdDuring),
+      disabledBeforeWrite: await lanes(disabledBeforeWrite),
+      movedOutBeforeWrite: await lanes(movedOutBeforeWrite),
+    },
+    {
+      enabledBeforeWrite: ['home:normal'],
+      enabledAfterWrite: ['home:normal'],
+      movedIn: ['home:normal'],
+      createdDuring: ['home:normal'],
+      disabledBeforeWrite: [],
+      movedOutBeforeWrite: ['other:normal'],
+    },
+  );
+  // Every card PostgreSQL polls under the account is in one of its lanes, nothing else is.
+  const polledNow = (await findCards(db.pool, [...created, createdDuring!].map((card) => card.id))).filter((card) => card.carrierId === home.id && card.polled);
+  const inLanes = new Set<string>();
+  for await (const members of laneMembers(redis.redis, redis.namespace, home.id)) members.forEach((id) => inLanes.add(id));
+  assert.deepEqual([...inLanes].sort(), polledNow.map((card) => card.id).sort());
+  assert.equal(result.removed, 2, 'taken out: the card disabled and the card moved out after their page was read');
+});
+
+test('requested rebuilds: requests while a rebuild runs cost one more pass after it; a pass started elsewhere after the request serves it', async () => {
+  const deps = { pool: db.pool, redis: redis.redis, store, namespace: redis.namespace };
+  const lockKey = globalKeys(redis.namespace).rebuildLock;
+  await redis.redis.set(lockKey, 'another-rebuild', 'PX', 10_000);
+  const requests = [requestRebuild(deps, { pollMs: 50 }), requestRebuild(deps, { pollMs: 50 }), requestRebuild(deps, { pollMs: 50 })];
+  await sleep(200);
+  await redis.redis.del(lockKey);
+  const [first, ...others] = await Promise.all(requests);
+  assert.equal(first!.length, 1, 'one more pass for three requests');
+  assert.equal(first![0]!.skipped, null);
+  for (const other of others) assert.equal(other, first);
+
+  // Another process's pass takes the lock and clears the flag when it starts: that serves us.
+  await redis.redis.set(lockKey, 'another-rebuild', 'PX', 10_000);
+  const served = requestRebuild(deps, { pollMs: 50 });
+  await sleep(200);
+  await redis.redis.del(`${lockKey}:again`);
+  await redis.redis.del(lockKey);
+  assert.deepEqual(await served, []);
 });

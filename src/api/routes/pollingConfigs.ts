@@ -6,7 +6,7 @@ import type { NewPollingConfig, PollingConfigPatch } from '../../domain/pollingC
 import { notifyConfigChanged } from '../../polling/temporalControl.js';
 import type { ApiContext } from '../context.js';
 import { notifyIfRunning } from '../orchestration.js';
-import { rebuild } from '../../lifecycle/rebuild.js';
+import { requestRebuild } from '../../lifecycle/rebuild.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
 import { idParams, newPollingConfigSchema, pollingConfigPatchSchema } from '../schemas.js';
 
@@ -22,14 +22,15 @@ export function registerPollingConfigRoutes(app: FastifyInstance, ctx: ApiContex
    * Intervals feed every account's plans: tell each running scheduler to re-read its configuration,
    * and re-place the cards in Redis (a type that gains an interval gets a jittered due, one that
    * loses it leaves polling). The rebuild keeps existing due times, runs under its lock and in the
-   * background (millions of cards take a while); a failed or skipped one is logged and the next
-   * change or `npm start` repeats it — it is idempotent.
+   * background (millions of cards take a while). A change made while a rebuild runs (which may
+   * have read the old configuration) gets one more pass after it; a failed one is logged and
+   * stays requested for the next change or `npm start` — it is idempotent.
    */
   const announce = async (): Promise<void> => {
     const carriers = await listCarriers(pool, { enabledOnly: true });
     await Promise.all(carriers.map((carrier) => notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, carrier.id))));
-    rebuild({ pool, redis: ctx.deps.redis, store: ctx.deps.store, namespace: ctx.config.REDIS_KEY_PREFIX })
-      .then((result) => app.log.info({ rebuild: result }, 'cards re-placed after a polling config change'))
+    requestRebuild({ pool, redis: ctx.deps.redis, store: ctx.deps.store, namespace: ctx.config.REDIS_KEY_PREFIX })
+      .then((passes) => app.log.info({ rebuild: passes }, passes.length > 0 ? 'cards re-placed after a polling config change' : 'cards re-placed after a polling config change by another process'))
       .catch((error: unknown) => app.log.error({ err: error }, 're-placing cards after a polling config change failed'));
   };
 
