@@ -19,7 +19,7 @@ import type { SchedulerStatus } from '../common/orchestration.js';
 import { configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
 import { startApi } from './api.js';
-import { rebuild } from '../lifecycle/rebuild.js';
+import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
 
 const HELP = `usage: npm start
 
@@ -59,8 +59,14 @@ const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, w
 if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
 // Redis may have lost data while we were down (it is rebuildable from PostgreSQL by design):
 // reconcile it once at start. Idempotent; due times that still exist are kept.
-const rebuilt = await rebuild({ pool: workers.deps.pool, redis: workers.deps.redis, store: workers.deps.store, namespace: config.REDIS_KEY_PREFIX });
-log(`[rebuild] ${rebuilt.skipped ? `skipped (${rebuilt.skipped})` : `${rebuilt.upserted} cards in ${rebuilt.carriers} accounts (${rebuilt.keptDues} due times kept, ${rebuilt.newDues} new) in ${rebuilt.durationMs} ms`}`);
+try {
+  const rebuilt = await rebuild({ pool: workers.deps.pool, redis: workers.deps.redis, store: workers.deps.store, namespace: config.REDIS_KEY_PREFIX });
+  log(`[rebuild] ${rebuilt.skipped ? `skipped (${rebuilt.skipped})` : `${rebuilt.upserted} cards in ${rebuilt.carriers} accounts (${rebuilt.keptDues} due times kept, ${rebuilt.newDues} new) in ${rebuilt.durationMs} ms`}`);
+} catch (error) {
+  // pollingControl (kept running by the control worker) may be rebuilding a Redis it found empty: that one does the job.
+  if (!(error instanceof RebuildLockedError)) throw error;
+  log('[rebuild] already running (pollingControl found Redis without its rebuild marker)');
+}
 
 const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
