@@ -12,9 +12,9 @@
  */
 
 /** Mean start lag above which the engine is behind: shrink. */
-export const START_LAG_HIGH_MS = 1000;
+export const START_LAG_HIGH_MS = 3000;
 /** Mean start lag below which executions start promptly: slow start may keep doubling. */
-export const START_LAG_LOW_MS = 300;
+export const START_LAG_LOW_MS = 1000;
 /** Floor of the limit: an account always has a few executions in flight (the priority lane needs room). */
 export const MIN_INFLIGHT_LIMIT = 2;
 const DECREASE_FACTOR = 0.7;
@@ -71,6 +71,17 @@ function clamp(limit: number, maxLimit: number): number {
   return Math.max(MIN_INFLIGHT_LIMIT, Math.min(Math.floor(limit), Math.max(MIN_INFLIGHT_LIMIT, maxLimit)));
 }
 
+/**
+ * The limit never goes below two seconds of the account's budget (at most 40): a start lag that
+ * does not come from load (measured on an idle dev server: ~1–2 s at a few executions/s) must not
+ * cut an account below what its budget needs in flight.
+ */
+const BUDGET_FLOOR_SECONDS = 2;
+const BUDGET_FLOOR_CAP = 40;
+function floorOf(round: { maxLimit: number; budgetQps: number }): number {
+  return Math.min(Math.max(MIN_INFLIGHT_LIMIT, round.maxLimit), Math.max(MIN_INFLIGHT_LIMIT, Math.min(Math.ceil(round.budgetQps * BUDGET_FLOOR_SECONDS), BUDGET_FLOOR_CAP)));
+}
+
 const smooth = (previous: number, value: number): number => previous + EWMA_ALPHA * (value - previous);
 
 export function nextInflightControl(state: InflightControlState, round: RoundObservation): InflightControlState {
@@ -87,7 +98,7 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
     const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
     if (state.holdRounds > 0) return { ...base, capacityPerSec };
     const factor = meanLag > 4 * START_LAG_HIGH_MS ? STEEP_DECREASE_FACTOR : DECREASE_FACTOR;
-    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * factor, round.maxLimit) };
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: Math.max(floorOf(round), clamp(state.limit * factor, round.maxLimit)) };
   }
   const binding = round.limitedBy === 'orchestration' || round.limitedBy === 'inflight';
   // Growth needs evidence: executions of this account that started since the last round. Without

@@ -32,10 +32,11 @@ test('grows while the limit binds and executions start promptly: doubling first,
   let state = initialInflightControl(200, 20);
   state = nextInflightControl(state, round({}));
   assert.equal(state.limit, 20);
+  // (A small budget here: the floor of two seconds of budget would hide the cut.)
   state = nextInflightControl(state, round({}));
   assert.equal(state.limit, 40);
   // After a congestion cut, growth is additive.
-  state = nextInflightControl(state, round({ lagSumMs: 10 * (START_LAG_HIGH_MS + 500) }));
+  state = nextInflightControl(state, round({ lagSumMs: 10 * (START_LAG_HIGH_MS + 500), budgetQps: 2 }));
   assert.equal(state.limit, 28);
   assert.equal(state.slowStart, false);
   state = nextInflightControl(state, round({}));
@@ -49,7 +50,7 @@ test('does not grow when the budget or nothing due holds the account back', () =
 
 test('shrinks when executions start late, once per hold period, never below the floor, and records the capacity', () => {
   let state: InflightControlState = { ...initialInflightControl(200, 20), limit: 100 };
-  const late = round({ starts: 30, lagSumMs: 30 * 3000 });
+  const late = round({ starts: 30, lagSumMs: 30 * (START_LAG_HIGH_MS + 1000), budgetQps: 1 });
   state = nextInflightControl(state, late);
   assert.equal(state.limit, 70);
   assert.equal(state.capacityPerSec, 30);
@@ -58,7 +59,7 @@ test('shrinks when executions start late, once per hold period, never below the 
   state = nextInflightControl(state, late);
   assert.equal(state.limit, 49);
   // Far behind: halved.
-  state = nextInflightControl({ ...state, holdRounds: 0 }, round({ starts: 30, lagSumMs: 30 * 5000 }));
+  state = nextInflightControl({ ...state, holdRounds: 0 }, round({ starts: 30, lagSumMs: 30 * (4 * START_LAG_HIGH_MS + 1000), budgetQps: 1 }));
   assert.equal(state.limit, 24);
   for (let i = 0; i < 40; i += 1) state = nextInflightControl(state, late);
   assert.equal(state.limit, MIN_INFLIGHT_LIMIT);
@@ -83,7 +84,7 @@ test('limiting factor', () => {
  * near the engine's capacity, with shares that follow the budgets.
  */
 test('accounts share a saturated engine weighted by budget, and the total stays near what it runs', () => {
-  const capacity = 40;
+  const capacity = 200;
   const budgets = [10, 30];
   let states = budgets.map((qps) => initialInflightControl(500, qps));
   const sums = [0, 0];
@@ -112,4 +113,11 @@ test('accounts share a saturated engine weighted by budget, and the total stays 
   const meanTotal = totalSum / (rounds / 2);
   assert.ok(share > 2 && share < 4.5, `share ${share.toFixed(2)} (budgets 1:3)`);
   assert.ok(meanTotal > capacity * 0.7 && meanTotal < capacity * 1.3, `mean in-flight total ${meanTotal.toFixed(1)} vs engine ${capacity}`);
+});
+
+test('a start lag that does not come from load never cuts an account below two seconds of its budget (at most 40)', () => {
+  const late = (budgetQps: number) => round({ starts: 5, lagSumMs: 5 * (4 * START_LAG_HIGH_MS + 1000), budgetQps });
+  assert.equal(nextInflightControl({ ...initialInflightControl(200, 9), limit: 30 }, late(9)).limit, 18);
+  assert.equal(nextInflightControl({ ...initialInflightControl(200, 500), limit: 100 }, late(500)).limit, 50);
+  assert.equal(nextInflightControl({ ...initialInflightControl(200, 500), limit: 60 }, late(500)).limit, 40);
 });
