@@ -72,10 +72,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const groupNames = carrier.groups.map((g) => g.name);
       // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
       const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
-      const [budget, rates] = await Promise.all([
-        deps.limiter.roundBudget(input.carrierId, groupNames, scale),
-        Promise.all(groupNames.map((name) => deps.limiter.effectiveRate(input.carrierId, name))),
-      ]);
+      // One peek per group gives both the round's budget and the effective rate shown in status.
+      const { budget, rates } = await deps.limiter.roundView(input.carrierId, groupNames, scale);
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
       const inflightLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
       const [engine, result] = await Promise.all([
@@ -101,10 +99,10 @@ export function createControlActivities(deps: ControlActivityDeps) {
         startFailures = failed.length;
       }
       const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
-      const groups: GroupBudgetView[] = carrier.groups.map((g, i) => ({
+      const groups: GroupBudgetView[] = carrier.groups.map((g) => ({
         name: g.name,
         qpsConfigured: g.qps,
-        qpsEffective: rates[i] ?? g.qps,
+        qpsEffective: rates[g.name] ?? g.qps,
         remaining: budget[g.name] ?? 0,
       }));
       const limitedBy = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });

@@ -181,13 +181,16 @@ export class RedisRateLimiter {
    * then give each round only what the previous one left, settling near half the budget.
    */
   async roundBudget(carrierId: string, groups: readonly string[], seconds: number): Promise<Record<string, number>> {
-    const entries = await Promise.all(
-      groups.map(async (group) => {
-        const view = await this.run('peek', carrierId, group, {});
-        return [group, view.pausedUntilMs > view.nowMs ? 0 : Math.max(0, Math.floor(view.effectiveRate * seconds) - view.ahead)] as const;
-      }),
-    );
-    return Object.fromEntries(entries);
+    return (await this.roundView(carrierId, groups, seconds)).budget;
+  }
+
+  /** {@link roundBudget} and each group's effective rate, from one peek per group. */
+  async roundView(carrierId: string, groups: readonly string[], seconds: number): Promise<{ budget: Record<string, number>; rates: Record<string, number> }> {
+    const views = await Promise.all(groups.map(async (group) => [group, await this.run('peek', carrierId, group, {})] as const));
+    return {
+      budget: Object.fromEntries(views.map(([group, view]) => [group, view.pausedUntilMs > view.nowMs ? 0 : Math.max(0, Math.floor(view.effectiveRate * seconds) - view.ahead)])),
+      rates: Object.fromEntries(views.map(([group, view]) => [group, view.effectiveRate])),
+    };
   }
 
   /** The rate the group runs at now: the configured one, or lower after carrier pushback. */
