@@ -59,7 +59,18 @@ async function runOnce(label: string, config: Partial<Config>, types: readonly C
     },
     30_000,
   );
-  const shapes = await Promise.all(account.cards.map((card) => shapeOf(stack.client, cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX))));
+  // The execution row is written before the run's last workflow task (which sets `Outcome`), so
+  // wait for every run to close before reading its history.
+  const workflowIds = account.cards.map((card) => cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX));
+  await waitFor(
+    'every card run closed',
+    async () => {
+      const statuses = await Promise.all(workflowIds.map(async (id) => (await stack.client.workflow.getHandle(id).describe()).status.name));
+      return statuses.every((status) => status !== 'RUNNING');
+    },
+    30_000,
+  );
+  const shapes = await Promise.all(workflowIds.map((id) => shapeOf(stack.client, id)));
   return { stack, account, shapes };
 }
 
