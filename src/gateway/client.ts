@@ -6,9 +6,13 @@
  *   caller's AbortSignal (activity cancellation); both abort the socket at once.
  * - Every failure becomes a {@link GatewayError} with one class. No retries here: retry policy
  *   belongs to the workflow, which knows the step's budget and the failure class.
+ * - The body is written only once the request has a connected socket, so a rate-limited call that
+ *   waited in the agent's queue past its slot (`sendBy`) is never sent and can get a new slot.
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
+import tls from 'node:tls';
 import type { GatewayCheckType } from '../common/checkTypes.js';
 import {
   checkPath,
@@ -44,6 +48,13 @@ export interface GatewayCallOptions {
   /** Aborts the call (e.g. the activity's cancellation signal). */
   readonly signal?: AbortSignal;
   readonly requestId?: string;
+  /**
+   * Latest time (epoch ms) the request may be sent: the end of its rate-limit slot. One that only
+   * gets a connection later is not sent and fails with reason `send_window_missed`.
+   */
+  readonly sendBy?: number;
+  /** Called with the time (epoch ms) the request is written to its connection. */
+  readonly onSend?: (at: number) => void;
 }
 
 export interface GatewayObservation<T extends GatewayCheckType> {
@@ -54,11 +65,14 @@ export interface GatewayObservation<T extends GatewayCheckType> {
   /** When the carrier observed the state (epoch ms). */
   readonly observedAtMs: number;
   readonly observation: ObservationByType[T];
-  /** Wall time of the HTTP exchange. */
+  /** Wall time of the HTTP exchange, from the call (including any wait for a connection). */
   readonly latencyMs: number;
+  /** When the request was written to its connection (epoch ms). */
+  readonly sentAtMs: number;
 }
 
 interface RawResponse {
+  readonly sentAtMs: number;
   readonly status: number;
   readonly retryAfterHeader: string | undefined;
   readonly body: string;
@@ -98,10 +112,10 @@ export class GatewayClient {
     if (timeoutMs <= 0) throw new GatewayError('transient', 'timeout', 'no time left for the gateway call');
     const started = performance.now();
     const body = JSON.stringify({ account: request.account, iccid: request.iccid, requestId: options.requestId });
-    const raw = await this.send(checkPath(type), body, timeoutMs, options.signal);
+    const raw = await this.send(checkPath(type), body, timeoutMs, options);
     const latencyMs = performance.now() - started;
     if (raw.status < 200 || raw.status > 299) throw errorFromResponse(raw);
-    return parseSuccess(type, request, raw.body, latencyMs);
+    return parseSuccess(type, request, raw.body, latencyMs, raw.sentAtMs);
   }
 
   /** Closes pooled connections. Calls in flight fail with a network error. */
@@ -115,15 +129,19 @@ export class GatewayClient {
     return Math.min(own, options.deadline - Date.now());
   }
 
-  private send(path: string, body: string, timeoutMs: number, callerSignal: AbortSignal | undefined): Promise<RawResponse> {
+  private send(path: string, body: string, timeoutMs: number, options: GatewayCallOptions): Promise<RawResponse> {
+    const callerSignal = options.signal;
     const timeoutSignal = AbortSignal.timeout(timeoutMs);
     const signal = callerSignal ? AbortSignal.any([callerSignal, timeoutSignal]) : timeoutSignal;
     const url = new URL(path, this.base);
     return new Promise<RawResponse>((resolve, reject) => {
       let settled = false;
+      let sentAtMs = 0;
+      let missTimer: NodeJS.Timeout | undefined;
       const fail = (error: unknown): void => {
         if (settled) return;
         settled = true;
+        clearTimeout(missTimer);
         // Which signal fired decides the reason: the caller's cancellation or our own timeout.
         if (callerSignal?.aborted) reject(abortedError());
         else if (timeoutSignal.aborted) reject(new GatewayError('transient', 'timeout', `gateway call timed out after ${timeoutMs} ms`));
@@ -156,6 +174,7 @@ export class GatewayClient {
             settled = true;
             const header = res.headers['retry-after'];
             resolve({
+              sentAtMs,
               status: res.statusCode ?? 0,
               retryAfterHeader: typeof header === 'string' ? header : undefined,
               body: Buffer.concat(chunks).toString('utf8'),
@@ -164,7 +183,34 @@ export class GatewayClient {
         },
       );
       req.on('error', fail);
-      req.end(body);
+      const missed = (why: string): void => {
+        fail(new GatewayError('transient', 'send_window_missed', `not sent: ${why}`));
+        req.destroy();
+      };
+      const sendBy = options.sendBy;
+      if (sendBy !== undefined) {
+        // Still queued in the agent when the slot ends: leave the queue (a destroyed request that
+        // never got a socket hands it back to the pool untouched).
+        missTimer = setTimeout(() => missed(`no connection was free before the call's slot ended`), Math.max(0, sendBy - Date.now()));
+      }
+      // Written when a connected socket is ours, not before: until then the call may still wait in
+      // the agent's queue (all sockets busy), and a call past its slot must not go out at all.
+      req.once('socket', (socket: Socket) => {
+        const write = (): void => {
+          if (settled) return;
+          clearTimeout(missTimer);
+          const at = Date.now();
+          if (sendBy !== undefined && at > sendBy) {
+            missed(`its connection came ${at - sendBy} ms after the call's slot ended`);
+            return;
+          }
+          sentAtMs = at;
+          options.onSend?.(at);
+          req.end(body);
+        };
+        if (!socket.connecting) write();
+        else socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', write);
+      });
     });
   }
 }
@@ -216,6 +262,7 @@ function parseSuccess<T extends GatewayCheckType>(
   request: { readonly account: string; readonly iccid: string },
   body: string,
   latencyMs: number,
+  sentAtMs: number,
 ): GatewayObservation<T> {
   const malformed = (why: string): GatewayError => new GatewayError('invalid_response', 'malformed', `gateway answer for ${type}: ${why}`, undefined, 200);
   const json = tryJson(body);
@@ -236,5 +283,6 @@ function parseSuccess<T extends GatewayCheckType>(
     observedAtMs: Date.parse(envelope.data.observedAt),
     observation: observation.data as ObservationByType[T],
     latencyMs,
+    sentAtMs,
   };
 }

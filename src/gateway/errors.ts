@@ -12,6 +12,7 @@ export type GatewayErrorReason =
   | 'network' // connection refused/reset, DNS …
   | 'timeout' // no complete answer within the call's time
   | 'aborted' // the caller's AbortSignal fired (activity cancelled)
+  | 'send_window_missed' // not sent: no connection before the call's rate-limit slot ended
   | 'malformed'; // 2xx whose body does not match the contract
 
 export class GatewayError extends Error {

@@ -88,6 +88,28 @@ describe('gateway client against the simulator', () => {
     await assert.rejects(client.check('card_status', { account: 'a1', iccid: ICCID }, { signal: AbortSignal.abort() }), isClass('transient', 'aborted'));
   });
 
+  test('sendBy: a call that gets a connection only after it is never sent; onSend reports when one is', async () => {
+    await configureAccount(sim.url, 'a-held', { latencyMs: { p50: 400, p99: 400 } });
+    const single = new GatewayClient({ baseUrl: sim.url, maxSockets: 1 });
+    const late = '89860000000000000077';
+    try {
+      let sentAt = 0;
+      const before = Date.now();
+      const holder = single.check('card_status', { account: 'a-held', iccid: ICCID }, { onSend: (at) => (sentAt = at) });
+      // Queued behind the holder's socket for ~400 ms, but its slot ends in 50 ms.
+      await assert.rejects(single.check('card_status', { account: 'a1', iccid: late }, { sendBy: Date.now() + 50 }), isClass('transient', 'send_window_missed'));
+      const held = await holder;
+      assert.ok(sentAt >= before && sentAt <= before + 100, `sent ${sentAt - before} ms after the call`);
+      assert.equal(held.sentAtMs, sentAt);
+      assert.equal((await simStats(sim.url)).cards?.[late], undefined, 'the late call never reached the gateway');
+      // With time left it goes out as usual (and the pool recovers from the dropped socket).
+      const onTime = await single.check('card_status', { account: 'a1', iccid: late }, { sendBy: Date.now() + 1000 });
+      assert.equal(onTime.iccid, late);
+    } finally {
+      single.close();
+    }
+  });
+
   test('card state changes: stop → offline after a delay, usage grows, realname flips', async () => {
     const iccid = '89860000000000000099';
     await setCardState(sim.url, iccid, { network: 'online', usageKb: 1000 });
