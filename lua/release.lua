@@ -10,8 +10,10 @@
 --   ARGV[1] token
 --   ARGV[2] card id
 --   ARGV[3] now ms ('' = Redis TIME)
+--   ARGV[4] retry after ms ('' or 0 = at once): a card whose run could not start because an
+--           earlier run still runs waits this long instead of being claimed again next round
 -- Output:
---    1 released: claim, exec right and running entry dropped, score = now in whichever lane
+--    1 released: claim, exec right and running entry dropped, score = now + retry after in whichever lane
 --    0 the token does not own a live claim (nothing changed; an expired lease is reclaimed and
 --      counted by the next claim round)
 --   -2 invalid argument
@@ -22,11 +24,12 @@
 local claimKey, execKey, runningKey, prioKey, queueKey, dueKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, cardId = ARGV[1], ARGV[2]
 local now = resolveNow(ARGV[3])
-if now == nil or token == '' then return -2 end
+local retryAfter = tonumber(ARGV[4] ~= nil and ARGV[4] ~= '' and ARGV[4] or '0')
+if now == nil or token == '' or retryAfter == nil or retryAfter < 0 then return -2 end
 
 if liveClaimExpiry(claimKey, runningKey, token, now) == nil then return 0 end
 clearClaim(claimKey, execKey, runningKey, token)
 redis.call('HDEL', dueKey, F_CLAIMED_AT)
-redis.call('ZADD', prioKey, 'XX', now, cardId)
-redis.call('ZADD', queueKey, 'XX', now, cardId)
+redis.call('ZADD', prioKey, 'XX', now + retryAfter, cardId)
+redis.call('ZADD', queueKey, 'XX', now + retryAfter, cardId)
 return 1

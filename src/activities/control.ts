@@ -10,6 +10,7 @@ import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, GroupBudgetView, PollingMode, RequestCheckInput, RequestCheckResult } from '../common/orchestration.js';
+import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
 import { limitingFactor } from '../common/inflightControl.js';
 import type { CardStarter } from '../polling/cardStarter.js';
 import type { ReferenceData } from './referenceData.js';
@@ -95,7 +96,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       let startFailures = 0;
       if (deps.cardStarter && claimed.length > 0) {
         const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }) });
-        for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token);
+        for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
         startFailures = failed.length;
       }
       const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
@@ -121,12 +122,14 @@ export function createControlActivities(deps: ControlActivityDeps) {
         limitedBy,
         maxInflightLimit,
         budgetQps: carrier.groups.reduce((sum, g) => sum + g.qps, 0),
+        leaseMs: carrier.leaseMs,
       };
     },
 
+    /** Gives back the claims of runs that could not start; they are claimed again after FAILED_START_RETRY_MS. */
     async releaseClaims(input: { carrierId: string; cards: readonly ClaimedCard[] }): Promise<number> {
       let released = 0;
-      for (const card of input.cards) if (await deps.store.release(input.carrierId, card.cardId, card.token)) released += 1;
+      for (const card of input.cards) if (await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS)) released += 1;
       return released;
     },
 

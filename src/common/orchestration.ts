@@ -91,6 +91,8 @@ export interface OrchestrationView {
   readonly configuredInflightLimit: number;
   readonly startsPerSec: number;
   readonly startLagMs: number;
+  /** Start lag with no queue (learnt); the part of startLagMs above it is queueing. Null until measured. */
+  readonly baseLagMs: number | null;
   /** Executions/s the engine sustained for this account while it was the limit; null until measured. */
   readonly capacityPerSec: number | null;
 }
@@ -125,6 +127,7 @@ export type ClaimRoundResult =
       readonly maxInflightLimit: number;
       /** Sum of the account's group budgets (QPS): the weight of its share of the engine. */
       readonly budgetQps: number;
+      readonly leaseMs: number;
     };
 
 export interface CardCheckInput {
@@ -274,3 +277,10 @@ export interface ControlStatus {
   readonly switching: boolean;
   readonly lastFailure?: LoopFailure;
 }
+
+/**
+ * How long a card whose run could not start waits before it is claimed again. The usual cause is
+ * an earlier run of the card still running (its records wait for PostgreSQL): claiming it again
+ * next round would only fail again, every round, until that run ends.
+ */
+export const FAILED_START_RETRY_MS = 15_000;

@@ -198,8 +198,9 @@ export class CarrierQueueStore {
     return parseFinishReply(await this.run(call));
   }
 
-  async release(carrierId: CarrierId, cardId: string, token: string, now?: number): Promise<boolean> {
-    const call = releaseCall(this.keys(carrierId), cardId, token, this.now(now));
+  /** Gives a claim back; with `retryAfterMs` the card becomes claimable again only after that long. */
+  async release(carrierId: CarrierId, cardId: string, token: string, now?: number, retryAfterMs = 0): Promise<boolean> {
+    const call = releaseCall(this.keys(carrierId), cardId, token, this.now(now), retryAfterMs);
     return parseOwnedReply('release', await this.run(call));
   }
 

@@ -235,12 +235,12 @@ export function parseFinishReply(reply: unknown): FinishReply {
   return { owned: parseOwnedReply('finish', reply), replayed: null };
 }
 
-export function releaseCall(keys: AccountKeys, cardId: string, token: string, now: NowArg): ScriptCall {
+export function releaseCall(keys: AccountKeys, cardId: string, token: string, now: NowArg, retryAfterMs = 0): ScriptCall {
   assertCardId('release', cardId);
   return {
     name: 'release',
     keys: [keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue, keys.due(cardId)],
-    args: [token, cardId, now],
+    args: [token, cardId, now, String(Math.max(0, Math.round(retryAfterMs)))],
   };
 }
 

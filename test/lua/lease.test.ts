@@ -142,6 +142,16 @@ describe('release', () => {
     assert.deepEqual(again.claimed.map((x) => x.token), ['r2:a']);
   });
 
+  test('with a retry delay: the card is claimable only once the delay has passed', async () => {
+    const c = await claimed();
+    assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + 10, 15_000), true);
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 10 + 15_000);
+    const early = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1_000, tokenPrefix: 'r2' });
+    assert.deepEqual(early.claimed, []);
+    const later = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10 + 15_000, tokenPrefix: 'r3' });
+    assert.deepEqual(later.claimed.map((x) => x.token), ['r3:a']);
+  });
+
   test('wrong token → false', async () => {
     const c = await claimed();
     assert.equal(await fx.store.release(c, 'a', 'r0:a', NOW + 10), false);
