@@ -3,22 +3,27 @@
  * what the engine can run. Pure and deterministic: the scheduler workflow keeps the state and
  * feeds it one observation per claim round.
  *
- * The congestion signal is the start lag of card executions — from a run's creation to its first
- * workflow task, both server times — which grows when the card task queue backs up. The limit
+ * The congestion signal is the start lag of card executions — from the claim to the run's first
+ * workflow task, both server times — above the lag measured with no queue: it grows when the
+ * engine backs up. The limit
  * follows AIMD: it grows while executions start promptly and the limit is what holds the account
  * back, and shrinks by a factor when they start late. Every account reacts to the same shared
  * queue, and AIMD converges to shares proportional to the additive step, so the step is scaled
  * by the account's budget: accounts share the engine weighted by budget.
  */
 
-/** Mean start lag above which the engine is behind: shrink. */
-export const START_LAG_HIGH_MS = 3000;
-/** Mean start lag below which executions start promptly: slow start may keep doubling. */
-export const START_LAG_LOW_MS = 1000;
+/**
+ * Queueing delay (mean start lag above the learned base lag) above which the engine is behind: shrink.
+ * The base lag is what an execution takes to start with no queue — measured ~1–2 s on an idle dev
+ * server — so it must not count as congestion.
+ */
+export const QUEUE_DELAY_HIGH_MS = 2000;
+/** Queueing delay below which executions start promptly: slow start may keep doubling. */
+export const QUEUE_DELAY_LOW_MS = 500;
 /** Floor of the limit: an account always has a few executions in flight (the priority lane needs room). */
 export const MIN_INFLIGHT_LIMIT = 2;
 const DECREASE_FACTOR = 0.7;
-/** Far behind (lag above 4× the threshold): halve instead. */
+/** Far behind (queue delay above 4× the threshold): halve instead. */
 const STEEP_DECREASE_FACTOR = 0.5;
 /** Rounds to wait after a decrease before the next one: the effect of a cut shows a round later. */
 const DECREASE_HOLD_ROUNDS = 1;
@@ -26,6 +31,18 @@ const DECREASE_HOLD_ROUNDS = 1;
 const INITIAL_LIMIT = 10;
 /** Weight of the newest round in the smoothed rates. */
 const EWMA_ALPHA = 0.3;
+/**
+ * The base lag is the lowest mean lag seen, drifting up by this much per round so that a lasting
+ * change of the no-queue lag (another machine, a busier server) is learnt within a minute or so.
+ */
+const BASE_LAG_DRIFT_MS = 20;
+/** No lag above this counts as "no queue", whatever was learnt: a start this slow is a backlog. */
+const BASE_LAG_CAP_MS = 2000;
+/**
+ * Part of the lease a claim may spend waiting to start. Beyond it the limit drops at once to what
+ * the engine started last round (no hold): leases must not expire because of an engine backlog.
+ */
+const LEASE_WAIT_SHARE = 0.25;
 
 export type LimitingFactor = 'none' | 'budget' | 'inflight' | 'orchestration';
 
@@ -38,6 +55,8 @@ export interface InflightControlState {
   readonly startsPerSec: number;
   /** Smoothed mean start lag. */
   readonly startLagMs: number;
+  /** Learnt start lag with no queue (null until the first start); see BASE_LAG_DRIFT_MS. */
+  readonly baseLagMs: number | null;
   /** Smoothed starts per second measured while the engine was the limit; null until then. */
   readonly capacityPerSec: number | null;
 }
@@ -53,6 +72,8 @@ export interface RoundObservation {
   readonly maxLimit: number;
   /** The account's total budget (QPS): the additive step is a tenth of it, at least one. */
   readonly budgetQps: number;
+  /** The account's claim lease: a start lag near it means claims expire before they run. */
+  readonly leaseMs: number;
 }
 
 export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
@@ -63,23 +84,13 @@ export function initialInflightControl(maxLimit: number, budgetQps: number): Inf
     holdRounds: 0,
     startsPerSec: 0,
     startLagMs: 0,
+    baseLagMs: null,
     capacityPerSec: null,
   };
 }
 
 function clamp(limit: number, maxLimit: number): number {
   return Math.max(MIN_INFLIGHT_LIMIT, Math.min(Math.floor(limit), Math.max(MIN_INFLIGHT_LIMIT, maxLimit)));
-}
-
-/**
- * The limit never goes below two seconds of the account's budget (at most 40): a start lag that
- * does not come from load (measured on an idle dev server: ~1–2 s at a few executions/s) must not
- * cut an account below what its budget needs in flight.
- */
-const BUDGET_FLOOR_SECONDS = 2;
-const BUDGET_FLOOR_CAP = 40;
-function floorOf(round: { maxLimit: number; budgetQps: number }): number {
-  return Math.min(Math.max(MIN_INFLIGHT_LIMIT, round.maxLimit), Math.max(MIN_INFLIGHT_LIMIT, Math.min(Math.ceil(round.budgetQps * BUDGET_FLOOR_SECONDS), BUDGET_FLOOR_CAP)));
 }
 
 const smooth = (previous: number, value: number): number => previous + EWMA_ALPHA * (value - previous);
@@ -90,25 +101,36 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
   const meanLag = round.starts > 0 ? round.lagSumMs / round.starts : null;
   const startsPerSec = smooth(state.startsPerSec, rate);
   const startLagMs = meanLag === null ? state.startLagMs : smooth(state.startLagMs, meanLag);
+  // (A state carried over from a run without a base lag reads as none yet.)
+  const previousBase = state.baseLagMs ?? null;
+  const baseLagMs = meanLag === null ? previousBase : Math.min(previousBase === null ? meanLag : previousBase + BASE_LAG_DRIFT_MS, meanLag);
   const holdRounds = Math.max(0, state.holdRounds - 1);
-  const base = { ...state, startsPerSec, startLagMs, holdRounds };
+  const base = { ...state, startsPerSec, startLagMs, baseLagMs, holdRounds };
+  const queueDelay = meanLag === null ? null : meanLag - Math.min(baseLagMs ?? 0, BASE_LAG_CAP_MS);
 
-  if (meanLag !== null && meanLag > START_LAG_HIGH_MS) {
+  if (meanLag !== null && meanLag > round.leaseMs * LEASE_WAIT_SHARE) {
+    // Claims wait a good part of their lease to start: keep no more in flight than the engine
+    // started last round, at once, whatever the hold.
+    const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
+    const limit = Math.max(MIN_INFLIGHT_LIMIT, Math.min(clamp(state.limit * STEEP_DECREASE_FACTOR, round.maxLimit), Math.ceil(round.starts)));
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit };
+  }
+  if (queueDelay !== null && queueDelay > QUEUE_DELAY_HIGH_MS) {
     // What started this round is what the engine could run for this account: its capacity.
     const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
     if (state.holdRounds > 0) return { ...base, capacityPerSec };
-    const factor = meanLag > 4 * START_LAG_HIGH_MS ? STEEP_DECREASE_FACTOR : DECREASE_FACTOR;
-    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: Math.max(floorOf(round), clamp(state.limit * factor, round.maxLimit)) };
+    const factor = queueDelay > 4 * QUEUE_DELAY_HIGH_MS ? STEEP_DECREASE_FACTOR : DECREASE_FACTOR;
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * factor, round.maxLimit) };
   }
   const binding = round.limitedBy === 'orchestration' || round.limitedBy === 'inflight';
   // Growth needs evidence: executions of this account that started since the last round. Without
   // it (the first claims have not started yet) a larger limit would only pile onto an unknown backlog.
-  if (binding && meanLag !== null && state.limit < round.maxLimit) {
+  if (binding && queueDelay !== null && state.limit < round.maxLimit) {
     // Below the threshold the limit keeps probing upwards (additively), so accounts converge to
     // their budget-weighted shares instead of freezing wherever they were; doubling only while
     // executions start promptly and the current limit was mostly exercised.
     const step = Math.max(1, Math.round(round.budgetQps / 10));
-    const doubling = state.slowStart && meanLag < START_LAG_LOW_MS && round.starts >= state.limit / 2;
+    const doubling = state.slowStart && queueDelay < QUEUE_DELAY_LOW_MS && round.starts >= state.limit / 2;
     const grown = doubling ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
     return { ...base, limit: clamp(grown, round.maxLimit) };
   }

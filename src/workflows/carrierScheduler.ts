@@ -86,7 +86,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     startFailures: args.counters?.startFailures ?? 0,
     lanes: { priority: 0, normal: 0 },
     groups: [] as GroupBudgetView[],
-    orchestration: { limitedBy: 'none', inflightLimit: 0, configuredInflightLimit: 0, startsPerSec: 0, startLagMs: 0, capacityPerSec: null },
+    orchestration: { limitedBy: 'none', inflightLimit: 0, configuredInflightLimit: 0, startsPerSec: 0, startLagMs: 0, baseLagMs: null, capacityPerSec: null },
   };
   // Claiming bounded by what the engine runs (see common/inflightControl): state kept across rounds and runs.
   let inflight: InflightControlState | undefined = args.inflightControl;
@@ -237,6 +237,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           limitedBy: result.limitedBy,
           maxLimit: result.maxInflightLimit,
           budgetQps: result.budgetQps,
+          leaseMs: result.leaseMs,
         });
         status = {
           ...status,
@@ -254,6 +255,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
             configuredInflightLimit: result.maxInflightLimit,
             startsPerSec: round1(inflight.startsPerSec),
             startLagMs: Math.round(inflight.startLagMs),
+            baseLagMs: inflight.baseLagMs == null ? null : Math.round(inflight.baseLagMs),
             capacityPerSec: inflight.capacityPerSec === null ? null : round1(inflight.capacityPerSec),
           },
         };

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   MIN_INFLIGHT_LIMIT,
-  START_LAG_HIGH_MS,
+  QUEUE_DELAY_HIGH_MS,
   initialInflightControl,
   limitingFactor,
   nextInflightControl,
@@ -18,6 +18,7 @@ const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
   limitedBy: 'orchestration',
   maxLimit: 200,
   budgetQps: 20,
+  leaseMs: 60_000,
   ...overrides,
 });
 
@@ -32,11 +33,10 @@ test('grows while the limit binds and executions start promptly: doubling first,
   let state = initialInflightControl(200, 20);
   state = nextInflightControl(state, round({}));
   assert.equal(state.limit, 20);
-  // (A small budget here: the floor of two seconds of budget would hide the cut.)
   state = nextInflightControl(state, round({}));
   assert.equal(state.limit, 40);
   // After a congestion cut, growth is additive.
-  state = nextInflightControl(state, round({ lagSumMs: 10 * (START_LAG_HIGH_MS + 500), budgetQps: 2 }));
+  state = nextInflightControl(state, round({ lagSumMs: 10 * (QUEUE_DELAY_HIGH_MS + 500), budgetQps: 2 }));
   assert.equal(state.limit, 28);
   assert.equal(state.slowStart, false);
   state = nextInflightControl(state, round({}));
@@ -49,8 +49,9 @@ test('does not grow when the budget or nothing due holds the account back', () =
 });
 
 test('shrinks when executions start late, once per hold period, never below the floor, and records the capacity', () => {
-  let state: InflightControlState = { ...initialInflightControl(200, 20), limit: 100 };
-  const late = round({ starts: 30, lagSumMs: 30 * (START_LAG_HIGH_MS + 1000), budgetQps: 1 });
+  // Base lag learnt earlier at 50 ms: the queue delay is the lag above it.
+  let state: InflightControlState = { ...initialInflightControl(200, 20), limit: 100, baseLagMs: 50 };
+  const late = round({ starts: 30, lagSumMs: 30 * (QUEUE_DELAY_HIGH_MS + 1000), budgetQps: 1 });
   state = nextInflightControl(state, late);
   assert.equal(state.limit, 70);
   assert.equal(state.capacityPerSec, 30);
@@ -59,7 +60,7 @@ test('shrinks when executions start late, once per hold period, never below the 
   state = nextInflightControl(state, late);
   assert.equal(state.limit, 49);
   // Far behind: halved.
-  state = nextInflightControl({ ...state, holdRounds: 0 }, round({ starts: 30, lagSumMs: 30 * (4 * START_LAG_HIGH_MS + 1000), budgetQps: 1 }));
+  state = nextInflightControl({ ...state, holdRounds: 0 }, round({ starts: 30, lagSumMs: 30 * (4 * QUEUE_DELAY_HIGH_MS + 1000), budgetQps: 1 }));
   assert.equal(state.limit, 24);
   for (let i = 0; i < 40; i += 1) state = nextInflightControl(state, late);
   assert.equal(state.limit, MIN_INFLIGHT_LIMIT);
@@ -102,6 +103,7 @@ test('accounts share a saturated engine weighted by budget, and the total stays 
         limitedBy: 'orchestration',
         maxLimit: 500,
         budgetQps: budgets[i] ?? 1,
+        leaseMs: 60_000,
       }),
     );
     if (r >= rounds / 2) {
@@ -115,9 +117,38 @@ test('accounts share a saturated engine weighted by budget, and the total stays 
   assert.ok(meanTotal > capacity * 0.7 && meanTotal < capacity * 1.3, `mean in-flight total ${meanTotal.toFixed(1)} vs engine ${capacity}`);
 });
 
-test('a start lag that does not come from load never cuts an account below two seconds of its budget (at most 40)', () => {
-  const late = (budgetQps: number) => round({ starts: 5, lagSumMs: 5 * (4 * START_LAG_HIGH_MS + 1000), budgetQps });
-  assert.equal(nextInflightControl({ ...initialInflightControl(200, 9), limit: 30 }, late(9)).limit, 18);
-  assert.equal(nextInflightControl({ ...initialInflightControl(200, 500), limit: 100 }, late(500)).limit, 50);
-  assert.equal(nextInflightControl({ ...initialInflightControl(200, 500), limit: 60 }, late(500)).limit, 40);
+test('a constant start lag with no queue is learnt as the base and does not cut; a lag growing above it does', () => {
+  // An idle dev server: every start takes ~1.8 s whatever the load.
+  let state = initialInflightControl(200, 20);
+  for (let i = 0; i < 5; i += 1) state = nextInflightControl(state, round({ starts: state.limit, lagSumMs: state.limit * 1800 }));
+  assert.equal(state.baseLagMs, 1800);
+  assert.equal(state.limit, 200, 'kept doubling: 1.8 s is no queue here');
+  // Now a queue builds: 1.8 s + 2.5 s.
+  state = nextInflightControl(state, round({ lagSumMs: 10 * 4300 }));
+  assert.equal(state.limit, 140);
+  // The base never excuses more than 2 s, however it was learnt.
+  const slow = { ...initialInflightControl(200, 20), limit: 100, baseLagMs: 9000 };
+  assert.equal(nextInflightControl(slow, round({ lagSumMs: 10 * 9000 })).limit, 70);
+});
+
+test('the base lag drifts up slowly so a lasting change is learnt, and follows any lower lag at once', () => {
+  let state: InflightControlState = { ...initialInflightControl(200, 20), baseLagMs: 100 };
+  state = nextInflightControl(state, round({ limitedBy: 'budget', lagSumMs: 10 * 1000 }));
+  assert.equal(state.baseLagMs, 120);
+  state = nextInflightControl(state, round({ limitedBy: 'budget', lagSumMs: 10 * 30 }));
+  assert.equal(state.baseLagMs, 30);
+  // A state from a run that kept no base (carried over by continue-as-new) learns one.
+  const carried = { ...initialInflightControl(200, 20) } as Partial<InflightControlState>;
+  delete (carried as { baseLagMs?: unknown }).baseLagMs;
+  assert.equal(nextInflightControl(carried as InflightControlState, round({})).baseLagMs, 50);
+});
+
+test('a start lag beyond a quarter of the lease drops the limit at once to what the engine started, hold or not', () => {
+  const state: InflightControlState = { ...initialInflightControl(200, 20), limit: 120, baseLagMs: 50, holdRounds: 1 };
+  const next = nextInflightControl(state, round({ starts: 14, lagSumMs: 14 * 16_000, leaseMs: 60_000 }));
+  assert.equal(next.limit, 14);
+  assert.equal(next.slowStart, false);
+  // Never below the floor, and no lower than half the limit only when the engine started more than that.
+  assert.equal(nextInflightControl(state, round({ starts: 1, lagSumMs: 20_000 })).limit, MIN_INFLIGHT_LIMIT);
+  assert.equal(nextInflightControl({ ...state, limit: 20 }, round({ starts: 18, lagSumMs: 18 * 20_000 })).limit, 10);
 });
