@@ -18,8 +18,9 @@ test('gateway failures back off, open one alert per card and type after the thre
       qps: { main: 20 },
       typeGroups: { card_status: 'main' },
       cards: 2,
-      intervalsSec: { card_status: 2 },
-      carrier: { failureAlertThreshold: 3, backoffBaseMs: 400 },
+      // A long interval: every retry here comes from the backoff, not the schedule.
+      intervalsSec: { card_status: 60 },
+      carrier: { failureAlertThreshold: 3, backoffBaseMs: 3000 },
       // Every call answers a transient carrier error until the test heals the account.
       simulator: { errorRate: 1 },
     });
@@ -31,7 +32,7 @@ test('gateway failures back off, open one alert per card and type after the thre
     const alert = await waitFor('a failure alert', async () => {
       const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`, [card.id]);
       return rows.length > 0 ? rows : undefined;
-    }, 60_000);
+    }, 90_000);
     assert.equal(alert.length, 1, 'one alert per card and type');
     assert.equal(alert[0]?.status, 'open');
     assert.ok((alert[0]?.fail_count ?? 0) >= 3, `opened at the threshold, fail_count ${alert[0]?.fail_count}`);
@@ -40,7 +41,17 @@ test('gateway failures back off, open one alert per card and type after the thre
     const failing = await stack.deps.store.readDue(account.carrier.id, card.id);
     assert.ok(failing && failing.types.card_status.fail >= 3);
     assert.ok(failing.types.card_status.ffail !== null && failing.types.card_status.err?.startsWith('transient|'));
-    // Backoff: the next try is in the future (base 400 ms doubling, capped at the 2 s interval).
+    // Backoff: base 3 s doubling, jittered in [raw/2, raw]: the k-th retry starts at least
+    // 1.5 s × 2^(k-1) after the previous try (a loop without backoff retries every 1 s tick).
+    const { rows: tries } = await stack.db.pool.query<{ at: Date }>(
+      `SELECT started_at AS at FROM card_execution WHERE card_id = $1::bigint AND outcome = 'failed' ORDER BY started_at`,
+      [card.id],
+    );
+    assert.ok(tries.length >= 3, `${tries.length} failed tries`);
+    for (let k = 1; k < Math.min(tries.length, 4); k += 1) {
+      const gapMs = (tries[k]?.at.getTime() ?? 0) - (tries[k - 1]?.at.getTime() ?? 0);
+      assert.ok(gapMs >= 1500 * 2 ** (k - 1), `retry ${k} came ${gapMs} ms after the previous try`);
+    }
     assert.ok((failing.types.card_status.due ?? 0) > (failing.types.card_status.ffail ?? 0));
 
     // More failures refresh the same alert instead of opening more.
@@ -52,7 +63,7 @@ test('gateway failures back off, open one alert per card and type after the thre
     await waitFor('alert recovered', async () => {
       const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint`, [card.id]);
       return rows[0]?.status === 'recovered';
-    }, 30_000);
+    }, 60_000);
     const healed = await stack.deps.store.readDue(account.carrier.id, card.id);
     assert.equal(healed?.types.card_status.fail, 0);
     assert.equal(healed?.types.card_status.err, null);
