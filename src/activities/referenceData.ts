@@ -10,61 +10,42 @@ import { getIngestMode, getPollingMode, type IngestMode } from '../db/systemConf
 import type { Carrier } from '../domain/carrier.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
 import type { PollingMode } from '../common/orchestration.js';
-
-interface Entry<T> {
-  readonly value: T;
-  readonly at: number;
-}
+import { LoadingCache } from '../runtime/loadingCache.js';
 
 export class ReferenceData {
-  private readonly carriers = new Map<string, Entry<Carrier | null>>();
-  private resolver: Entry<IntervalResolver> | undefined;
-  private mode: Entry<PollingMode> | undefined;
-  private ingest: Entry<IngestMode> | undefined;
+  private readonly carriers: LoadingCache<string, Carrier | null>;
+  private readonly resolver: LoadingCache<'all', IntervalResolver>;
+  private readonly mode: LoadingCache<'global', PollingMode>;
+  private readonly ingest: LoadingCache<'global', IngestMode>;
 
   constructor(
     private readonly pool: Pool,
-    private readonly ttlMs = 2000,
-  ) {}
-
-  private fresh<T>(entry: Entry<T> | undefined, refresh: boolean): entry is Entry<T> {
-    return entry !== undefined && !refresh && Date.now() - entry.at < this.ttlMs;
+    ttlMs = 2000,
+  ) {
+    this.carriers = new LoadingCache(ttlMs);
+    this.resolver = new LoadingCache(ttlMs);
+    this.mode = new LoadingCache(ttlMs);
+    this.ingest = new LoadingCache(ttlMs);
   }
 
-  async carrier(id: string, refresh = false): Promise<Carrier | null> {
-    const cached = this.carriers.get(id);
-    if (this.fresh(cached, refresh)) return cached.value;
-    const value = await findCarrier(this.pool, id);
-    this.carriers.set(id, { value, at: Date.now() });
-    return value;
+  carrier(id: string, refresh = false): Promise<Carrier | null> {
+    return this.carriers.get(id, () => findCarrier(this.pool, id), refresh);
   }
 
-  async intervals(refresh = false): Promise<IntervalResolver> {
-    if (this.fresh(this.resolver, refresh)) return this.resolver.value;
-    const value = new IntervalResolver(await listPollingConfigs(this.pool, { enabledOnly: true }));
-    this.resolver = { value, at: Date.now() };
-    return value;
+  intervals(refresh = false): Promise<IntervalResolver> {
+    return this.resolver.get('all', async () => new IntervalResolver(await listPollingConfigs(this.pool, { enabledOnly: true })), refresh);
   }
 
-  async pollingMode(refresh = false): Promise<PollingMode> {
-    if (this.fresh(this.mode, refresh)) return this.mode.value;
-    const value = (await getPollingMode(this.pool)).mode;
-    this.mode = { value, at: Date.now() };
-    return value;
+  pollingMode(refresh = false): Promise<PollingMode> {
+    return this.mode.get('global', async () => (await getPollingMode(this.pool)).mode, refresh);
   }
 
-  async ingestMode(refresh = false): Promise<IngestMode> {
-    if (this.fresh(this.ingest, refresh)) return this.ingest.value;
-    const value = (await getIngestMode(this.pool)).mode;
-    this.ingest = { value, at: Date.now() };
-    return value;
+  ingestMode(refresh = false): Promise<IngestMode> {
+    return this.ingest.get('global', async () => (await getIngestMode(this.pool)).mode, refresh);
   }
 
   /** Drops everything (after a configuration change made by this process). */
   invalidate(): void {
-    this.carriers.clear();
-    this.resolver = undefined;
-    this.mode = undefined;
-    this.ingest = undefined;
+    for (const cache of [this.carriers, this.resolver, this.mode, this.ingest]) cache.clear();
   }
 }
