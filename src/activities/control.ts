@@ -88,8 +88,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
           groupBudget: budget,
           typeGroups: { ...carrier.typeGroups },
           countRealname: carrier.realnameControl,
-          // The local activity's retry reuses the round's token prefix: recover what attempt 1 claimed.
-          retry: activityAttempt() > 1,
+          // A round's token prefix is deterministic (scheduler run + round), so a second claim with
+          // it is a retry: of this local activity, or of the whole round after the scheduler's
+          // workflow task failed or timed out (its child starts were lost with it, the claims were
+          // not). Either way the claims already made under the prefix are handed back, not left
+          // to their lease. Client start mode recovers only on an activity retry: runs its first
+          // attempt started would be started again.
+          retry: activityAttempt() > 1 || deps.cardStarter === undefined,
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
