@@ -19,7 +19,8 @@ export function validateGroups(groups: unknown): RateLimitGroup[] {
     }
     if (seen.has(name)) throw DomainError.conflict(`${field}.name`, `group "${name}" is listed twice`);
     seen.add(name);
-    return { name, qps: requireNumber(qps, `${field}.qps`, 0, MAX_QPS, true) };
+    // Whole calls per second: the limiter's one-second windows admit an integer number of calls.
+    return { name, qps: requireInt(qps, `${field}.qps`, 1, MAX_QPS) };
   });
 }
 
