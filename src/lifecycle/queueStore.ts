@@ -9,7 +9,17 @@ import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { DueField } from '../redis/dueFields.js';
 import { accountKeys } from '../redis/keys.js';
 
-export type LifecycleStore = Pick<CarrierQueueStore, 'upsert' | 'upsertMany' | 'remove' | 'removeMany' | 'requestCheck' | 'laneOf'>;
+export type LifecycleStore = Pick<CarrierQueueStore, 'upsert' | 'upsertMany' | 'remove' | 'removeMany' | 'requestCheck' | 'laneOf' | 'clockNow'>;
+
+/**
+ * "Now" on the store's clock (Redis TIME in production) as a cheap synchronous function: the
+ * offset to this process' clock is read once, so due times written by a host whose own clock is
+ * off still land on the timeline the claim reads.
+ */
+export async function storeClock(store: Pick<CarrierQueueStore, 'clockNow'>): Promise<() => number> {
+  const offset = (await store.clockNow()) - Date.now();
+  return () => Date.now() + offset;
+}
 
 export type Dues = Partial<Record<CheckType, number>>;
 

@@ -20,7 +20,7 @@ import type { IntervalResolver, Intervals } from '../domain/pollingConfig.js';
 import { requireId } from '../domain/validate.js';
 import { initialDues } from './jitter.js';
 import { loadPollingContext } from './pollingContext.js';
-import { laneMembers, readDuesMany, type LifecycleStore } from './queueStore.js';
+import { laneMembers, readDuesMany, storeClock, type LifecycleStore } from './queueStore.js';
 
 export const DEFAULT_REBUILD_BATCH = 1000;
 /** Lock lifetime; extended after every batch, so only a stalled rebuild loses it. */
@@ -122,6 +122,7 @@ export async function rebuild(deps: RebuildDeps, options: RebuildOptions = {}): 
       return { skipped: 'legacy_mode', carriers: 0, ...counters, durationMs: Date.now() - started };
     }
     const carrierIds = options.carrierId ? [requireId(options.carrierId, 'carrierId')] : (await listCarriers(deps.pool)).map((carrier) => carrier.id);
+    const now = options.now ?? (await storeClock(deps.store));
     for (const carrierId of carrierIds) {
       await rebuildCarrier(
         {
@@ -129,7 +130,7 @@ export async function rebuild(deps: RebuildDeps, options: RebuildOptions = {}): 
           namespace,
           carrierId,
           intervals: context.intervals,
-          now: options.now ?? Date.now,
+          now,
           random: options.random ?? Math.random,
           counters,
         },

@@ -37,13 +37,13 @@ export interface BatchCreateResult {
 export class LifecycleService {
   private readonly pool: pg.Pool;
   private readonly store: LifecycleStore;
-  private readonly now: () => number;
+  private readonly now: (() => number) | undefined;
   private readonly random: () => number;
 
   constructor(deps: LifecycleDeps) {
     this.pool = deps.pool;
     this.store = deps.store;
-    this.now = deps.now ?? Date.now;
+    this.now = deps.now;
     this.random = deps.random ?? Math.random;
   }
 
@@ -161,7 +161,7 @@ export class LifecycleService {
     const context = await loadPollingContext(this.pool);
     if (context.mode !== 'carrier') return card;
     if (previousCarrierId !== card.carrierId) await this.store.remove(previousCarrierId, card.id);
-    await this.store.upsertMany([this.upsertFor(card, context)]);
+    await this.store.upsertMany([this.upsertFor(card, context, this.now ? this.now() : await this.store.clockNow())]);
     return card;
   }
 
@@ -177,11 +177,12 @@ export class LifecycleService {
     if (cards.length === 0) return;
     const context = await loadPollingContext(this.pool);
     if (context.mode !== 'carrier') return;
-    await this.store.upsertMany(cards.map((card) => this.upsertFor(card, context)));
+    // Due times on the store's clock (Redis TIME), not this host's.
+    const now = this.now ? this.now() : await this.store.clockNow();
+    await this.store.upsertMany(cards.map((card) => this.upsertFor(card, context, now)));
   }
 
-  private upsertFor(card: ScopedCard, context: PollingContext): UpsertInput {
-    const now = this.now();
+  private upsertFor(card: ScopedCard, context: PollingContext, now: number): UpsertInput {
     const intervals = card.polled ? context.intervals.resolve(card) : {};
     // Empty dues = "no types": the store's upsert removes the card from both lanes.
     return { carrierId: card.carrierId, cardId: card.id, now, dues: initialDues(intervals, now, this.random) };

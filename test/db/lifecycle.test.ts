@@ -138,6 +138,7 @@ function countingStore(inner: CarrierQueueStore): { store: LifecycleStore; calls
       upsertMany: count(inner.upsertMany.bind(inner)),
       remove: count(inner.remove.bind(inner)),
       removeMany: count(inner.removeMany.bind(inner)),
+      clockNow: () => inner.clockNow(),
       requestCheck: count(inner.requestCheck.bind(inner)),
       laneOf: count(inner.laneOf.bind(inner)),
     },

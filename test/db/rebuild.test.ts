@@ -156,6 +156,7 @@ test('rebuild beside live lifecycle traffic: cards enabled, moved in or created 
     removeMany: (refs) => store.removeMany(refs),
     requestCheck: (input) => store.requestCheck(input),
     laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
+    clockNow: () => store.clockNow(),
     async upsertMany(inputs) {
       batches += 1;
       if (batches === 1) {
