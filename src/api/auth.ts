@@ -1,7 +1,8 @@
 /**
- * Bearer-token authentication on every route except health and metrics (DESIGN §10). Both sides
- * are hashed before comparing so the buffers always have equal length and neither the token nor
- * its length leaks through timing.
+ * Bearer-token authentication on every route except health and metrics (DESIGN §10) and routes
+ * that declare themselves public in their config (`config: { public: true }`: static pages that
+ * hold no data and carry no token). Both sides are hashed before comparing so the buffers always
+ * have equal length and neither the token nor its length leaks through timing.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -22,9 +23,16 @@ export function tokenMatches(header: string | undefined, token: string): boolean
 export function registerAuth(app: FastifyInstance, token: string): void {
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?', 1)[0] ?? '';
-    if (PUBLIC_PATHS.has(path)) return;
+    if (PUBLIC_PATHS.has(path) || request.routeOptions.config.public === true) return;
     if (tokenMatches(request.headers.authorization, token)) return;
     // No detail: whether the header was missing, malformed or wrong is not the caller's business.
     await reply.status(401).header('www-authenticate', 'Bearer').send(errorBody('unauthorized', 'unauthorized'));
   });
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Served without the bearer token (a page or asset that holds no data). */
+    public?: boolean;
+  }
 }

@@ -1,10 +1,17 @@
 /**
- * JSON schemas of the request bodies and parameters (DESIGN §10 field names). They catch shape
+ * JSON schemas of the requests and answers (DESIGN §10 field names). Request schemas catch shape
  * errors (types, unknown fields, missing fields) before a handler runs; range and cross-field
- * rules stay in the domain validators so the API, the CLI and the repositories agree.
+ * rules stay in the domain validators so the API, the CLI and the repositories agree. Answer
+ * schemas serialise the responses and, through the type provider, type what handlers return;
+ * both feed the OpenAPI document.
  */
 import { CARD_STATUSES } from '../domain/card.js';
 import { CHECK_TYPES, GATEWAY_CHECK_TYPES } from '../common/checkTypes.js';
+
+/** `{ key: schema }` for each key, typed with the literal keys so the type provider sees them. */
+function propertiesOf<const K extends string, const S>(keys: readonly K[], schema: S): { readonly [P in K]: S } {
+  return Object.fromEntries(keys.map((key) => [key, schema])) as { readonly [P in K]: S };
+}
 
 const idString = { type: 'string', pattern: '^[1-9][0-9]{0,18}$', description: 'decimal id' } as const;
 
@@ -51,7 +58,7 @@ const carrierProperties = {
   typeGroups: {
     type: 'object',
     additionalProperties: false,
-    properties: Object.fromEntries(GATEWAY_CHECK_TYPES.map((type) => [type, { type: 'string' }])),
+    properties: propertiesOf(GATEWAY_CHECK_TYPES, { type: 'string' } as const),
   },
 } as const;
 
@@ -73,7 +80,7 @@ const intervalsSchema = {
   type: 'object',
   additionalProperties: false,
   // null clears a type on PATCH (the rule stops setting it).
-  properties: Object.fromEntries(CHECK_TYPES.map((type) => [type, { type: ['integer', 'null'] }])),
+  properties: propertiesOf(CHECK_TYPES, { type: ['integer', 'null'] } as const),
 } as const;
 
 const pollingConfigProperties = {
@@ -147,3 +154,245 @@ export const modeSchema = {
   additionalProperties: false,
   properties: { mode: { type: 'string', enum: ['carrier', 'legacy'] } },
 } as const;
+
+/* ---- Answers ---- */
+
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const checkType = { type: 'string', enum: [...CHECK_TYPES] } as const;
+const cardStatus = { type: 'string', enum: [...CARD_STATUSES] } as const;
+
+/** `{ items, nextCursor? }` of a list route (DESIGN §10 "lists"). */
+export function pageOfSchema<const S>(item: S) {
+  return {
+    type: 'object',
+    required: ['items'],
+    additionalProperties: false,
+    properties: { items: { type: 'array', items: item }, nextCursor: { type: 'string', description: 'pass as cursor for the next page; absent on the last' } },
+  } as const;
+}
+
+export const carrierSchema = {
+  type: 'object',
+  required: [
+    'id', 'name', 'gatewayAccount', 'enabled', 'inflightLimit', 'priorityRatio', 'leaseMs', 'stepTimeoutMs', 'totalTimeoutMs', 'realnameControl',
+    'backoffBaseMs', 'failureAlertThreshold', 'accountAlertThreshold', 'accountAlertWindowMs', 'groups', 'typeGroups',
+  ],
+  additionalProperties: false,
+  properties: {
+    id: idString,
+    ...carrierProperties,
+    groups: { type: 'array', items: { type: 'object', required: ['name', 'qps'], additionalProperties: false, properties: { name: { type: 'string' }, qps: { type: 'number' } } } },
+  },
+} as const;
+
+const intervalsAnswer = { type: 'object', additionalProperties: false, properties: propertiesOf(CHECK_TYPES, { type: 'integer' } as const) } as const;
+
+export const pollingConfigSchema = {
+  type: 'object',
+  required: ['id', 'name', 'priority', 'enabled', 'match', 'intervalsSec'],
+  additionalProperties: false,
+  properties: {
+    id: idString,
+    name: { type: 'string' },
+    priority: { type: 'integer' },
+    enabled: { type: 'boolean' },
+    match: { type: 'object', additionalProperties: false, properties: { carrierId: { type: 'string' }, cardStatus } },
+    intervalsSec: intervalsAnswer,
+  },
+} as const;
+
+const cardProperties = {
+  id: idString,
+  iccid: { type: 'string' },
+  msisdn: { type: 'string' },
+  carrierId: idString,
+  status: cardStatus,
+  enablePolling: { type: 'boolean' },
+  deviceId: idString,
+  standalone: { type: 'boolean' },
+  polled: { type: 'boolean', description: 'its own switch and, unless standalone, its device switch are on' },
+} as const;
+const cardRequired = ['id', 'iccid', 'carrierId', 'status', 'enablePolling', 'standalone', 'polled'] as const;
+
+export const cardSchema = { type: 'object', required: cardRequired, additionalProperties: false, properties: cardProperties } as const;
+
+export const failureAlertSchema = {
+  type: 'object',
+  required: ['id', 'cardId', 'carrierId', 'type', 'status', 'failCount', 'openedAt'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string' },
+    cardId: idString,
+    carrierId: idString,
+    type: checkType,
+    status: { type: 'string', enum: ['open', 'recovered'] },
+    failCount: { type: 'integer' },
+    firstFailedAt: dateTime,
+    lastError: { type: 'string' },
+    openedAt: dateTime,
+    recoveredAt: dateTime,
+    ackedAt: dateTime,
+    ackedBy: { type: 'string' },
+  },
+} as const;
+
+export const cardDetailSchema = {
+  type: 'object',
+  required: [...cardRequired, 'due', 'failures', 'alerts', 'executions', 'temporalUiUrl'],
+  additionalProperties: false,
+  properties: {
+    ...cardProperties,
+    due: { type: 'object', additionalProperties: false, description: 'per type, epoch ms the next check is due', properties: propertiesOf(CHECK_TYPES, { type: 'number' } as const) },
+    failures: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'per type, the current failure streak',
+      properties: propertiesOf(CHECK_TYPES, {
+        type: 'object',
+        required: ['count'],
+        additionalProperties: false,
+        properties: { count: { type: 'integer' }, firstFailedAt: { type: 'number', description: 'epoch ms' }, lastError: { type: 'string' } },
+      } as const),
+    },
+    alerts: { type: 'array', items: failureAlertSchema },
+    executions: {
+      type: 'array',
+      description: 'newest first',
+      items: {
+        type: 'object',
+        required: ['startedAt', 'types', 'outcome', 'gatewayMs', 'workflowId', 'runId'],
+        additionalProperties: false,
+        properties: {
+          startedAt: dateTime,
+          finishedAt: dateTime,
+          types: { type: 'array', items: checkType },
+          outcome: { type: 'string' },
+          gatewayMs: { type: 'number' },
+          workflowId: { type: 'string' },
+          runId: { type: 'string' },
+          fromPriority: { type: 'boolean' },
+        },
+      },
+    },
+    temporalUiUrl: { type: 'string', description: "the card's executions in the Temporal Web UI" },
+  },
+} as const;
+
+const qpsByGroup = { type: 'object', additionalProperties: { type: 'number' } } as const;
+const limitedBy = { type: 'string', enum: ['none', 'budget', 'inflight', 'orchestration'] } as const;
+
+export const carrierStatusSchema = {
+  type: 'object',
+  required: ['carrierId', 'mode', 'paused', 'inflight', 'lanes', 'dueNow', 'groups', 'latenessMs', 'expiredLeases', 'capacity', 'limitedBy', 'schedulerRunning'],
+  additionalProperties: false,
+  properties: {
+    carrierId: idString,
+    mode: { type: 'string', enum: ['carrier', 'legacy'] },
+    paused: { type: 'boolean' },
+    inflight: { type: 'integer' },
+    lanes: { type: 'object', required: ['priority', 'normal'], additionalProperties: false, properties: { priority: { type: 'integer' }, normal: { type: 'integer' } } },
+    dueNow: { type: 'integer' },
+    groups: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['name', 'qpsConfigured', 'qpsEffective', 'usedLastSecond'],
+        additionalProperties: false,
+        properties: { name: { type: 'string' }, qpsConfigured: { type: 'number' }, qpsEffective: { type: 'number' }, usedLastSecond: { type: 'integer' } },
+      },
+    },
+    latenessMs: { type: 'object', required: ['p50', 'p99'], additionalProperties: false, properties: { p50: { type: 'number' }, p99: { type: 'number' } } },
+    expiredLeases: { type: 'integer' },
+    capacity: {
+      type: 'object',
+      required: ['requiredQps', 'budgetQps', 'requiredExecutionsPerSec', 'orchestrationCapacityPerSec', 'stretchFactor'],
+      additionalProperties: false,
+      properties: {
+        requiredQps: { ...qpsByGroup, description: 'per group, the calls per second the configured intervals need' },
+        budgetQps: { ...qpsByGroup, description: 'per group, the configured budget' },
+        requiredExecutionsPerSec: { type: 'number' },
+        orchestrationCapacityPerSec: { type: ['number', 'null'] },
+        stretchFactor: { type: 'number', description: 'how much longer than configured the intervals really are (≥ 1)' },
+      },
+    },
+    limitedBy: { type: 'string', enum: [...limitedBy.enum, 'unknown'] },
+    orchestration: {
+      type: 'object',
+      required: ['limitedBy', 'inflightLimit', 'configuredInflightLimit', 'startsPerSec', 'startLagMs', 'baseLagMs', 'capacityPerSec'],
+      additionalProperties: false,
+      properties: {
+        limitedBy,
+        inflightLimit: { type: 'integer' },
+        configuredInflightLimit: { type: 'integer' },
+        startsPerSec: { type: 'number' },
+        startLagMs: { type: 'number' },
+        baseLagMs: { type: ['number', 'null'] },
+        capacityPerSec: { type: ['number', 'null'] },
+      },
+    },
+    schedulerRunning: { type: 'boolean' },
+  },
+} as const;
+
+const accountAlertProperties = {
+  id: { type: 'string' },
+  carrierId: idString,
+  alertKind: { type: 'string' },
+  status: { type: 'string' },
+  alertCount: { type: 'integer' },
+  threshold: { type: 'integer' },
+  windowMs: { type: 'integer' },
+  openedAt: dateTime,
+  resolvedAt: dateTime,
+  ackedAt: dateTime,
+  ackedBy: { type: 'string' },
+} as const;
+
+export const accountAlertSchema = {
+  type: 'object',
+  required: ['kind', 'id', 'carrierId', 'alertKind', 'status', 'alertCount', 'threshold', 'windowMs', 'openedAt'],
+  additionalProperties: false,
+  properties: { kind: { type: 'string', enum: ['account'] }, ...accountAlertProperties },
+} as const;
+
+export const failureAlertItemSchema = {
+  ...failureAlertSchema,
+  required: [...failureAlertSchema.required, 'kind'],
+  properties: { kind: { type: 'string', enum: ['failure'] }, ...failureAlertSchema.properties },
+} as const;
+
+/** An alert in the list or after an ack: ids carry their kind (`failure-12`, `account-3`). */
+export const alertSchema = { anyOf: [accountAlertSchema, failureAlertItemSchema] } as const;
+
+export const modeSettingSchema = {
+  type: 'object',
+  required: ['mode', 'updatedAt', 'updatedBy'],
+  additionalProperties: false,
+  properties: { mode: { type: 'string', enum: ['carrier', 'legacy'] }, updatedAt: dateTime, updatedBy: { type: 'string' } },
+} as const;
+
+export const modeSwitchSchema = {
+  type: 'object',
+  required: ['mode', 'changed'],
+  additionalProperties: false,
+  properties: { mode: { type: 'string', enum: ['carrier', 'legacy'] }, changed: { type: 'boolean' } },
+} as const;
+
+export const requestCheckAnswerSchema = {
+  type: 'object',
+  required: ['status', 'requested'],
+  additionalProperties: false,
+  properties: {
+    status: { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] },
+    requested: { type: 'integer', description: 'number of types requested' },
+    types: { type: 'object', additionalProperties: false, properties: propertiesOf(CHECK_TYPES, { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] } as const) },
+  },
+} as const;
+
+/** Answers every route may give besides its success: 400 invalid, 404 not found, 409 conflict, … */
+export const errorResponses = {
+  '4xx': { description: '{ error: { code, message, field? } }: 400 invalid, 401 no or wrong token, 404 not found, 409 conflict, 413 too large, 415 wrong content type', ...errorSchema },
+  '5xx': { description: '500 internal, 503 a dependency or the orchestration is unavailable', ...errorSchema },
+} as const;
+
+export const noContent = { type: 'null', description: 'no content' } as const;

@@ -1,14 +1,16 @@
 /**
  * The HTTP API server (DESIGN §10): Fastify with pino JSON logs, bearer auth, JSON-schema
- * validation, one error shape, request metrics and the OpenAPI document at /docs. Built without
- * listening so tests drive it with `inject`.
+ * validation and typed handlers, one error shape, request metrics, and the OpenAPI document
+ * generated from the route schemas (page at /docs, JSON at /docs/json). Built without listening
+ * so tests drive it with `inject`.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { ApiTypeProvider } from './app.js';
 import type { ApiContext } from './context.js';
 import { registerAuth } from './auth.js';
 import { errorBody, handleError } from './errors.js';
 import { registerHttpMetrics } from './httpMetrics.js';
-import { collectOpenApi } from './openapi.js';
+import { registerOpenApi } from './openapi.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerCardImportRoutes } from './routes/cardImport.js';
 import { registerCardRoutes } from './routes/cards.js';
@@ -38,12 +40,12 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
         allErrors: false,
       },
     },
-  });
+  }).withTypeProvider<ApiTypeProvider>();
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?', 1)[0] ?? ''}`)));
   registerAuth(app, ctx.config.API_TOKEN);
   registerHttpMetrics(app, ctx.deps.registry);
-  const openApi = collectOpenApi(app);
+  await registerOpenApi(app);
 
   registerHealthRoutes(app, ctx);
   registerCarrierRoutes(app, ctx);
@@ -54,7 +56,6 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
   registerRequestCheckRoutes(app, ctx);
   registerModeRoutes(app, ctx);
   registerAlertRoutes(app, ctx);
-  app.get('/docs', async () => openApi());
 
   await app.ready();
   return app;

@@ -130,11 +130,14 @@ export const COMMANDS: readonly Command[] = [
     run: (client, [id]) => client.request('GET', `/v1/cards/${encodeURIComponent(id!)}`),
   },
   {
-    name: 'cards import', usage: 'cards import <file.json | file.ndjson | -> [--ndjson]', summary: 'import up to 50 000 cards (JSON array, or NDJSON by extension or --ndjson)',
-    options: { ndjson: { type: 'boolean' } }, positionals: 1,
+    name: 'cards import', usage: 'cards import <file.json | file.ndjson | -> [--ndjson] [--on-existing reject|skip|update]',
+    summary: 'import up to 50 000 cards (JSON array, or NDJSON by extension or --ndjson); --on-existing says what a row whose ICCID exists does (default reject)',
+    options: { ndjson: { type: 'boolean' }, 'on-existing': { type: 'string' } }, positionals: 1,
     run: async (client, [file], values) => {
       const ndjson = values.ndjson === true || /\.(ndjson|jsonl)$/i.test(file!);
-      return client.request('POST', '/v1/cards/import', { raw: await readText(file!), contentType: ndjson ? 'application/x-ndjson' : 'application/json' });
+      const onExisting = values['on-existing'];
+      const query = typeof onExisting === 'string' ? `?onExisting=${encodeURIComponent(onExisting)}` : '';
+      return client.request('POST', `/v1/cards/import${query}`, { raw: await readText(file!), contentType: ndjson ? 'application/x-ndjson' : 'application/json' });
     },
   },
   {
@@ -176,6 +179,14 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'mode set', usage: 'mode set <carrier|legacy>', summary: 'switch the polling mode through pollingControl', options: {}, positionals: 1,
     run: (client, [mode]) => client.request('PUT', '/v1/mode', { body: { mode } }),
+  },
+  {
+    name: 'ingest get', usage: 'ingest get', summary: 'show the ingest mode (sync | async)', options: {}, positionals: 0,
+    run: (client) => client.request('GET', '/v1/mode/ingest'),
+  },
+  {
+    name: 'ingest set', usage: 'ingest set <sync|async>', summary: 'switch the ingest mode at run time (no restart; no record in flight is lost)', options: {}, positionals: 1,
+    run: (client, [mode]) => client.request('PUT', '/v1/mode/ingest', { body: { mode } }),
   },
   {
     name: 'status', usage: 'status <carrierId>', summary: 'account status: lanes, in-flight, budget use, lateness, capacity', options: {}, positionals: 1,

@@ -4,7 +4,7 @@
  * lifecycle operations need one statement, not one per card.
  */
 import type { Card, CardLatest, CardStatus, ScopedCard } from '../domain/card.js';
-import type { CardRow } from '../domain/cardInput.js';
+import type { CardRow, CardUpdateRow } from '../domain/cardInput.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';
@@ -73,7 +73,17 @@ export async function existingIccids(db: Queryable, iccids: readonly string[]): 
  * taken meanwhile is skipped (ON CONFLICT) and reported by its absence. Run inside a transaction.
  */
 export async function insertCards(db: Queryable, cards: readonly CardRow[]): Promise<ScopedCard[]> {
-  if (cards.length === 0) return [];
+  const idByIccid = await insertCardRows(db, cards);
+  return findCards(db, [...idByIccid.values()]);
+}
+
+/**
+ * The batch insert behind {@link insertCards}, answering only ICCID → new id: an ICCID that
+ * already exists is left alone and absent from the answer. Run inside a transaction (the
+ * bindings are a second statement).
+ */
+export async function insertCardRows(db: Queryable, cards: readonly CardRow[]): Promise<Map<string, string>> {
+  if (cards.length === 0) return new Map();
   const inserted = await db.query<{ id: string; iccid: string }>(
     `INSERT INTO iot_card (iccid, msisdn, carrier_id, status, enable_polling, is_standalone)
      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::boolean[])
@@ -96,7 +106,86 @@ export async function insertCards(db: Queryable, cards: readonly CardRow[]): Pro
       [bound.map((card) => card.deviceId), bound.map((card) => idByIccid.get(card.iccid))],
     );
   }
-  return findCards(db, inserted.rows.map((row) => row.id));
+  return idByIccid;
+}
+
+/** An existing card an update matched, with what it was before. */
+export interface UpdatedCardRow {
+  readonly id: string;
+  readonly iccid: string;
+  readonly carrierId: string;
+  readonly previousCarrierId: string;
+  /** Account, status, switch, standalone or device changed: what decides whether and how the card is polled. */
+  readonly pollingChanged: boolean;
+}
+
+/**
+ * Updates existing cards found by ICCID with the fields each row gives (one statement for the
+ * cards, two for the device bindings that change). ICCIDs that do not exist are absent from the
+ * answer. Cards whose values are already those of the row are matched but not written. Run
+ * inside a transaction.
+ */
+export async function updateCardsByIccid(db: Queryable, updates: readonly CardUpdateRow[]): Promise<UpdatedCardRow[]> {
+  if (updates.length === 0) return [];
+  const { rows } = await db.query<{ id: string; iccid: string; carrier_id: string; previous_carrier_id: string; old_device_id: string | null; device_id: string | null; polling_changed: boolean }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::text[], $6::boolean[], $7::boolean[], $8::boolean[], $9::bigint[])
+         AS x(iccid, carrier_id, msisdn_given, msisdn, status, enable_polling, is_standalone, device_given, device_id)
+     ), old AS (
+       SELECT c.id, c.iccid, c.msisdn, c.carrier_id, c.status, c.enable_polling, c.is_standalone, b.device_id
+         FROM iot_card c
+         JOIN u ON u.iccid = c.iccid
+         LEFT JOIN device_sim_binding b ON b.card_id = c.id AND b.unbound_at IS NULL
+          FOR UPDATE OF c
+     ), next AS (
+       SELECT old.id, old.iccid, old.carrier_id AS old_carrier_id, old.device_id AS old_device_id,
+              u.carrier_id,
+              CASE WHEN u.msisdn_given THEN u.msisdn ELSE old.msisdn END AS msisdn,
+              coalesce(u.status, old.status) AS status,
+              coalesce(u.enable_polling, old.enable_polling) AS enable_polling,
+              coalesce(u.is_standalone, old.is_standalone) AS is_standalone,
+              CASE WHEN u.device_given THEN u.device_id ELSE old.device_id END AS device_id,
+              old.status AS old_status, old.enable_polling AS old_enable_polling, old.is_standalone AS old_is_standalone
+         FROM old JOIN u ON u.iccid = old.iccid
+     ), written AS (
+       UPDATE iot_card t
+          SET carrier_id = next.carrier_id, msisdn = next.msisdn, status = next.status,
+              enable_polling = next.enable_polling, is_standalone = next.is_standalone, updated_at = now()
+         FROM next
+        WHERE t.id = next.id
+          AND (t.carrier_id, t.msisdn, t.status, t.enable_polling, t.is_standalone)
+              IS DISTINCT FROM (next.carrier_id, next.msisdn, next.status, next.enable_polling, next.is_standalone)
+       RETURNING t.id
+     )
+     SELECT next.id::text, next.iccid, next.carrier_id::text, next.old_carrier_id::text AS previous_carrier_id,
+            next.old_device_id::text, next.device_id::text,
+            ((next.old_carrier_id, next.old_status, next.old_enable_polling, next.old_is_standalone)
+               IS DISTINCT FROM (next.carrier_id, next.status, next.enable_polling, next.is_standalone)
+              OR next.old_device_id IS DISTINCT FROM next.device_id) AS polling_changed
+       FROM next`,
+    [
+      updates.map((update) => update.iccid),
+      updates.map((update) => update.carrierId),
+      updates.map((update) => update.msisdn !== undefined),
+      updates.map((update) => update.msisdn ?? null),
+      updates.map((update) => update.status ?? null),
+      updates.map((update) => update.enablePolling ?? null),
+      updates.map((update) => update.standalone ?? null),
+      updates.map((update) => update.deviceId !== undefined),
+      updates.map((update) => update.deviceId ?? null),
+    ],
+  );
+  // Bindings change in their own statements: a card may hold one active binding (unique index),
+  // so the old one must be closed before the new one is opened.
+  const rebound = rows.filter((row) => row.old_device_id !== row.device_id);
+  if (rebound.length > 0) {
+    await db.query('UPDATE device_sim_binding SET unbound_at = now() WHERE card_id = ANY($1::bigint[]) AND unbound_at IS NULL', [rebound.map((row) => row.id)]);
+    const bound = rebound.filter((row) => row.device_id !== null);
+    if (bound.length > 0) {
+      await db.query('INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])', [bound.map((row) => row.device_id), bound.map((row) => row.id)]);
+    }
+  }
+  return rows.map((row) => ({ id: row.id, iccid: row.iccid, carrierId: row.carrier_id, previousCarrierId: row.previous_carrier_id, pollingChanged: row.polling_changed }));
 }
 
 /** Sets each card's status in one statement; returns the changed cards with their scope. Unknown ids are absent. */

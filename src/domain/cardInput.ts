@@ -17,6 +17,21 @@ export interface CardRow {
   readonly standalone: boolean;
 }
 
+/**
+ * What an update of an existing card changes: the fields the row gave. A row that leaves out a
+ * field keeps the card's value (a re-sent file must not reset a status changed since), where a
+ * new card takes the defaults. `null` for msisdn or deviceId clears it.
+ */
+export interface CardUpdateRow {
+  readonly iccid: string;
+  readonly carrierId: string;
+  readonly msisdn?: string | null;
+  readonly status?: CardStatus;
+  readonly enablePolling?: boolean;
+  readonly standalone?: boolean;
+  readonly deviceId?: string | null;
+}
+
 export interface Rejection {
   /** Index of the row in the input. */
   readonly row: number;
@@ -46,6 +61,21 @@ export function normaliseCard(input: NewCard): CardRow {
     deviceId,
     // A card in a device follows the device's switch unless explicitly standalone.
     standalone: input.standalone ?? deviceId === null,
+  };
+}
+
+/** The update an already validated row asks for (see {@link CardUpdateRow}). */
+export function updateOf(input: NewCard, card: CardRow): CardUpdateRow {
+  const given = (field: keyof NewCard): boolean => input[field] !== undefined;
+  return {
+    iccid: card.iccid,
+    carrierId: card.carrierId,
+    ...(given('msisdn') ? { msisdn: card.msisdn } : {}),
+    ...(given('status') ? { status: card.status } : {}),
+    ...(given('enablePolling') ? { enablePolling: card.enablePolling } : {}),
+    ...(given('deviceId') ? { deviceId: card.deviceId } : {}),
+    // Binding to a device (or unbinding) without saying otherwise sets the default a new card would get.
+    ...(given('standalone') || given('deviceId') ? { standalone: card.standalone } : {}),
   };
 }
 

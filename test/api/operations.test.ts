@@ -107,10 +107,10 @@ test('healthz reports every dependency; metrics serve the registry with HTTP req
   assert.match(metrics.body, /# HELP cardpoller_checks_total/);
 });
 
-test('unknown routes answer 404 in the error shape; /docs lists every §10 path', async () => {
+test('unknown routes answer 404 in the error shape; /docs/json lists every §10 path', async () => {
   const missing = await api.call<ErrorAnswer>('GET', '/v1/nothing');
   assert.deepEqual([missing.status, missing.body.error.code], [404, 'not_found']);
-  const docs = await api.call<{ openapi: string; paths: Record<string, Record<string, unknown>> }>('GET', '/docs');
+  const docs = await api.call<{ openapi: string; paths: Record<string, Record<string, unknown>> }>('GET', '/docs/json');
   assert.equal(docs.status, 200);
   const operations = Object.entries(docs.body.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
   const required = [

@@ -4,24 +4,16 @@
  * because the two tables number independently; a bare number means a failure alert, the id the
  * card detail shows.
  */
-import type { FastifyInstance } from 'fastify';
 import { ackFailureAlert } from '../../db/alerts.js';
 import { ackAccountAlert, pageAccountAlerts, pageFailureAlerts, type AccountAlertItem, type FailureAlertItem } from '../../db/statusQueries.js';
 import { DomainError } from '../../domain/errors.js';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { decodeCursor, pageOf, pageQuerySchema } from '../pagination.js';
+import { alertSchema, errorResponses, pageOfSchema } from '../schemas.js';
 
 type AlertKind = 'account' | 'failure';
 type AlertItem = (Omit<FailureAlertItem, 'id'> | Omit<AccountAlertItem, 'id'>) & { id: string };
-
-interface ListQuery {
-  readonly cursor?: string;
-  readonly limit: number;
-  readonly kind?: AlertKind;
-  readonly status: 'open' | 'all';
-  readonly carrierId?: string;
-  readonly cardId?: string;
-}
 
 const idPattern = '^[1-9][0-9]{0,18}$';
 const listQuerySchema = {
@@ -45,11 +37,11 @@ export function parseAlertId(raw: string): { kind: AlertKind; id: string } {
   return { kind: match[1] === 'account' ? 'account' : 'failure', id: match[2] };
 }
 
-export function registerAlertRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerAlertRoutes(app: ApiApp, ctx: ApiContext): void {
   const { pool } = ctx.deps;
 
-  app.get('/v1/alerts', { schema: { tags: ['alerts'], summary: 'Failure and account alerts (open by default)', querystring: listQuerySchema } }, async (request) => {
-    const query = request.query as ListQuery;
+  app.get('/v1/alerts', { schema: { tags: ['alerts'], summary: 'Failure and account alerts (open by default)', querystring: listQuerySchema, response: { 200: pageOfSchema(alertSchema), ...errorResponses } } }, async (request) => {
+    const { query } = request;
     const kinds: AlertKind[] = query.kind ? [query.kind] : query.cardId ? ['failure'] : ['account', 'failure'];
     const [cursorKind, cursorId] = (decodeCursor(query.cursor, CURSOR) ?? '').split(':') as [AlertKind | '', string | undefined];
     const filter = { openOnly: query.status === 'open', ...(query.carrierId ? { carrierId: query.carrierId } : {}), ...(query.cardId ? { cardId: query.cardId } : {}) };
@@ -65,8 +57,8 @@ export function registerAlertRoutes(app: FastifyInstance, ctx: ApiContext): void
     return pageOf(items, query.limit, (item) => `${item.kind}:${item.id.slice(item.kind.length + 1)}`);
   });
 
-  app.post('/v1/alerts/:id/ack', { schema: { tags: ['alerts'], summary: 'Acknowledge an alert (idempotent)', params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } } } }, async (request) => {
-    const { kind, id } = parseAlertId((request.params as { id: string }).id);
+  app.post('/v1/alerts/:id/ack', { schema: { tags: ['alerts'], summary: 'Acknowledge an alert (idempotent)', params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 40 } } }, response: { 200: alertSchema, ...errorResponses } } }, async (request) => {
+    const { kind, id } = parseAlertId(request.params.id);
     const actor = 'api';
     if (kind === 'failure') {
       const alert = await ackFailureAlert(pool, id, actor);

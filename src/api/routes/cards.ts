@@ -1,27 +1,12 @@
 /** Cards: create one, list with filters, detail, patch (through the lifecycle), delete (DESIGN §10). */
-import type { FastifyInstance } from 'fastify';
 import { getCard, listCards } from '../../db/cards.js';
-import type { CardStatus, NewCard } from '../../domain/card.js';
 import { DomainError } from '../../domain/errors.js';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
-import { cardPatchSchema, idParams, newCardSchema } from '../schemas.js';
+import { cardDetailSchema, cardPatchSchema, cardSchema, errorResponses, idParams, newCardSchema, noContent, pageOfSchema } from '../schemas.js';
 import { CARD_STATUSES } from '../../domain/card.js';
 import { cardDetail } from '../services/cardDetail.js';
-
-interface ListQuery {
-  readonly cursor?: string;
-  readonly limit: number;
-  readonly carrierId?: string;
-  readonly status?: CardStatus;
-  readonly polled?: boolean;
-}
-
-interface CardPatch {
-  readonly enablePolling?: boolean;
-  readonly status?: CardStatus;
-  readonly carrierId?: string;
-}
 
 const listQuerySchema = {
   type: 'object',
@@ -34,18 +19,18 @@ const listQuerySchema = {
   },
 } as const;
 
-export function registerCardRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerCardRoutes(app: ApiApp, ctx: ApiContext): void {
   const { pool } = ctx.deps;
   const { lifecycle } = ctx.services;
 
-  app.post('/v1/cards', { schema: { tags: ['cards'], summary: 'Create one card', body: newCardSchema } }, async (request, reply) => {
-    const card = await lifecycle.createCard(request.body as NewCard);
+  app.post('/v1/cards', { schema: { tags: ['cards'], summary: 'Create one card', body: newCardSchema, response: { 201: cardSchema, ...errorResponses } } }, async (request, reply) => {
+    const card = await lifecycle.createCard(request.body);
     request.log.info({ cardId: card.id, carrierId: card.carrierId }, 'card created');
     return reply.status(201).send(card);
   });
 
-  app.get('/v1/cards', { schema: { tags: ['cards'], summary: 'List cards (filters carrierId, status, polled; id order)', querystring: listQuerySchema } }, async (request) => {
-    const query = request.query as ListQuery;
+  app.get('/v1/cards', { schema: { tags: ['cards'], summary: 'List cards (filters carrierId, status, polled; id order)', querystring: listQuerySchema, response: { 200: pageOfSchema(cardSchema), ...errorResponses } } }, async (request) => {
+    const { query } = request;
     const after = decodeCursor(query.cursor, ID_CURSOR) ?? '0';
     const filter = {
       ...(query.carrierId === undefined ? {} : { carrierId: query.carrierId }),
@@ -56,14 +41,14 @@ export function registerCardRoutes(app: FastifyInstance, ctx: ApiContext): void 
     return pageOf(rows, query.limit, (card) => card.id);
   });
 
-  app.get('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Card detail: due times, failures, open alerts, executions, Web UI link', params: idParams } }, async (request) => {
-    const { id } = request.params as { id: string };
+  app.get('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Card detail: due times, failures, open alerts, executions, Web UI link', params: idParams, response: { 200: cardDetailSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
     return cardDetail(ctx, id);
   });
 
-  app.patch('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Change polling switch, status or carrier account', params: idParams, body: cardPatchSchema } }, async (request) => {
-    const { id } = request.params as { id: string };
-    const patch = request.body as CardPatch;
+  app.patch('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Change polling switch, status or carrier account', params: idParams, body: cardPatchSchema, response: { 200: cardSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
+    const patch = request.body;
     // 404 before any write: every step below is its own lifecycle event.
     const before = await getCard(pool, id);
     // Carrier first so the status and polling steps re-derive Redis under the final account.
@@ -75,10 +60,10 @@ export function registerCardRoutes(app: FastifyInstance, ctx: ApiContext): void 
     return getCard(pool, id);
   });
 
-  app.delete('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Delete a card (leaves polling at once)', params: idParams } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
+  app.delete('/v1/cards/:id', { schema: { tags: ['cards'], summary: 'Delete a card (leaves polling at once)', params: idParams, response: { 204: noContent, ...errorResponses } } }, async (request, reply) => {
+    const { id } = request.params;
     if (!(await lifecycle.deleteCard(id))) throw DomainError.notFound('id', `card ${id} does not exist`);
     request.log.info({ cardId: id }, 'card deleted');
-    return reply.status(204).send();
+    return reply.status(204).send(null);
   });
 }

@@ -1,45 +1,39 @@
 /** Carrier accounts: create, list, get, patch (DESIGN §10). Changes are announced to the orchestration. */
-import type { FastifyInstance } from 'fastify';
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../db/carriers.js';
-import type { CarrierPatch, NewCarrier } from '../../domain/carrier.js';
 import { notifyConfigChanged, reconcile } from '../../polling/temporalControl.js';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { notifyIfRunning } from '../orchestration.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
-import { carrierPatchSchema, idParams, newCarrierSchema } from '../schemas.js';
+import { carrierPatchSchema, carrierSchema, errorResponses, idParams, newCarrierSchema, pageOfSchema } from '../schemas.js';
 
-interface ListQuery {
-  readonly cursor?: string;
-  readonly limit: number;
-}
-
-export function registerCarrierRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerCarrierRoutes(app: ApiApp, ctx: ApiContext): void {
   const { pool } = ctx.deps;
 
-  app.post('/v1/carriers', { schema: { tags: ['carriers'], summary: 'Create a carrier account', body: newCarrierSchema } }, async (request, reply) => {
-    const carrier = await createCarrier(pool, request.body as NewCarrier);
+  app.post('/v1/carriers', { schema: { tags: ['carriers'], summary: 'Create a carrier account', body: newCarrierSchema, response: { 201: carrierSchema, ...errorResponses } } }, async (request, reply) => {
+    const carrier = await createCarrier(pool, request.body);
     request.log.info({ carrierId: carrier.id }, 'carrier created');
     // A new enabled account needs its scheduler: pollingControl starts it on reconcile.
     await notifyIfRunning(() => reconcile(ctx.orchestration));
     return reply.status(201).send(carrier);
   });
 
-  app.get('/v1/carriers', { schema: { tags: ['carriers'], summary: 'List carrier accounts', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } }, async (request) => {
-    const query = request.query as ListQuery;
+  app.get('/v1/carriers', { schema: { tags: ['carriers'], summary: 'List carrier accounts', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: { 200: pageOfSchema(carrierSchema), ...errorResponses } } }, async (request) => {
+    const { query } = request;
     const after = decodeCursor(query.cursor, ID_CURSOR) ?? '0';
     // Accounts number in the tens to hundreds: one read, paged in memory.
     const carriers = (await listCarriers(pool)).filter((carrier) => BigInt(carrier.id) > BigInt(after));
     return pageOf(carriers.slice(0, query.limit + 1), query.limit, (carrier) => carrier.id);
   });
 
-  app.get('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'One carrier account', params: idParams } }, async (request) => {
-    const { id } = request.params as { id: string };
+  app.get('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'One carrier account', params: idParams, response: { 200: carrierSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
     return getCarrier(pool, id);
   });
 
-  app.patch('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'Change a carrier account (groups / typeGroups replace the whole set)', params: idParams, body: carrierPatchSchema } }, async (request) => {
-    const { id } = request.params as { id: string };
-    const carrier = await updateCarrier(pool, id, request.body as CarrierPatch);
+  app.patch('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'Change a carrier account (groups / typeGroups replace the whole set)', params: idParams, body: carrierPatchSchema, response: { 200: carrierSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
+    const carrier = await updateCarrier(pool, id, request.body);
     request.log.info({ carrierId: id }, 'carrier updated');
     // The scheduler re-reads limits on configChanged; reconcile starts or stops it on enabled changes.
     await notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, id));

@@ -2,7 +2,7 @@
  * Unauthenticated infrastructure endpoints: `/healthz` (liveness of every dependency, 503 naming
  * the failed ones) and `/metrics` (the process' Prometheus registry).
  */
-import type { FastifyInstance } from 'fastify';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 
 /** A dependency that does not answer within this is reported down (probes must stay fast). */
@@ -30,8 +30,29 @@ async function probe(fn: () => Promise<unknown>): Promise<HealthCheck> {
   }
 }
 
-export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness of PostgreSQL, Redis and Temporal (200 or 503)' } }, async (_request, reply) => {
+const check = {
+  type: 'object',
+  required: ['ok', 'ms'],
+  additionalProperties: false,
+  properties: { ok: { type: 'boolean' }, ms: { type: 'number' }, error: { type: 'string' } },
+} as const;
+
+const healthSchema = {
+  type: 'object',
+  required: ['status', 'checks'],
+  additionalProperties: false,
+  properties: {
+    status: { type: 'string', enum: ['ok', 'unavailable'] },
+    failed: { type: 'array', items: { type: 'string' }, description: 'the dependencies that did not answer' },
+    checks: { type: 'object', required: ['postgres', 'redis', 'temporal'], additionalProperties: false, properties: { postgres: check, redis: check, temporal: check } },
+  },
+} as const;
+
+/** Open to infrastructure that holds no token. */
+const open = [] as const;
+
+export function registerHealthRoutes(app: ApiApp, ctx: ApiContext): void {
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness of PostgreSQL, Redis and Temporal (200 or 503)', security: open, response: { 200: healthSchema, 503: healthSchema } } }, async (_request, reply) => {
     const [postgres, redis, temporal] = await Promise.all([
       probe(() => ctx.deps.pool.query('SELECT 1')),
       probe(() => ctx.deps.redis.ping()),
@@ -42,7 +63,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ApiContext): voi
     return reply.status(failed.length === 0 ? 200 : 503).send(failed.length === 0 ? { status: 'ok', checks } : { status: 'unavailable', failed, checks });
   });
 
-  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' } }, async (_request, reply) => {
+  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics', security: open, produces: ['text/plain'], response: { 200: { type: 'string', description: 'Prometheus text exposition format' } } } }, async (_request, reply) => {
     const body = await ctx.deps.registry.metrics();
     return reply.type(ctx.deps.registry.contentType).send(body);
   });

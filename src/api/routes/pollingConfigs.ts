@@ -1,21 +1,28 @@
 /** Polling configs: match rules → interval per check type (DESIGN §10). */
-import type { FastifyInstance } from 'fastify';
 import { listCarriers } from '../../db/carriers.js';
 import { createPollingConfig, deletePollingConfig, getPollingConfig, listPollingConfigs, updatePollingConfig } from '../../db/pollingConfigs.js';
-import type { NewPollingConfig, PollingConfigPatch } from '../../domain/pollingConfig.js';
+import type { Intervals } from '../../domain/pollingConfig.js';
+import { validateMatch } from '../../domain/pollingConfigInput.js';
+import { CHECK_TYPES, type CheckType } from '../../common/checkTypes.js';
 import { notifyConfigChanged } from '../../polling/temporalControl.js';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { notifyIfRunning } from '../orchestration.js';
 import { requestRebuild } from '../../lifecycle/rebuild.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
-import { idParams, newPollingConfigSchema, pollingConfigPatchSchema } from '../schemas.js';
+import { errorResponses, idParams, newPollingConfigSchema, noContent, pageOfSchema, pollingConfigPatchSchema, pollingConfigSchema } from '../schemas.js';
 
-interface ListQuery {
-  readonly cursor?: string;
-  readonly limit: number;
+/** A type set to null has no interval, as one left out: the set is replaced whole. */
+function intervalsOf(input: Partial<Record<CheckType, number | null>>): Intervals {
+  const intervals: Intervals = {};
+  for (const type of CHECK_TYPES) {
+    const seconds = input[type];
+    if (typeof seconds === 'number') intervals[type] = seconds;
+  }
+  return intervals;
 }
 
-export function registerPollingConfigRoutes(app: FastifyInstance, ctx: ApiContext): void {
+export function registerPollingConfigRoutes(app: ApiApp, ctx: ApiContext): void {
   const { pool } = ctx.deps;
 
   /**
@@ -34,36 +41,39 @@ export function registerPollingConfigRoutes(app: FastifyInstance, ctx: ApiContex
       .catch((error: unknown) => app.log.error({ err: error }, 're-placing cards after a polling config change failed'));
   };
 
-  app.post('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'Create a polling config', body: newPollingConfigSchema } }, async (request, reply) => {
-    const config = await createPollingConfig(pool, request.body as NewPollingConfig);
+  app.post('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'Create a polling config', body: newPollingConfigSchema, response: { 201: pollingConfigSchema, ...errorResponses } } }, async (request, reply) => {
+    const { match, intervalsSec, ...rest } = request.body;
+    const config = await createPollingConfig(pool, { ...rest, ...(match === undefined ? {} : { match: validateMatch(match) }), intervalsSec: intervalsOf(intervalsSec) });
     await announce();
     return reply.status(201).send(config);
   });
 
-  app.get('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'List polling configs (id order)', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } } }, async (request) => {
-    const query = request.query as ListQuery;
+  app.get('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'List polling configs (id order)', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: { 200: pageOfSchema(pollingConfigSchema), ...errorResponses } } }, async (request) => {
+    const { query } = request;
     const after = BigInt(decodeCursor(query.cursor, ID_CURSOR) ?? '0');
     // Rules are few; one read, paged in memory in id order so cursors stay stable.
     const configs = (await listPollingConfigs(pool)).filter((config) => BigInt(config.id) > after).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     return pageOf(configs.slice(0, query.limit + 1), query.limit, (config) => config.id);
   });
 
-  app.get('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'One polling config', params: idParams } }, async (request) => {
-    const { id } = request.params as { id: string };
+  app.get('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'One polling config', params: idParams, response: { 200: pollingConfigSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
     return getPollingConfig(pool, id);
   });
 
-  app.patch('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Change a polling config (intervalsSec / match replace the whole set)', params: idParams, body: pollingConfigPatchSchema } }, async (request) => {
-    const { id } = request.params as { id: string };
-    const config = await updatePollingConfig(pool, id, request.body as PollingConfigPatch);
+  app.patch('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Change a polling config (intervalsSec / match replace the whole set)', params: idParams, body: pollingConfigPatchSchema, response: { 200: pollingConfigSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
+    const { match, intervalsSec, ...rest } = request.body;
+    const patch = { ...rest, ...(match === undefined ? {} : { match: validateMatch(match) }), ...(intervalsSec === undefined ? {} : { intervalsSec: intervalsOf(intervalsSec) }) };
+    const config = await updatePollingConfig(pool, id, patch);
     await announce();
     return config;
   });
 
-  app.delete('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Delete a polling config', params: idParams } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
+  app.delete('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Delete a polling config', params: idParams, response: { 204: noContent, ...errorResponses } } }, async (request, reply) => {
+    const { id } = request.params;
     await deletePollingConfig(pool, id);
     await announce();
-    return reply.status(204).send();
+    return reply.status(204).send(null);
   });
 }

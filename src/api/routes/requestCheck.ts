@@ -3,29 +3,20 @@
  * update validator, then sent through the account scheduler's `requestCheck` update — never
  * around the orchestration.
  */
-import type { FastifyInstance } from 'fastify';
 import { getCard } from '../../db/cards.js';
-import type { CheckType } from '../../common/checkTypes.js';
 import type { RequestCheckInput } from '../../common/orchestration.js';
 import { validateRequestCheck } from '../../common/requestCheckValidation.js';
 import { schedulerWorkflowId } from '../../common/orchestration.js';
 import { requestCheck } from '../../polling/temporalControl.js';
+import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { requireRunning } from '../orchestration.js';
-import { idParams, requestCheckSchema } from '../schemas.js';
+import { errorResponses, idParams, requestCheckAnswerSchema, requestCheckSchema } from '../schemas.js';
 
-interface RequestCheckBody {
-  readonly types: CheckType[];
-  readonly lane?: 'priority' | 'normal';
-  readonly cooldownMs?: number;
-  readonly confirmDelaysSec?: number[];
-  readonly expected?: string;
-}
-
-export function registerRequestCheckRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.post('/v1/cards/:id/request-check', { schema: { tags: ['cards'], summary: 'Ask for an immediate check of some types', params: idParams, body: requestCheckSchema } }, async (request) => {
-    const { id } = request.params as { id: string };
-    const body = request.body as RequestCheckBody;
+export function registerRequestCheckRoutes(app: ApiApp, ctx: ApiContext): void {
+  app.post('/v1/cards/:id/request-check', { schema: { tags: ['cards'], summary: 'Ask for an immediate check of some types', params: idParams, body: requestCheckSchema, response: { 200: requestCheckAnswerSchema, ...errorResponses } } }, async (request) => {
+    const { id } = request.params;
+    const { body } = request;
     const input: RequestCheckInput = { ...body, cardId: id, actor: 'api', source: 'api' };
     validateRequestCheck(input);
     const card = await getCard(ctx.deps.pool, id);

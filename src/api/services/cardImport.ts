@@ -1,34 +1,66 @@
 /**
- * Bulk card import (DESIGN §10, issue 7). Rows are taken in chunks; each chunk is all or nothing:
- * validated as a whole (shape, ICCID taken, unknown account or device), inserted in one
- * transaction, then brought into Redis with one lifecycle batch (one pipeline). A chunk with a bad
- * row is rejected whole — the bad rows with their own field and reason, the others with a reason
- * naming the rows that sank the chunk — and the remaining chunks still land. So
- * `accepted + rejected.length` always equals the number of rows sent, and a caller can fix the named
- * rows and resend exactly the rejected ones.
+ * Bulk card import (DESIGN §10). Every row gets its own outcome: valid rows land even when others
+ * in the same request are bad, and each bad row is named with its field, value and reason.
+ *
+ * Rows are first read and checked on their own (shape, the same ICCID twice in the request), then
+ * the valid ones are written in batches. A batch is one transaction of a fixed handful of
+ * statements whatever its size: references checked for the whole batch, one multi-row INSERT ... ON
+ * CONFLICT DO NOTHING RETURNING, and for `onExisting: "update"` one multi-row UPDATE. A database
+ * failure rolls back its batch whole, so no row of it is half-written; its rows come back in
+ * `notLanded` and the next batches are still tried. After each commit one lifecycle batch brings
+ * the cards that landed (and updated cards whose polling changed) into Redis.
+ *
+ * The answer accounts for every row sent: accepted + updated + skipped + rejected + notLanded.
  */
 import type pg from 'pg';
-import { existingIccids, insertCards } from '../../db/cards.js';
+import { insertCardRows, updateCardsByIccid, type UpdatedCardRow } from '../../db/cards.js';
 import { existingCarrierIds } from '../../db/carriers.js';
 import { existingDeviceIds } from '../../db/devices.js';
 import { withTransaction } from '../../db/pool.js';
 import type { NewCard } from '../../domain/card.js';
-import { normaliseCard, rejectionOf, type CardRow } from '../../domain/cardInput.js';
+import { normaliseCard, rejectionOf, updateOf, type CardRow } from '../../domain/cardInput.js';
 import type { LifecycleService } from '../../lifecycle/service.js';
+import { loadPollingContext } from '../../lifecycle/pollingContext.js';
+import type { LifecycleStore } from '../../lifecycle/queueStore.js';
 
 export const IMPORT_MAX_ROWS = 50_000;
-/** Rows per transaction: large enough for few round trips, small enough to keep locks and a bad-row loss short. */
-export const IMPORT_CHUNK_SIZE = 5_000;
+/** Valid rows per transaction: large enough for few round trips, small enough to keep locks and a failed batch short. */
+export const IMPORT_BATCH_SIZE = 5_000;
 
-export interface ImportRejection {
+/** What happens to a row whose ICCID is already a card. */
+export const ON_EXISTING = ['reject', 'skip', 'update'] as const;
+export type OnExisting = (typeof ON_EXISTING)[number];
+
+/** A row that did not land because of its content (rejected) or that was left alone (skipped). */
+export interface RowOutcome {
   readonly row: number;
   readonly field: string;
+  /** The row's value of that field, when the row has one. */
+  readonly value?: unknown;
+  readonly reason: string;
+}
+
+/** A valid row that did not land because the database failed; sending it again is safe. */
+export interface NotLandedRow {
+  readonly row: number;
   readonly reason: string;
 }
 
 export interface ImportResult {
+  /** New cards created. */
   readonly accepted: number;
-  readonly rejected: ImportRejection[];
+  readonly rejected: RowOutcome[];
+  /** Existing cards brought to the row's values (with `onExisting: "update"`). */
+  readonly updated?: number;
+  /** Existing cards left as they are (with `onExisting: "skip"`). */
+  readonly skipped?: RowOutcome[];
+  /** Present when a batch failed in the database. */
+  readonly notLanded?: NotLandedRow[];
+}
+
+export interface ImportOptions {
+  readonly onExisting?: OnExisting;
+  readonly batchSize?: number;
 }
 
 /** A row that could not even be read (an NDJSON line that is not JSON). */
@@ -36,107 +68,147 @@ export class UnreadableRow {
   constructor(readonly reason: string) {}
 }
 
-interface ImportDeps {
+export interface ImportDeps {
   readonly pool: pg.Pool;
   readonly lifecycle: LifecycleService;
+  readonly store: Pick<LifecycleStore, 'removeMany'>;
 }
 
-/** Thrown inside the chunk's transaction to roll it back with the rows at fault. */
-class ChunkRejected extends Error {
-  constructor(readonly rows: ImportRejection[]) {
-    super('chunk rejected');
-  }
+/** A row that passed the checks that need no database. */
+interface ValidRow {
+  readonly row: number;
+  readonly input: NewCard;
+  readonly card: CardRow;
+}
+
+/** What one committed batch did. */
+interface BatchOutcome {
+  readonly createdIds: string[];
+  readonly updated: UpdatedCardRow[];
+  readonly rejected: RowOutcome[];
+  readonly skipped: RowOutcome[];
+  readonly notLanded: NotLandedRow[];
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof UnreadableRow);
 }
 
-/** Shape checks and duplicates inside the chunk; no database access. */
-function normaliseChunk(rows: readonly unknown[], offset: number): { cards: CardRow[]; problems: ImportRejection[] } {
-  const cards: CardRow[] = [];
-  const problems: ImportRejection[] = [];
+function outcome(row: number, input: unknown, field: string, reason: string): RowOutcome {
+  const value = isPlainObject(input) && Object.hasOwn(input, field) ? input[field] : undefined;
+  return value === undefined ? { row, field, reason } : { row, field, value, reason };
+}
+
+/** Shape checks and duplicates inside the request; no database access. */
+function readRows(rows: readonly unknown[]): { valid: ValidRow[]; rejected: RowOutcome[] } {
+  const valid: ValidRow[] = [];
+  const rejected: RowOutcome[] = [];
   const firstRowOf = new Map<string, number>();
-  rows.forEach((input, index) => {
-    const row = offset + index;
-    if (input instanceof UnreadableRow) return void problems.push({ row, field: 'row', reason: input.reason });
-    if (!isPlainObject(input)) return void problems.push({ row, field: 'row', reason: 'row must be a JSON object' });
+  rows.forEach((input, row) => {
+    if (input instanceof UnreadableRow) return void rejected.push({ row, field: 'row', reason: input.reason });
+    if (!isPlainObject(input)) return void rejected.push({ row, field: 'row', reason: 'row must be a JSON object' });
     try {
       const card = normaliseCard(input as unknown as NewCard);
       const first = firstRowOf.get(card.iccid);
-      if (first !== undefined) return void problems.push({ row, field: 'iccid', reason: `iccid ${card.iccid} also appears in row ${first}` });
+      if (first !== undefined) return void rejected.push(outcome(row, input, 'iccid', `iccid ${card.iccid} also appears in row ${first}`));
       firstRowOf.set(card.iccid, row);
-      cards.push(card);
+      valid.push({ row, input: input as unknown as NewCard, card });
     } catch (error) {
       const { field, reason } = rejectionOf(row, error);
-      problems.push({ row, field, reason });
+      rejected.push(outcome(row, input, field, reason));
     }
   });
-  return { cards, problems };
+  return { valid, rejected };
 }
 
-/** References checked for the whole chunk in three statements, inside its transaction. */
-async function referenceProblems(client: pg.PoolClient, cards: readonly CardRow[], offset: number): Promise<ImportRejection[]> {
-  const taken = await existingIccids(client, cards.map((card) => card.iccid));
-  const carriers = await existingCarrierIds(client, [...new Set(cards.map((card) => card.carrierId))]);
-  const deviceIds = [...new Set(cards.flatMap((card) => (card.deviceId === null ? [] : [card.deviceId])))];
+/** Account and device references of a batch, checked in two statements. */
+async function referenceProblems(client: pg.PoolClient, batch: readonly ValidRow[]): Promise<Map<number, RowOutcome>> {
+  const carriers = await existingCarrierIds(client, [...new Set(batch.map(({ card }) => card.carrierId))]);
+  const deviceIds = [...new Set(batch.flatMap(({ card }) => (card.deviceId === null ? [] : [card.deviceId])))];
   const devices = deviceIds.length > 0 ? await existingDeviceIds(client, deviceIds) : new Set<string>();
-  const problems: ImportRejection[] = [];
-  cards.forEach((card, index) => {
-    const row = offset + index;
-    if (taken.has(card.iccid)) problems.push({ row, field: 'iccid', reason: `iccid ${card.iccid} already exists` });
-    else if (!carriers.has(card.carrierId)) problems.push({ row, field: 'carrierId', reason: `carrier account ${card.carrierId} does not exist` });
-    else if (card.deviceId !== null && !devices.has(card.deviceId)) problems.push({ row, field: 'deviceId', reason: `device ${card.deviceId} does not exist` });
-  });
+  const problems = new Map<number, RowOutcome>();
+  for (const { row, input, card } of batch) {
+    if (!carriers.has(card.carrierId)) problems.set(row, outcome(row, input, 'carrierId', `carrier account ${card.carrierId} does not exist`));
+    else if (card.deviceId !== null && !devices.has(card.deviceId)) problems.set(row, outcome(row, input, 'deviceId', `device ${card.deviceId} does not exist`));
+  }
   return problems;
 }
 
-/** The rest of a sunk chunk: each row gets a reason so the answer accounts for every row sent. */
-function sunkRows(offset: number, size: number, problems: readonly ImportRejection[]): ImportRejection[] {
-  const bad = new Set(problems.map((problem) => problem.row));
-  const named = [...bad].slice(0, 5).join(', ') + (bad.size > 5 ? ` and ${bad.size - 5} more` : '');
-  const reason = `not imported: rows ${offset}-${offset + size - 1} are imported together and row(s) ${named} were rejected`;
-  const rest: ImportRejection[] = [];
-  for (let row = offset; row < offset + size; row += 1) if (!bad.has(row)) rest.push({ row, field: 'row', reason });
-  return rest;
-}
-
-async function importChunk(deps: ImportDeps, rows: readonly unknown[], offset: number): Promise<ImportRejection[]> {
-  const { cards, problems } = normaliseChunk(rows, offset);
-  if (problems.length > 0) return [...problems, ...sunkRows(offset, rows.length, problems)];
-  try {
-    const ids = await withTransaction(deps.pool, async (client) => {
-      const missing = await referenceProblems(client, cards, offset);
-      if (missing.length > 0) throw new ChunkRejected(missing);
-      const inserted = await insertCards(client, cards);
-      if (inserted.length !== cards.length) {
-        // Someone inserted one of these ICCIDs between our check and the insert (ON CONFLICT skipped it).
-        const landed = new Set(inserted.map((card) => card.iccid));
-        throw new ChunkRejected(cards.flatMap((card, index) => (landed.has(card.iccid) ? [] : [{ row: offset + index, field: 'iccid', reason: `iccid ${card.iccid} already exists` }])));
-      }
-      return inserted.map((card) => card.id);
-    });
-    // Committed: one lifecycle batch puts the polled cards into their lanes (one Redis pipeline).
-    await deps.lifecycle.resync(ids);
-    return [];
-  } catch (error) {
-    if (error instanceof ChunkRejected) return [...error.rows, ...sunkRows(offset, rows.length, error.rows)];
-    throw error;
+/** One transaction: nothing of it is written unless all of it is. */
+async function writeBatch(client: pg.PoolClient, batch: readonly ValidRow[], onExisting: OnExisting): Promise<BatchOutcome> {
+  const problems = await referenceProblems(client, batch);
+  const writable = batch.filter(({ row }) => !problems.has(row));
+  const created = await insertCardRows(client, writable.map(({ card }) => card));
+  const existing = writable.filter(({ card }) => !created.has(card.iccid));
+  const result: BatchOutcome = { createdIds: [...created.values()], updated: [], rejected: [...problems.values()], skipped: [], notLanded: [] };
+  const taken = ({ row, input, card }: ValidRow, what: string): RowOutcome => outcome(row, input, 'iccid', `iccid ${card.iccid} ${what}`);
+  if (onExisting === 'reject') result.rejected.push(...existing.map((entry) => taken(entry, 'already exists')));
+  if (onExisting === 'skip') result.skipped.push(...existing.map((entry) => taken(entry, 'already exists; left as it is')));
+  if (onExisting === 'update' && existing.length > 0) {
+    const updated = await updateCardsByIccid(client, existing.map(({ input, card }) => updateOf(input, card)));
+    result.updated.push(...updated);
+    const matched = new Set(updated.map((card) => card.iccid));
+    // Existed at the insert, gone at the update: deleted by someone else meanwhile.
+    for (const { row, card } of existing) {
+      if (!matched.has(card.iccid)) result.notLanded.push({ row, reason: `card ${card.iccid} was deleted during the import; send the row again` });
+    }
   }
+  return result;
 }
 
-/** Imports up to {@link IMPORT_MAX_ROWS} rows chunk by chunk; rows are numbered from 0 in input order. */
-export async function importCards(deps: ImportDeps, rows: readonly unknown[], chunkSize = IMPORT_CHUNK_SIZE): Promise<ImportResult> {
-  const rejected: ImportRejection[] = [];
+/**
+ * Redis after the commit (PostgreSQL first, as every lifecycle event): new cards get their lanes,
+ * updated cards whose polling changed are re-placed, a card that changed account leaving the old
+ * account's keys first (briefly in neither, never in both — DESIGN §3).
+ */
+async function syncRedis(deps: ImportDeps, result: BatchOutcome): Promise<void> {
+  const changed = result.updated.filter((card) => card.pollingChanged);
+  const moved = changed.filter((card) => card.previousCarrierId !== card.carrierId);
+  if (moved.length > 0 && (await loadPollingContext(deps.pool)).mode === 'carrier') {
+    await deps.store.removeMany(moved.map((card) => ({ carrierId: card.previousCarrierId, cardId: card.id })));
+  }
+  const ids = [...result.createdIds, ...changed.map((card) => card.id)];
+  if (ids.length > 0) await deps.lifecycle.resync(ids);
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Imports up to {@link IMPORT_MAX_ROWS} rows; rows are numbered from 0 in input order. */
+export async function importCards(deps: ImportDeps, rows: readonly unknown[], options: ImportOptions = {}): Promise<ImportResult> {
+  const onExisting = options.onExisting ?? 'reject';
+  const batchSize = options.batchSize ?? IMPORT_BATCH_SIZE;
+  const { valid, rejected } = readRows(rows);
+  const skipped: RowOutcome[] = [];
+  const notLanded: NotLandedRow[] = [];
   let accepted = 0;
-  for (let offset = 0; offset < rows.length; offset += chunkSize) {
-    const chunk = rows.slice(offset, offset + chunkSize);
-    const problems = await importChunk(deps, chunk, offset);
-    if (problems.length === 0) accepted += chunk.length;
-    rejected.push(...problems);
+  let updated = 0;
+  for (let start = 0; start < valid.length; start += batchSize) {
+    const batch = valid.slice(start, start + batchSize);
+    let result: BatchOutcome;
+    try {
+      result = await withTransaction(deps.pool, (client) => writeBatch(client, batch, onExisting));
+    } catch (error) {
+      const reason = `the database failed while writing rows ${batch[0]!.row}-${batch[batch.length - 1]!.row} together; none of them was written: ${describe(error)}`;
+      notLanded.push(...batch.map(({ row }) => ({ row, reason })));
+      continue;
+    }
+    await syncRedis(deps, result);
+    accepted += result.createdIds.length;
+    updated += result.updated.length;
+    rejected.push(...result.rejected);
+    skipped.push(...result.skipped);
+    notLanded.push(...result.notLanded);
   }
-  rejected.sort((a, b) => a.row - b.row);
-  return { accepted, rejected };
+  const byRow = (a: { row: number }, b: { row: number }): number => a.row - b.row;
+  return {
+    accepted,
+    rejected: rejected.sort(byRow),
+    ...(onExisting === 'update' ? { updated } : {}),
+    ...(onExisting === 'skip' ? { skipped: skipped.sort(byRow) } : {}),
+    ...(notLanded.length > 0 ? { notLanded: notLanded.sort(byRow) } : {}),
+  };
 }
 
 /** NDJSON body → rows; blank lines are skipped, a line that is not JSON becomes an {@link UnreadableRow}. */
