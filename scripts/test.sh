@@ -6,6 +6,9 @@ if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
 npx tsc -p .
+npx tsc -p src/dashboard/public
+# The dashboard's browser tests drive Debian's chromium (installed here when missing).
+bash scripts/ensure-chromium.sh
 npx eslint --max-warnings 0 src test scripts bench
 mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' | sort)
 # Files run two at a time: the services are shared and each test isolates itself by namespace.

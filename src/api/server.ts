@@ -20,6 +20,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerModeRoutes } from './routes/mode.js';
 import { registerPollingConfigRoutes } from './routes/pollingConfigs.js';
 import { registerRequestCheckRoutes } from './routes/requestCheck.js';
+import { registerDashboard } from '../dashboard/routes.js';
 
 export interface ApiServerOptions {
   /** Overrides config.LOG_LEVEL (tests pass 'silent'). */
@@ -56,6 +57,7 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
   registerRequestCheckRoutes(app, ctx);
   registerModeRoutes(app, ctx);
   registerAlertRoutes(app, ctx);
+  await registerDashboard(app, ctx);
 
   await app.ready();
   return app;

@@ -84,7 +84,8 @@ log(`  PostgreSQL        ${addresses.postgres}`);
 if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
 {
   log(`  API               ${api.url}   (Authorization: Bearer ${config.API_TOKEN})`);
-  log(`  API docs          ${api.url}/docs`);
+  log(`  API docs          ${api.url}/docs   (JSON at /docs/json)`);
+  log(`  dashboard         ${api.url}/dashboard   (asks for the API token once)`);
 }
 log('Ctrl-C stops.\n');
 

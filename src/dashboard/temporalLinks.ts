@@ -1,0 +1,13 @@
+/** Temporal Web UI addresses for one card: every execution under its workflow id, and one run. */
+
+const trimBase = (baseUrl: string): string => baseUrl.replace(/\/+$/, '');
+
+/** The namespace's workflow list filtered to the card's workflow id (every run of the card). */
+export function workflowListUrl(baseUrl: string, namespace: string, workflowId: string): string {
+  return `${trimBase(baseUrl)}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(`WorkflowId="${workflowId}"`)}`;
+}
+
+/** Prefix of one run's page; the page appends `<runId>/history`. */
+export function runUrlPrefix(baseUrl: string, namespace: string, workflowId: string): string {
+  return `${trimBase(baseUrl)}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/`;
+}
