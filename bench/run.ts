@@ -20,8 +20,9 @@ import { priority } from './scenarios/priority.js';
 import { throughput } from './scenarios/throughput.js';
 import { direct } from './scenarios/direct.js';
 import { scale } from './scenarios/scale.js';
+import { ingest } from './ingest.js';
 
-const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale };
+const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale, ingest };
 /** Exit code of a run refused because the machine was busy. */
 const EXIT_BUSY = 3;
 

@@ -6,7 +6,7 @@
 import { RESULTS_DIR } from './report.js';
 
 /** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
-export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale'] as const;
+export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale', 'ingest'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export const START_MODES = ['child', 'client'] as const;
@@ -55,6 +55,8 @@ Scenarios (default: all, in this order; ceiling always runs before throughput):
   priority    a normal lane in backlog + request-checks at a fixed rate: request → first gateway call p50/p99
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
   scale       N cards in Redis: memory per card, claim round p99, import time
+  ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
+              backpressure and alert during a PostgreSQL pause (BENCH_INGEST_PAUSE_SEC, default 60)
 
 Options (flag / environment):
   --scenario NAME       BENCH_SCENARIO           comma-separated list

@@ -13,6 +13,7 @@ import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, GroupBudgetView, P
 import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
 import { limitingFactor } from '../common/inflightControl.js';
 import type { CardStarter } from '../polling/cardStarter.js';
+import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from './referenceData.js';
 import type { ActivityMetrics } from './metrics.js';
 
@@ -48,6 +49,8 @@ export interface ControlActivityDeps {
   readonly cardCapacity?: number;
   /** Set in client start mode: the claim activity starts the claimed cards' runs itself. */
   readonly cardStarter?: CardStarter;
+  /** Ingest backpressure: a high ingest backlog shrinks every account's in-flight limit. */
+  readonly ingestPressure?: IngestPressure;
 }
 
 /** Upper bound on how many seconds of budget one late round may plan for. */
@@ -76,7 +79,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
       // One peek per group gives both the round's budget and the effective rate shown in status.
       const { budget, rates } = await deps.limiter.roundView(input.carrierId, groupNames, scale);
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
-      const inflightLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
+      const engineLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
+      const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
       const [engine, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         deps.store.claim({

@@ -26,6 +26,8 @@ export interface TypeFinish {
   /** Consecutive failures before and after this execution. */
   readonly failBefore: number;
   readonly failAfter: number;
+  /** Start of the failure streak (ms) after this execution; null when there is none. */
+  readonly firstFailedAt: number | null;
   readonly nextDue: number | null;
   /** Delayed confirmation ended without seeing the expected state. */
   readonly confirmationMissed: boolean;
@@ -61,6 +63,7 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
     const interval = input.intervalsMs[type];
     let nextDue: number | null = null;
     let failAfter = failBefore;
+    let firstFailedAt: number | null = failBefore > 0 ? (previous?.ffail ?? null) : null;
     let confirmationMissed = false;
     let confirmed = false;
     switch (result.outcome) {
@@ -68,6 +71,7 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
         set[DueField.ok(type)] = now;
         del.push(DueField.fail(type), DueField.firstFail(type), DueField.error(type));
         failAfter = 0;
+        firstFailedAt = null;
         const expected = previous?.exp ?? null;
         const regular = interval === undefined ? null : nextDueAfterSuccess(previous?.due ?? undefined, interval, now);
         if (expected !== null) {
@@ -90,7 +94,12 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
       case 'failure': {
         failAfter = failBefore + 1;
         set[DueField.fail(type)] = failAfter;
-        if (failBefore === 0 || previous?.ffail == null) set[DueField.firstFail(type)] = now;
+        if (failBefore === 0 || previous?.ffail == null) {
+          firstFailedAt = now;
+          set[DueField.firstFail(type)] = now;
+        } else {
+          firstFailedAt = previous.ffail;
+        }
         set[DueField.error(type)] = `${result.errorClass}|${result.message}`.slice(0, 600);
         if (interval !== undefined) nextDue = now + backoffDelay(failAfter, { baseMs: input.backoffBaseMs, capMs: interval }, input.random);
         break;
@@ -106,7 +115,7 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
     }
     if (interval === undefined) del.push(DueField.due(type));
     else if (result.outcome !== 'skipped' && nextDue !== null) set[DueField.due(type)] = nextDue;
-    types.push({ type, outcome: result.outcome, failBefore, failAfter, nextDue: interval === undefined ? null : nextDue, confirmationMissed, confirmed });
+    types.push({ type, outcome: result.outcome, failBefore, failAfter, firstFailedAt, nextDue: interval === undefined ? null : nextDue, confirmationMissed, confirmed });
   }
   return { set, del, types, outcome: overallOutcome(input.results) };
 }
@@ -133,7 +142,7 @@ export interface FinishRecord {
   readonly evaluated?: StepResult;
 }
 
-type TypeFinishTuple = [type: CheckType, outcome: StepResult['outcome'], failBefore: number, failAfter: number, nextDue: number | null, flags: number];
+type TypeFinishTuple = [type: CheckType, outcome: StepResult['outcome'], failBefore: number, failAfter: number, nextDue: number | null, flags: number, firstFailedAt: number | null];
 
 const CONFIRMED = 1;
 const CONFIRMATION_MISSED = 2;
@@ -142,7 +151,7 @@ const EXECUTION_OUTCOMES: readonly string[] = ['success', 'partial', 'failure', 
 
 /** Compact JSON (it stays in Redis for an hour per card): one tuple per type. */
 export function encodeFinishRecord(record: FinishRecord): string {
-  const types = record.types.map((t): TypeFinishTuple => [t.type, t.outcome, t.failBefore, t.failAfter, t.nextDue, (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0)]);
+  const types = record.types.map((t): TypeFinishTuple => [t.type, t.outcome, t.failBefore, t.failAfter, t.nextDue, (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0), t.firstFailedAt]);
   return JSON.stringify({ o: record.outcome, t: types, ...(record.evaluated ? { p: record.evaluated } : {}) });
 }
 
@@ -160,11 +169,13 @@ function isRecordObject(value: unknown): value is Record<string, unknown> {
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0;
 
 function decodeType(value: unknown, raw: string): TypeFinish {
-  if (!Array.isArray(value) || value.length !== 6) throw new FinishRecordError(raw);
-  const [type, outcome, failBefore, failAfter, nextDue, flags] = value as unknown[];
+  // Six elements: a record written before the streak start was kept.
+  if (!Array.isArray(value) || (value.length !== 6 && value.length !== 7)) throw new FinishRecordError(raw);
+  const [type, outcome, failBefore, failAfter, nextDue, flags, firstFailedAt = null] = value as unknown[];
+  if (firstFailedAt !== null && typeof firstFailedAt !== 'number') throw new FinishRecordError(raw);
   if (!isCheckType(type) || typeof outcome !== 'string' || !STEP_OUTCOMES.includes(outcome)) throw new FinishRecordError(raw);
   if (!isCount(failBefore) || !isCount(failAfter) || !isCount(flags) || (nextDue !== null && typeof nextDue !== 'number')) throw new FinishRecordError(raw);
-  return { type, outcome: outcome as StepResult['outcome'], failBefore, failAfter, nextDue, confirmed: (flags & CONFIRMED) !== 0, confirmationMissed: (flags & CONFIRMATION_MISSED) !== 0 };
+  return { type, outcome: outcome as StepResult['outcome'], failBefore, failAfter, firstFailedAt, nextDue, confirmed: (flags & CONFIRMED) !== 0, confirmationMissed: (flags & CONFIRMATION_MISSED) !== 0 };
 }
 
 export function decodeFinishRecord(raw: string): FinishRecord {

@@ -1,92 +1,44 @@
 /**
- * Activities of the `polling-ingest` task queue: the durable record of one execution in
- * PostgreSQL (sync ingest, DESIGN §7): observations with out-of-order protection, the execution
- * row, failure alerts opened/recovered, the priority item's transition. Every write is idempotent
- * (unique keys + ON CONFLICT), so a retried activity lands on the same rows.
+ * Ingest activities of an execution's durable record (DESIGN §7): observations with out-of-order
+ * protection, the execution row, failure alerts opened/recovered, the priority item's transition.
+ *
+ * - `recordExecution` (sync ingest): the card worker writes the record itself, as a local
+ *   activity. Every write is idempotent (unique keys + ON CONFLICT), so a retry lands on the same rows.
+ * - `enqueueRecord` (async ingest): the record is handed to the ingest stream in Redis and the
+ *   execution ends without waiting for PostgreSQL; the ingest workers write it in batches
+ *   (src/ingest/consumer.ts) — the same rows (src/ingest/rows.ts).
  */
 import type { Pool } from '../db/pool.js';
-import { insertObservations, type Observation } from '../db/observations.js';
-import { recordExecution as insertExecution, type ExecutionOutcome as StoredOutcome } from '../db/executions.js';
-import { recordFailure, recoverFailures } from '../db/alerts.js';
-import type { ExecutionOutcome, FinishInput, StepResult } from '../common/orchestration.js';
-import type { TypeFinish } from './finishPlan.js';
 import type { PriorityTransitions } from './priorityTransitions.js';
+import { toIngestRecord, type RecordExecutionInput } from '../ingest/record.js';
+import type { IngestStream } from '../ingest/stream.js';
+import { writeRecords } from '../ingest/writer.js';
+
+export type { RecordExecutionInput } from '../ingest/record.js';
 
 export interface IngestActivityDeps {
   readonly pool: Pool;
   readonly priority: PriorityTransitions;
-}
-
-export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {
-  readonly results: readonly StepResult[];
-  readonly outcome: ExecutionOutcome;
-  readonly owned: boolean;
-  readonly failCounts: readonly TypeFinish[];
-}
-
-const STORED_OUTCOME: Record<ExecutionOutcome, StoredOutcome> = {
-  success: 'success',
-  partial: 'partial',
-  failure: 'failed',
-  deferred: 'deferred',
-  lost: 'aborted',
-  not_polled: 'aborted',
-  lease_lost: 'aborted',
-  unprepared: 'aborted',
-};
-
-function observationsOf(input: RecordExecutionInput): Observation[] {
-  const observations: Observation[] = [];
-  for (const result of input.results) {
-    if (result.outcome !== 'success' || !result.observation) continue;
-    observations.push({
-      observationId: result.observation.collectionId,
-      cardId: input.cardId,
-      carrierId: input.carrierId,
-      type: result.type,
-      observedAt: new Date(result.observation.observedAt),
-      payload: result.observation.payload,
-    });
-  }
-  return observations;
+  /** The async hand-off; without it `enqueueRecord` writes synchronously instead (nothing is lost). */
+  readonly stream?: IngestStream;
 }
 
 export function createIngestActivities(deps: IngestActivityDeps) {
+  const writer = { pool: deps.pool, priority: deps.priority };
   return {
-    async recordExecution(input: RecordExecutionInput): Promise<{ executionId: string; alertsOpened: number; alertsRecovered: number }> {
-      await insertObservations(deps.pool, observationsOf(input));
-      const gatewayMs = input.results.reduce((sum, r) => sum + ('gatewayMs' in r ? r.gatewayMs : 0), 0);
-      const executionId = await insertExecution(deps.pool, {
-        cardId: input.cardId,
-        carrierId: input.carrierId,
-        startedAt: new Date(input.startedAt),
-        finishedAt: new Date(),
-        types: input.plan.types,
-        outcome: STORED_OUTCOME[input.outcome],
-        gatewayMs,
-        workflowId: input.workflowId,
-        runId: input.runId,
-        fromPriority: input.fromPriority,
-        details: {
-          latenessMs: Math.max(0, input.startedAt - input.plan.earliestDue),
-          owned: input.owned,
-          steps: input.results.map((r) => ({ type: r.type, outcome: r.outcome, ...('errorClass' in r ? { errorClass: r.errorClass, message: r.message } : {}), ...('reason' in r ? { reason: r.reason } : {}) })),
-          confirmations: input.failCounts.filter((t) => t.confirmed || t.confirmationMissed).map((t) => ({ type: t.type, reached: t.confirmed })),
-        },
-      });
-      // Recover only what may be open: a type that had a failure streak before this success.
-      const recovered = input.failCounts.filter((t) => t.outcome === 'success' && t.failBefore > 0).map((t) => ({ cardId: input.cardId, type: t.type }));
-      const alertsRecovered = await recoverFailures(deps.pool, recovered);
-      let alertsOpened = 0;
-      for (const type of input.failCounts) {
-        if (type.outcome !== 'failure') continue;
-        const result = input.results.find((r) => r.type === type.type);
-        const error = result?.outcome === 'failure' ? `${result.errorClass}|${result.message}` : 'unknown';
-        const recorded = await recordFailure(deps.pool, { cardId: input.cardId, carrierId: input.carrierId, type: type.type, failCount: type.failAfter, error });
-        if (recorded.opened) alertsOpened += 1;
+    async recordExecution(input: RecordExecutionInput): Promise<{ alertsOpened: number; alertsRecovered: number }> {
+      const written = await writeRecords(writer, [toIngestRecord(input, Date.now())]);
+      return { alertsOpened: written.alertsOpened, alertsRecovered: written.alertsRecovered };
+    },
+
+    /** Returns the stream id the record got, or `written` when it was written at once. */
+    async enqueueRecord(input: RecordExecutionInput): Promise<string> {
+      const record = toIngestRecord(input, Date.now());
+      if (!deps.stream) {
+        await writeRecords(writer, [record]);
+        return 'written';
       }
-      await deps.priority.executionFinished(input);
-      return { executionId, alertsOpened, alertsRecovered };
+      return deps.stream.enqueue(JSON.stringify(record));
     },
   };
 }

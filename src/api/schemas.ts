@@ -318,7 +318,7 @@ export const carrierStatusSchema = {
     limitedBy: { type: 'string', enum: [...limitedBy.enum, 'unknown'] },
     orchestration: {
       type: 'object',
-      required: ['limitedBy', 'inflightLimit', 'configuredInflightLimit', 'startsPerSec', 'startLagMs', 'baseLagMs', 'capacityPerSec'],
+      required: ['limitedBy', 'inflightLimit', 'configuredInflightLimit', 'startsPerSec', 'startLagMs', 'capacityPerSec'],
       additionalProperties: false,
       properties: {
         limitedBy,
@@ -326,7 +326,7 @@ export const carrierStatusSchema = {
         configuredInflightLimit: { type: 'integer' },
         startsPerSec: { type: 'number' },
         startLagMs: { type: 'number' },
-        baseLagMs: { type: ['number', 'null'] },
+        baseLagMs: { type: ['number', 'null'], description: 'start lag with no queue (learnt); absent from schedulers started by older code' },
         capacityPerSec: { type: ['number', 'null'] },
       },
     },

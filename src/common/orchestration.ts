@@ -163,7 +163,7 @@ export interface ExecutionPlanRun {
   readonly priorityItemId?: string;
   /**
    * `sync`: the card worker writes the execution's records itself; `async`: they go to the
-   * ingest task queue (DESIGN §7 polling.ingest.mode).
+   * ingest stream, written in batches by the ingest workers (DESIGN §7 polling.ingest.mode).
    */
   readonly ingestMode: 'sync' | 'async';
   readonly gatewaySteps: GatewayStepPlacement;

@@ -52,8 +52,26 @@ const schema = z.object({
   WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),
   WORKER_CONTROL_MAX_ACTIVITIES: positiveInt.default(100),
   WORKER_INGEST_MAX_ACTIVITIES: positiveInt.default(100),
+  /** Async ingest: batches written at once per ingest process, and records per batch at most. */
+  INGEST_CONCURRENCY: positiveInt.default(30),
+  INGEST_BATCH_SIZE: positiveInt.default(500),
+  /** Ingest backlog (records pending, age of the oldest) above which the alert opens and claiming is tightened. */
+  INGEST_BACKLOG_THRESHOLD: positiveInt.default(20_000),
+  INGEST_BACKLOG_MAX_AGE_MS: positiveInt.default(60_000),
   /** Time in-flight activities get to finish when a worker shuts down. */
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+  /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
+  WORKER_METRICS_HOST: nonEmpty.default('127.0.0.1'),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  /**
+   * Temporal worker versioning: `on` makes every worker poll as version
+   * WORKER_DEPLOYMENT_NAME / WORKER_BUILD_ID (cardCheck pinned to the version that started it, the
+   * loops auto-upgrading); new runs go to a version once it is set current.
+   */
+  WORKER_VERSIONING: z.enum(['off', 'on']).default('off'),
+  WORKER_DEPLOYMENT_NAME: nonEmpty.default('card-poller'),
+  /** Build id of this deployment version; empty derives it from the workflow bundle's content. */
+  WORKER_BUILD_ID: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"').default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Folder for service data (database files, Redis AOF), relative to the project root. */
   DATA_DIR: nonEmpty.default('.data'),

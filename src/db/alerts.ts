@@ -83,6 +83,12 @@ export interface FailureInput {
   /** Account alert: more than `accountThreshold` opened within `accountWindowMs` (defaults: the account's). */
   readonly accountThreshold?: number;
   readonly accountWindowMs?: number;
+  /**
+   * Start of the failing execution. When set, a later execution of the card that succeeded for
+   * the type (its card_execution row) means the card has recovered since: a late, older failure
+   * record then opens nothing (out-of-order protection for asynchronous ingest).
+   */
+  readonly startedAt?: Date;
 }
 
 export interface FailureResult {
@@ -99,39 +105,60 @@ export interface FailureResult {
  * the same row), and on a fresh open the account's window count is evaluated.
  */
 export async function recordFailure(pool: Pool, input: FailureInput): Promise<FailureResult> {
+  validateFailure(input);
+  return withTransaction(pool, (client) => recordFailureIn(client, input));
+}
+
+function validateFailure(input: FailureInput): void {
   requireId(input.cardId, 'cardId');
   requireId(input.carrierId, 'carrierId');
   if (!isCheckType(input.type)) throw DomainError.invalid('type', 'type is not a check type');
   requireInt(input.failCount, 'failCount', 1, Number.MAX_SAFE_INTEGER);
+}
+
+/** {@link recordFailure} inside the caller's transaction (an ingest batch). */
+export async function recordFailureIn(client: Queryable, input: FailureInput): Promise<FailureResult> {
+  validateFailure(input);
   const now = input.now ?? new Date();
-  return withTransaction(pool, async (client) => {
-    const { rows: limits } = await client.query<{ failure_alert_threshold: number; account_alert_threshold: number; account_alert_window_ms: number }>(
-      'SELECT failure_alert_threshold, account_alert_threshold, account_alert_window_ms FROM carrier_account WHERE id = $1::bigint',
-      [input.carrierId],
-    );
-    const account = limits[0];
-    if (!account) throw DomainError.notFound('carrierId', `carrier account ${input.carrierId} does not exist`);
-    const threshold = input.threshold ?? account.failure_alert_threshold;
-    if (input.failCount < threshold) return { opened: false, alert: null, accountAlert: null };
-    const { rows } = await client.query<FailureAlertRow & { inserted: boolean }>(
-      `INSERT INTO polling_failure_alert (card_id, carrier_id, check_type, fail_count, first_failed_at, last_error, opened_at)
-       VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7)
-       ON CONFLICT (card_id, check_type) WHERE status = 'open'
-       DO UPDATE SET fail_count = GREATEST(polling_failure_alert.fail_count, excluded.fail_count), last_error = excluded.last_error
-       RETURNING ${FAILURE_COLUMNS}, (xmax = 0) AS inserted`,
-      [input.cardId, input.carrierId, input.type, input.failCount, input.firstFailedAt ?? null, input.error.slice(0, 1000), now],
-    );
-    const row = rows[0]!;
-    const accountAlert = row.inserted
-      ? await evaluateAccountAlert(client, {
-          carrierId: input.carrierId,
-          now,
-          threshold: input.accountThreshold ?? account.account_alert_threshold,
-          windowMs: input.accountWindowMs ?? account.account_alert_window_ms,
-        })
-      : null;
-    return { opened: row.inserted, alert: toFailureAlert(row), accountAlert };
-  });
+  const { rows: limits } = await client.query<{ failure_alert_threshold: number; account_alert_threshold: number; account_alert_window_ms: number }>(
+    'SELECT failure_alert_threshold, account_alert_threshold, account_alert_window_ms FROM carrier_account WHERE id = $1::bigint',
+    [input.carrierId],
+  );
+  const account = limits[0];
+  if (!account) throw DomainError.notFound('carrierId', `carrier account ${input.carrierId} does not exist`);
+  const threshold = input.threshold ?? account.failure_alert_threshold;
+  if (input.failCount < threshold) return { opened: false, alert: null, accountAlert: null };
+  if (input.startedAt && (await succeededSince(client, input.cardId, input.type, input.startedAt))) return { opened: false, alert: null, accountAlert: null };
+  const { rows } = await client.query<FailureAlertRow & { inserted: boolean }>(
+    `INSERT INTO polling_failure_alert (card_id, carrier_id, check_type, fail_count, first_failed_at, last_error, opened_at)
+     VALUES ($1::bigint, $2::bigint, $3, $4, $5, $6, $7)
+     ON CONFLICT (card_id, check_type) WHERE status = 'open'
+     DO UPDATE SET fail_count = GREATEST(polling_failure_alert.fail_count, excluded.fail_count), last_error = excluded.last_error
+     RETURNING ${FAILURE_COLUMNS}, (xmax = 0) AS inserted`,
+    [input.cardId, input.carrierId, input.type, input.failCount, input.firstFailedAt ?? null, input.error.slice(0, 1000), now],
+  );
+  const row = rows[0]!;
+  const accountAlert = row.inserted
+    ? await evaluateAccountAlert(client, {
+        carrierId: input.carrierId,
+        now,
+        threshold: input.accountThreshold ?? account.account_alert_threshold,
+        windowMs: input.accountWindowMs ?? account.account_alert_window_ms,
+      })
+    : null;
+  return { opened: row.inserted, alert: toFailureAlert(row), accountAlert };
+}
+
+/** Whether an execution of the card started after `since` succeeded for the type. */
+async function succeededSince(db: Queryable, cardId: string, type: CheckType, since: Date): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM card_execution
+        WHERE card_id = $1::bigint AND started_at > $2 AND details -> 'steps' @> jsonb_build_array(jsonb_build_object('type', $3::text, 'outcome', 'success'))
+     ) AS found`,
+    [cardId, since, type],
+  );
+  return rows[0]?.found ?? false;
 }
 
 /** Marks the open alert of (card, type) recovered. Returns whether one was open (a retry sees false). */
@@ -144,16 +171,40 @@ export async function recoverFailure(db: Queryable, cardId: string, type: CheckT
   return (result.rowCount ?? 0) > 0;
 }
 
-/** Batch recovery for many (card, type) successes in one statement; returns how many were open. */
-export async function recoverFailures(db: Queryable, successes: readonly { cardId: string; type: CheckType }[], now = new Date()): Promise<number> {
+/**
+ * Batch recovery for many (card, type) successes in one statement; returns how many were open.
+ * A success with `at` recovers only an alert opened at or before it, so a late, older success
+ * cannot recover an alert that newer failures opened.
+ */
+/**
+ * Recovers the open failure alerts of the given (card, type) successes. An account whose
+ * failure_burst alert is open has it resolved once its open failure alerts are back at or below
+ * the alert's threshold: the burst has recovered. One statement (a snapshot sees the alerts as
+ * they were before it, hence the subtraction). Returns how many failure alerts recovered.
+ */
+export async function recoverFailures(db: Queryable, successes: readonly { cardId: string; type: CheckType; at?: Date }[], now = new Date()): Promise<number> {
   if (successes.length === 0) return 0;
-  const result = await db.query(
-    `UPDATE polling_failure_alert a SET status = 'recovered', recovered_at = $3
-       FROM unnest($1::bigint[], $2::text[]) AS s(card_id, check_type)
-      WHERE a.card_id = s.card_id AND a.check_type = s.check_type AND a.status = 'open'`,
-    [successes.map((s) => s.cardId), successes.map((s) => s.type), now],
+  const { rows } = await db.query<{ recovered: number }>(
+    `WITH recovered AS (
+       UPDATE polling_failure_alert a SET status = 'recovered', recovered_at = GREATEST(s.at, a.opened_at)
+         FROM (SELECT DISTINCT ON (card_id, check_type) card_id, check_type, at
+                 FROM unnest($1::bigint[], $2::text[], $3::timestamptz[]) AS u(card_id, check_type, at)
+                ORDER BY card_id, check_type, at DESC) AS s
+        WHERE a.card_id = s.card_id AND a.check_type = s.check_type AND a.status = 'open' AND a.opened_at <= s.at
+        RETURNING a.carrier_id, a.recovered_at
+     ), per_account AS (
+       SELECT carrier_id, count(*) AS n, max(recovered_at) AS at FROM recovered GROUP BY carrier_id
+     ), burst_over AS (
+       UPDATE carrier_alert c SET status = 'resolved', resolved_at = GREATEST(p.at, c.opened_at), updated_at = GREATEST(p.at, c.opened_at)
+         FROM per_account p
+        WHERE c.carrier_id = p.carrier_id AND c.kind = 'failure_burst' AND c.status = 'open'
+          AND (SELECT count(*) FROM polling_failure_alert f WHERE f.carrier_id = c.carrier_id AND f.status = 'open') - p.n <= c.threshold
+        RETURNING c.id
+     )
+     SELECT (SELECT count(*) FROM recovered)::int AS recovered, (SELECT count(*) FROM burst_over)::int AS resolved`,
+    [successes.map((s) => s.cardId), successes.map((s) => s.type), successes.map((s) => s.at ?? now)],
   );
-  return result.rowCount ?? 0;
+  return rows[0]?.recovered ?? 0;
 }
 
 interface CarrierAlertRow {
@@ -210,6 +261,39 @@ export async function resolveCarrierAlert(db: Queryable, carrierId: string, kind
     [requireId(carrierId, 'carrierId'), kind, now],
   );
   return (result.rowCount ?? 0) > 0;
+}
+
+export interface IngestBacklogAlertInput {
+  /** Records waiting when the backlog went over the threshold, and the thresholds. */
+  readonly records: number;
+  readonly threshold: number;
+  readonly maxAgeMs: number;
+  readonly openedAt: Date;
+}
+
+/**
+ * Opens the ingest_backlog alert on every enabled account (claiming is tightened for all of them)
+ * or refreshes the open one; idempotent. Returns how many accounts have it open now.
+ */
+export async function openIngestBacklogAlerts(db: Queryable, input: IngestBacklogAlertInput): Promise<number> {
+  const result = await db.query(
+    `INSERT INTO carrier_alert (carrier_id, kind, alert_count, threshold, window_ms, opened_at, updated_at)
+     SELECT id, 'ingest_backlog', $1, $2, $3, $4, $4 FROM carrier_account WHERE enabled
+     ON CONFLICT (carrier_id, kind) WHERE status = 'open'
+     DO UPDATE SET alert_count = GREATEST(carrier_alert.alert_count, excluded.alert_count), updated_at = now()`,
+    [Math.max(0, Math.round(input.records)), Math.max(1, Math.round(input.threshold)), Math.max(1, Math.round(input.maxAgeMs)), input.openedAt],
+  );
+  return result.rowCount ?? 0;
+}
+
+/** Resolves every open ingest_backlog alert (the backlog drained). Returns how many were open. */
+export async function resolveIngestBacklogAlerts(db: Queryable, at = new Date()): Promise<number> {
+  const result = await db.query(
+    `UPDATE carrier_alert SET status = 'resolved', resolved_at = GREATEST($1, opened_at), updated_at = now()
+      WHERE kind = 'ingest_backlog' AND status = 'open'`,
+    [at],
+  );
+  return result.rowCount ?? 0;
 }
 
 export async function listFailureAlerts(db: Queryable, filter: { cardId?: string; carrierId?: string; openOnly?: boolean } = {}, limit = 100): Promise<FailureAlert[]> {

@@ -27,12 +27,7 @@ export interface StoredExecution extends Execution {
 
 /** Idempotent on (workflowId, runId): a retried activity returns the existing row's id. */
 export async function recordExecution(db: Queryable, execution: Execution): Promise<string> {
-  requireId(execution.cardId, 'cardId');
-  requireId(execution.carrierId, 'carrierId');
-  requireText(execution.workflowId, 'workflowId');
-  requireText(execution.runId, 'runId');
-  if (!execution.types.every(isCheckType)) throw DomainError.invalid('types', 'types must be check types');
-  if (!(EXECUTION_OUTCOMES as readonly string[]).includes(execution.outcome)) throw DomainError.invalid('outcome', 'unknown outcome');
+  validateExecution(execution);
   const { rows } = await db.query<{ id: string }>(
     `WITH ins AS (
        INSERT INTO card_execution (card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
@@ -55,6 +50,46 @@ export async function recordExecution(db: Queryable, execution: Execution): Prom
     ],
   );
   return rows[0]!.id;
+}
+
+function validateExecution(execution: Execution): void {
+  requireId(execution.cardId, 'cardId');
+  requireId(execution.carrierId, 'carrierId');
+  requireText(execution.workflowId, 'workflowId');
+  requireText(execution.runId, 'runId');
+  if (!execution.types.every(isCheckType)) throw DomainError.invalid('types', 'types must be check types');
+  if (!(EXECUTION_OUTCOMES as readonly string[]).includes(execution.outcome)) throw DomainError.invalid('outcome', 'unknown outcome');
+}
+
+/**
+ * Many runs in one statement (ingest batches). Idempotent on (workflowId, runId) like
+ * {@link recordExecution}; returns how many rows were new.
+ */
+export async function insertExecutions(db: Queryable, executions: readonly Execution[]): Promise<number> {
+  if (executions.length === 0) return 0;
+  executions.forEach(validateExecution);
+  const result = await db.query(
+    `INSERT INTO card_execution (card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
+     SELECT card_id, carrier_id, started_at, finished_at, ARRAY(SELECT jsonb_array_elements_text(types)), outcome, gateway_ms, workflow_id, run_id, from_priority, details
+       FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::int[], $8::text[], $9::text[], $10::boolean[], $11::jsonb[])
+         AS e(card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
+     ON CONFLICT (workflow_id, run_id) DO NOTHING`,
+    [
+      executions.map((e) => e.cardId),
+      executions.map((e) => e.carrierId),
+      executions.map((e) => e.startedAt),
+      executions.map((e) => e.finishedAt ?? null),
+      // text[][] cannot be ragged: each run's types travel as one JSON array.
+      executions.map((e) => JSON.stringify(e.types)),
+      executions.map((e) => e.outcome),
+      executions.map((e) => Math.max(0, Math.round(e.gatewayMs))),
+      executions.map((e) => e.workflowId),
+      executions.map((e) => e.runId),
+      executions.map((e) => e.fromPriority ?? false),
+      executions.map((e) => JSON.stringify(e.details ?? {})),
+    ],
+  );
+  return result.rowCount ?? 0;
 }
 
 export async function listExecutions(db: Queryable, cardId: string, limit = 20): Promise<StoredExecution[]> {

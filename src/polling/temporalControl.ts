@@ -45,17 +45,23 @@ export async function ensurePollingControl(ref: OrchestrationRef, extra: Omit<Po
 
 /** How long a request-check keeps retrying while the scheduler continues-as-new (normally well under a second). */
 const CONTINUE_AS_NEW_RETRY_MS = 15_000;
-const GRPC_FAILED_PRECONDITION = 9;
+/**
+ * gRPC codes of an update that did not complete and may be sent again under the same update id
+ * (the server deduplicates): FAILED_PRECONDITION (see below), DEADLINE_EXCEEDED and ABORTED
+ * (the workflow task carrying it timed out or failed, seen when the workers are starved of CPU),
+ * UNAVAILABLE and RESOURCE_EXHAUSTED (the server was busy).
+ */
+const GRPC_RETRYABLE_UPDATE_CODES = new Set([9, 4, 10, 14, 8]);
 
 /**
- * Update errors that mean "not accepted, nothing ran, send it again": the run was about to
- * continue-as-new and rejected it, or the workflow task that carried it failed (the server fails a
+ * Update errors that mean "not completed, send it again": the run was about to continue-as-new
+ * and rejected it, or the workflow task that carried it failed or timed out (the server fails a
  * task completing continue-as-new when another message arrived meanwhile, and aborts the updates
  * that task carried with FAILED_PRECONDITION).
  */
-function notAcceptedDuringContinueAsNew(error: unknown): boolean {
+function notAccepted(error: unknown): boolean {
   if (error instanceof WorkflowUpdateFailedError) return error.cause instanceof ApplicationFailure && error.cause.type === SCHEDULER_CONTINUING_AS_NEW;
-  return error instanceof ServiceError && isGrpcServiceError(error.cause) && Number(error.cause.code) === GRPC_FAILED_PRECONDITION;
+  return error instanceof ServiceError && isGrpcServiceError(error.cause) && GRPC_RETRYABLE_UPDATE_CODES.has(Number(error.cause.code));
 }
 
 export async function requestCheck(ref: OrchestrationRef, carrierId: string, input: RequestCheckInput): Promise<RequestCheckResult> {
@@ -68,7 +74,7 @@ export async function requestCheck(ref: OrchestrationRef, carrierId: string, inp
     try {
       return await handle.executeUpdate(requestCheckUpdate, { args: [input], updateId });
     } catch (error) {
-      if (!notAcceptedDuringContinueAsNew(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw error;
+      if (!notAccepted(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw error;
       await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 500)));
     }
   }

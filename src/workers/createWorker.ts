@@ -3,10 +3,10 @@
  * the control/scheduler workflows and the claim activity, card runs cardCheck workflows and the
  * Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
  */
-import { fileURLToPath } from 'node:url';
 import { log as activityLog } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { VersioningBehavior, WorkerDeploymentVersion } from '@temporalio/common';
+import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
@@ -17,11 +17,16 @@ import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
 import { createClientCardStarter } from '../polling/cardStarter.js';
+import { IngestStream } from '../ingest/stream.js';
+import { createIngestPressure } from '../ingest/pressure.js';
+import { ingestSettings } from '../ingest/service.js';
+import { runIngestWithWorker } from '../ingest/withWorker.js';
+import { bindActivityLogFields } from './activityLogFields.js';
+
+export { bundleWorkflows, WORKFLOWS_PATH } from './workflowBundle.js';
 
 export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
 export type WorkerKind = (typeof WORKER_KINDS)[number];
-
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface WorkerServices {
   readonly requests: RequestChecker;
@@ -36,16 +41,30 @@ export interface WorkerSetup {
   readonly connection: NativeConnection;
   readonly deps: RuntimeDeps;
   readonly services: WorkerServices;
-  /** Built once and shared by the workers of one process. */
-  readonly workflowBundle: WorkflowBundleWithSourceMap;
+  /** Built once and shared by the workers of one process (or the prebuilt bundle's path). */
+  readonly workflowBundle: WorkflowBundleOption;
   /** Overrides the configured task-queue names (tests use unique ones). */
   readonly taskQueues?: TaskQueues;
+  /** Polls as this worker-deployment version (worker versioning); unversioned when absent. */
+  readonly deploymentVersion?: WorkerDeploymentVersion;
 }
 
-const quiet = (): void => undefined;
+/**
+ * A card run stays on the version that started it (it is short; old workers drain). The loops
+ * run for weeks: they move to the current version at their next workflow task, which is safe
+ * because every workflow change must replay their recorded histories (test/replay).
+ */
+const VERSIONING_BEHAVIOR: Readonly<Record<WorkerKind, VersioningBehavior>> = {
+  control: 'AUTO_UPGRADE',
+  card: 'PINNED',
+  // Activity-only workers: the behavior applies to workflows and is required by the options type.
+  gateway: 'AUTO_UPGRADE',
+  ingest: 'AUTO_UPGRADE',
+};
 
-export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet, log: quiet } });
+export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVersion | undefined): { workerDeploymentOptions?: WorkerDeploymentOptions } {
+  if (!version) return {};
+  return { workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: VERSIONING_BEHAVIOR[kind] } };
 }
 
 export async function createWorker(setup: WorkerSetup): Promise<Worker> {
@@ -55,6 +74,8 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
     connection: setup.connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceTime: config.WORKER_SHUTDOWN_GRACE_MS,
+    interceptors: { activity: [bindActivityLogFields] },
+    ...deploymentOptions(kind, setup.deploymentVersion),
   };
   switch (kind) {
     case 'control':
@@ -72,6 +93,7 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
           ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
           metrics: deps.metrics,
           cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * 4,
+          ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
           ...(config.CARD_START_MODE === 'client'
             ? { cardStarter: createClientCardStarter(new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }), (message, fields) => void activityLog.warn(message, fields)) }
             : {}),
@@ -95,7 +117,7 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
             metrics: deps.metrics,
             gatewaySteps: config.GATEWAY_STEPS,
           }),
-          ...createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
+          ...createIngestActivities({ pool: deps.pool, priority: setup.services.priority, stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX) }),
           ...createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
         },
         maxConcurrentWorkflowTaskExecutions: Math.min(config.WORKER_CARD_MAX_WORKFLOWS, 1000),
@@ -111,12 +133,16 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
         activities: createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
         maxConcurrentActivityTaskExecutions: config.WORKER_GATEWAY_MAX_ACTIVITIES,
       });
-    case 'ingest':
-      return Worker.create({
+    case 'ingest': {
+      const worker = await Worker.create({
         ...common,
         taskQueue: queues.ingest,
         activities: createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
         maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
       });
+      // The async ingest's stream consumer lives as long as this worker.
+      runIngestWithWorker(worker, { redis: deps.redis, namespace: config.REDIS_KEY_PREFIX, pool: deps.pool, priority: setup.services.priority, settings: ingestSettings(config), registry: deps.registry });
+      return worker;
+    }
   }
 }

@@ -1,4 +1,8 @@
-/** Worker entry of the `polling-ingest` task queue (DESIGN §2.2). Scale this process independently. */
+/**
+ * Worker entry of the `polling-ingest` task queue (DESIGN §2.2): the async ingest's stream
+ * consumer (batched PostgreSQL writes, INGEST_CONCURRENCY at once) and its backlog monitor run
+ * with it. Scale this process independently: every process joins the same consumer group.
+ */
 import { loadConfigOrExit } from '../config/index.js';
 import { runWorkersUntilSignal } from './run.js';
 

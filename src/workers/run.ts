@@ -2,37 +2,76 @@
  * Runs the workers of the given kinds in this process until SIGINT/SIGTERM, then shuts down
  * gracefully: pollers stop, in-flight activities get the configured grace time to finish.
  */
-import { NativeConnection, Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
+import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import type { WorkerDeploymentVersion } from '@temporalio/common';
 import type { Config } from '../config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../runtime/deps.js';
+import { createProcessLogger, lifecycleLogger, type ProcessLogger } from '../runtime/logger.js';
+import { PinoSdkLogger, SDK_LOG_LEVEL } from '../runtime/sdkLogger.js';
+import { freePort, startMetricsServer } from '../runtime/metricsServer.js';
 import { createPollingServices } from '../polling/services.js';
-import { bundleWorkflows, createWorker, type WorkerKind } from './createWorker.js';
+import { createWorker, type WorkerKind } from './createWorker.js';
+import { loadProcessBundle } from './workflowBundle.js';
+import { workerHealth } from './health.js';
 import { keepPollingControlRunning } from './keepPollingControl.js';
 import { taskQueues } from '../config/index.js';
 
 export interface RunningWorkerSet {
   readonly workers: readonly Worker[];
   readonly deps: RuntimeDeps;
+  /** The worker-deployment version the workers poll as, when versioning is on. */
+  readonly deploymentVersion: WorkerDeploymentVersion | undefined;
   /** Resolves when every worker has stopped. */
   readonly done: Promise<void>;
   shutdown(): Promise<void>;
 }
 
-const TEMPORAL_LOG_LEVELS = { fatal: 'ERROR', error: 'ERROR', warn: 'WARN', info: 'INFO', debug: 'DEBUG', trace: 'TRACE', silent: 'ERROR' } as const;
+export interface StartWorkersOptions {
+  readonly logger?: ProcessLogger;
+  /** host:port for the SDK's Prometheus exporter (Runtime-wide: only the first start of a process sets it). */
+  readonly sdkMetricsAddress?: string;
+}
 
 let runtimeInstalled = false;
 
-export async function startWorkers(config: Config, kinds: readonly WorkerKind[]): Promise<RunningWorkerSet> {
-  if (!runtimeInstalled) {
-    runtimeInstalled = true;
-    Runtime.install({ logger: new DefaultLogger(TEMPORAL_LOG_LEVELS[config.LOG_LEVEL]) });
-  }
+/**
+ * The SDK Runtime writes through our pino logger: SDK and workflow/activity context logs, and
+ * core's (Rust) logs forwarded at the same level instead of printed on their own.
+ */
+function installRuntime(config: Config, logger: ProcessLogger, sdkMetricsAddress: string | undefined): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const level = SDK_LOG_LEVEL[config.LOG_LEVEL];
+  Runtime.install({
+    logger: new PinoSdkLogger(logger),
+    telemetryOptions: {
+      logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
+      ...(sdkMetricsAddress ? { metrics: { prometheus: { bindAddress: sdkMetricsAddress } } } : {}),
+    },
+  });
+}
+
+function deploymentVersion(config: Config, codeHash: string): WorkerDeploymentVersion | undefined {
+  if (config.WORKER_VERSIONING === 'off') return undefined;
+  return { deploymentName: config.WORKER_DEPLOYMENT_NAME, buildId: config.WORKER_BUILD_ID === '' ? `wf-${codeHash}` : config.WORKER_BUILD_ID };
+}
+
+export async function startWorkers(config: Config, kinds: readonly WorkerKind[], options: StartWorkersOptions = {}): Promise<RunningWorkerSet> {
+  const logger = options.logger ?? createProcessLogger(config, `workers-${kinds.join('-')}`);
+  installRuntime(config, logger, options.sdkMetricsAddress);
   const deps = await createRuntimeDeps(config, { name: `workers-${kinds.join('-')}` });
   const services = createPollingServices({ deps });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-  const needsBundle = kinds.includes('control') || kinds.includes('card');
-  const workflowBundle = needsBundle ? await bundleWorkflows() : { code: '', sourceMap: '' };
-  const workers = await Promise.all(kinds.map((kind) => createWorker({ kind, config, connection, deps, services, workflowBundle })));
+  // Activity-only processes need the bundle only for its hash: every process of one deployment
+  // must poll as the same version (prebuilt: a file read; from sources: a bundling).
+  const needsBundle = kinds.includes('control') || kinds.includes('card') || (config.WORKER_VERSIONING === 'on' && config.WORKER_BUILD_ID === '');
+  const loaded = needsBundle ? await loadProcessBundle() : undefined;
+  const version = deploymentVersion(config, loaded?.codeHash ?? '');
+  const workers = await Promise.all(
+    kinds.map((kind) =>
+      createWorker({ kind, config, connection, deps, services, workflowBundle: loaded?.bundle ?? { code: '' }, ...(version ? { deploymentVersion: version } : {}) }),
+    ),
+  );
   // Whoever runs the control worker keeps pollingControl (and through it the schedulers) running.
   const keeper = kinds.includes('control')
     ? keepPollingControlRunning({
@@ -40,7 +79,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[])
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueues: taskQueues(config),
         workflowIdPrefix: config.WORKFLOW_ID_PREFIX,
-        log: (line) => void process.stderr.write(`[control] ${line}\n`),
+        log: (line) => logger.warn({ component: 'keepPollingControl' }, line),
       })
     : undefined;
   const done = Promise.allSettled(workers.map((worker) => worker.run())).then(async (results) => {
@@ -54,6 +93,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[])
   return {
     workers,
     deps,
+    deploymentVersion: version,
     done,
     shutdown() {
       stopping ??= (async () => {
@@ -66,27 +106,64 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[])
 }
 
 /**
- * Entry-point helper: start, stop on the first SIGINT/SIGTERM, exit non-zero if a worker failed
- * or stopped on its own.
+ * Entry-point helper: start, serve `/metrics` and `/healthz`, stop on the first SIGINT/SIGTERM,
+ * exit non-zero if a worker failed or stopped on its own.
  *
  * PostgreSQL and Redis outages do not stop the workers (their connections log and recover; the
  * activities that meet the outage fail and are retried by Temporal), so this waits through them.
  */
 export async function runWorkersUntilSignal(config: Config, kinds: readonly WorkerKind[]): Promise<void> {
-  const running = await startWorkers(config, kinds);
-  process.stdout.write(`workers running: ${kinds.join(', ')} (Temporal ${config.TEMPORAL_ADDRESS}, namespace ${config.TEMPORAL_NAMESPACE})\n`);
+  const logger = createProcessLogger(config, `workers-${kinds.join('-')}`);
+  const lifecycle = lifecycleLogger(logger);
+  // The SDK exporter listens on loopback only: its text is served merged into our /metrics.
+  const sdkMetricsAddress = `127.0.0.1:${await freePort('127.0.0.1')}`;
+  const running = await startWorkers(config, kinds, { logger, sdkMetricsAddress });
+  // A port already taken stops the process (after its workers), instead of running unobserved.
+  const metrics = await startMetricsServer({
+    host: config.WORKER_METRICS_HOST,
+    port: config.WORKER_METRICS_PORT,
+    registry: running.deps.registry,
+    extraMetrics: [
+      async () => {
+        const response = await fetch(`http://${sdkMetricsAddress}/metrics`);
+        if (!response.ok) throw new Error(`SDK metrics exporter answered ${response.status}`);
+        return response.text();
+      },
+    ],
+    health: () => workerHealth(running.workers, running.deps),
+    onError: (what, error) => logger.warn({ err: error }, `metrics server: ${what} failed`),
+  }).catch(async (error: unknown) => {
+    await running.shutdown();
+    throw error;
+  });
+  lifecycle.info(
+    {
+      kinds,
+      temporal: config.TEMPORAL_ADDRESS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      metrics: `${metrics.url}/metrics`,
+      health: `${metrics.url}/healthz`,
+      ...(running.deploymentVersion ? { deploymentName: running.deploymentVersion.deploymentName, buildId: running.deploymentVersion.buildId } : {}),
+    },
+    `workers running: ${kinds.join(', ')} (Temporal ${config.TEMPORAL_ADDRESS}, namespace ${config.TEMPORAL_NAMESPACE}, metrics ${metrics.url}/metrics)`,
+  );
   let signalled = false;
-  const stop = (): void => {
+  const stop = (signal: NodeJS.Signals): void => {
     signalled = true;
+    lifecycle.info({ signal }, 'workers stopping');
     void running.shutdown();
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  await running.done;
+  try {
+    await running.done;
+  } finally {
+    await metrics.close();
+  }
   if (!signalled) {
     // A worker whose polls give up (Temporal unreachable for minutes) stops without failing: exit
     // non-zero all the same, so a supervisor restarts the process instead of counting it done.
-    process.stderr.write('workers stopped without SIGINT/SIGTERM (Temporal unreachable for long?); exiting with status 1\n');
+    lifecycle.error('workers stopped without SIGINT/SIGTERM (Temporal unreachable for long?); exiting with status 1');
     process.exitCode = 1;
   }
 }

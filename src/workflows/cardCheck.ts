@@ -9,7 +9,7 @@
 import { type ActivityOptions, ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
-import type { IngestActivities } from '../activities/ingest.js';
+import type { IngestActivities, RecordExecutionInput } from '../activities/ingest.js';
 import { isGatewayCheckType } from '../common/checkTypes.js';
 import {
   CHECK_TYPES_ATTRIBUTE,
@@ -43,17 +43,22 @@ function cardBookkeeping() {
  */
 const RECORD_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
 
-function recordWriters(taskQueues: TaskQueueNames) {
+/**
+ * Sync ingest: this worker writes the record to PostgreSQL. Async ingest: it hands the record to
+ * the ingest stream in Redis (one XADD) and the run ends; the ingest workers write it in batches
+ * across executions. Both are local activities: no task and one marker event either way.
+ */
+function recordWriters(): Record<'sync' | 'async', (record: RecordExecutionInput) => Promise<unknown>> {
+  const local = proxyLocalActivities<IngestActivities>({ startToCloseTimeout: '30 s', localRetryThreshold: '10 s', retry: RECORD_RETRY });
   return {
-    sync: proxyLocalActivities<IngestActivities>({ startToCloseTimeout: '30 s', localRetryThreshold: '10 s', retry: RECORD_RETRY }),
-    async: proxyActivities<IngestActivities>({ taskQueue: taskQueues.ingest, startToCloseTimeout: '30 s', retry: RECORD_RETRY }),
+    sync: (record) => local.recordExecution(record),
+    async: (record) => local.enqueueRecord(record),
   };
 }
 
 export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: ExecutionOutcome }> {
-  const { taskQueues } = args;
   const card = cardBookkeeping();
-  const records = recordWriters(taskQueues);
+  const records = recordWriters();
   const info = workflowInfo();
   const startedAt = Date.now();
   // From the claim (or the run's creation) to this first workflow task: both on the server's clock.
@@ -103,7 +108,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
     // (ok:t, which request-check cooldowns read; failure streaks) goes through finish's stale path,
     // which releases nothing and moves no due later; the record keeps their observations.
     const completed = ran.results.length > 0 ? await card.finishExecution({ ...finishInput, leaseLost: true }) : undefined;
-    await records[plan.ingestMode].recordExecution({
+    await records[plan.ingestMode]({
       ...finishInput,
       results: completed?.results ?? [],
       outcome: 'lease_lost',
@@ -119,9 +124,9 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
 
   const finished = await card.finishExecution(finishInput);
   // Durable records (observations, execution, alerts, priority item): written by this worker in
-  // sync ingest mode, handed to the ingest task queue in async mode.
+  // sync ingest mode, handed to the ingest stream in async mode.
   const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts };
-  await records[plan.ingestMode].recordExecution(record);
+  await records[plan.ingestMode](record);
   // One event for both attributes: the types run and how it ended.
   upsertSearchAttributes([
     { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },

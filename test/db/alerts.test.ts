@@ -65,4 +65,20 @@ test('account alert: more than N opened within W raises one open account alert',
   const open = await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true });
   assert.equal(open.length, 1);
   assert.equal(open[0]!.kind, 'failure_burst');
+
+  // Resolved once the burst has recovered: open failure alerts back at the threshold (2) or below.
+  assert.equal(await recoverFailures(db.pool, [{ cardId: cards[0]!.id, type: 'carddata' }]), 1);
+  assert.equal((await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true })).length, 1, '3 still open: the burst goes on');
+  assert.equal(await recoverFailures(db.pool, [{ cardId: cards[1]!.id, type: 'carddata' }]), 1);
+  assert.equal((await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true })).length, 0, '2 open: the burst is over');
+  const all = await listCarrierAlerts(db.pool, { carrierId: carrier.id });
+  assert.equal(all[0]!.status, 'resolved');
+});
+
+test('failure alert: first_failed_at is the start of the streak', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(20), carrierId: carrier.id })]);
+  const firstFailedAt = new Date(Date.now() - 90_000);
+  const opened = await recordFailure(db.pool, { cardId: card!.id, carrierId: carrier.id, type: 'card_status', failCount: 3, firstFailedAt, error: 'transient|timeout' });
+  assert.equal(opened.alert?.firstFailedAt?.getTime(), firstFailedAt.getTime());
 });

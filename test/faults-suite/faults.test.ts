@@ -288,8 +288,9 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     await checkAfter(t, 'Temporal kill -9 + restart', backAt, notes);
   });
 
-  test(`PostgreSQL stopped for ${PG_OUTAGE_MS / 1000} s, then started`, async (t) => {
+  test(`PostgreSQL stopped for ${PG_OUTAGE_MS / 1000} s, then started: no card run fails, every finished run gets its records`, async (t) => {
     const pg = postgres as PrivateService;
+    const since = new Date();
     await pg.stop();
     phase(t, 'PostgreSQL stopped');
     await sleep(PG_OUTAGE_MS);
@@ -300,6 +301,33 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     const exited = WORKER_KINDS.filter((kind) => !isRunning(workers.get(kind) as EntryProcess));
     await checkAfter(t, `PostgreSQL down ${PG_OUTAGE_MS / 1000} s`, backAt, exited.map((kind) => `${kind} worker exited`));
     assert.deepEqual(exited, [], 'worker processes exited during the PostgreSQL outage');
+    // Runs that waited for their records through the outage complete once the database is back,
+    // none fails or times out, and every one that finished a check has its execution row.
+    const cardRuns = `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}" AND StartTime > "${since.toISOString()}"`;
+    await waitFor('no card run still running from the outage', async () => {
+      for await (const run of s().client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running" AND StartTime < "${backAt.toISOString()}"` })) return run === undefined;
+      return true;
+    }, RESUME_MS);
+    const byStatus = new Map<string, number>();
+    const finished: string[] = [];
+    for await (const run of s().client.workflow.list({ query: cardRuns })) {
+      byStatus.set(run.status.name, (byStatus.get(run.status.name) ?? 0) + 1);
+      const outcome = run.searchAttributes.Outcome?.[0];
+      if (run.status.name === 'COMPLETED' && typeof outcome === 'string' && ['success', 'partial', 'failure', 'deferred'].includes(outcome)) finished.push(run.runId);
+    }
+    phase(t, `card runs since the outage began: ${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ')}; finished with records expected: ${finished.length}`);
+    assert.equal(byStatus.get('FAILED') ?? 0, 0, 'card runs failed during the outage');
+    assert.equal(byStatus.get('TIMED_OUT') ?? 0, 0, 'card runs timed out during the outage');
+    assert.ok(finished.length > 0, 'no card run finished a check across the outage');
+    // Asynchronous ingest may still be writing the backlog of the outage.
+    const unrecorded = async (): Promise<string[]> => {
+      const { rows: recorded } = await s().db.pool.query<{ run_id: string }>('SELECT run_id FROM card_execution WHERE run_id = ANY($1::text[])', [finished]);
+      const ids = new Set(recorded.map((r) => r.run_id));
+      return finished.filter((id) => !ids.has(id));
+    };
+    await waitFor('every finished run recorded', async () => (await unrecorded()).length === 0, RESUME_MS).catch(() => undefined);
+    const missing = await unrecorded();
+    assert.deepEqual(missing, [], 'finished card runs without their execution record');
   });
 
   test('summary table', (t) => {

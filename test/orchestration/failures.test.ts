@@ -8,6 +8,7 @@ interface AlertRow {
   status: string;
   fail_count: number;
   last_error: string | null;
+  first_failed_at: Date | null;
 }
 
 test('gateway failures back off, open one alert per card and type after the threshold, and recover on success', async () => {
@@ -30,7 +31,7 @@ test('gateway failures back off, open one alert per card and type after the thre
     await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
 
     const alert = await waitFor('a failure alert', async () => {
-      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`, [card.id]);
+      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error, first_failed_at FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`, [card.id]);
       return rows.length > 0 ? rows : undefined;
     }, 90_000);
     assert.equal(alert.length, 1, 'one alert per card and type');
@@ -48,6 +49,10 @@ test('gateway failures back off, open one alert per card and type after the thre
       [card.id],
     );
     assert.ok(tries.length >= 3, `${tries.length} failed tries`);
+    // The alert knows when the streak began: the first failed try (its finish, within the run).
+    const firstFailedAt = alert[0]?.first_failed_at?.getTime() ?? 0;
+    const firstTry = tries[0]?.at.getTime() ?? 0;
+    assert.ok(firstFailedAt >= firstTry && firstFailedAt < (tries[1]?.at.getTime() ?? Infinity), `first_failed_at ${firstFailedAt} vs first try ${firstTry}`);
     for (let k = 1; k < Math.min(tries.length, 4); k += 1) {
       const gapMs = (tries[k]?.at.getTime() ?? 0) - (tries[k - 1]?.at.getTime() ?? 0);
       assert.ok(gapMs >= 1500 * 2 ** (k - 1), `retry ${k} came ${gapMs} ms after the previous try`);

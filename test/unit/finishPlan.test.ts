@@ -39,6 +39,7 @@ test('failure: increments the streak, sets first failure once, backs off from th
   });
   assert.equal(first.set['fail:carddata'], 1);
   assert.equal(first.set['ffail:carddata'], now);
+  assert.equal(first.types[0]?.firstFailedAt, now);
   assert.equal(first.set['err:carddata'], 'permanent|bad iccid');
   assert.equal(first.set['due:carddata'], now + 10_000);
   const third = planFinish({
@@ -51,6 +52,7 @@ test('failure: increments the streak, sets first failure once, backs off from th
   });
   assert.equal(third.set['fail:carddata'], 3);
   assert.equal(third.set['ffail:carddata'], undefined, 'first failure of the streak is kept');
+  assert.equal(third.types[0]?.firstFailedAt, 5, 'and handed to the records (the alert\'s first_failed_at)');
   assert.equal(third.set['due:carddata'], now + 40_000);
 });
 
@@ -123,6 +125,9 @@ test('finish record: what a retried finish replays round-trips exactly, compactl
   assert.deepEqual(decodeFinishRecord(encoded), record);
   assert.deepEqual(decodeFinishRecord(encodeFinishRecord({ outcome: 'deferred', types: [] })), { outcome: 'deferred', types: [] });
   assert.ok(encoded.length < 300, `${encoded.length} bytes: ${encoded}`);
+  assert.equal(plan.types[1]?.firstFailedAt, now);
+  // A record written before the streak start was kept (six elements per type) still reads.
+  assert.equal(decodeFinishRecord('{"o":"failure","t":[["carddata","failure",0,1,5,0]]}').types[0]?.firstFailedAt, null);
   for (const bad of ['', '{', '{"o":"nope","t":[]}', '{"o":"success","t":[["card_status","success",0,0,1]]}', '{"o":"success","t":[],"p":{"type":"x"}}'])
     assert.throws(() => decodeFinishRecord(bad), FinishRecordError, bad);
 });

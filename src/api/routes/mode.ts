@@ -6,8 +6,10 @@ import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { requireRunning } from '../orchestration.js';
 import { errorResponses, modeSchema, modeSettingSchema, modeSwitchSchema } from '../schemas.js';
+import { registerIngestModeRoutes } from './ingestMode.js';
 
 export function registerModeRoutes(app: ApiApp, ctx: ApiContext): void {
+  registerIngestModeRoutes(app, ctx);
   app.get('/v1/mode', { schema: { tags: ['mode'], summary: 'Current polling mode', response: { 200: modeSettingSchema, ...errorResponses } } }, async () => {
     const setting = await getPollingMode(ctx.deps.pool);
     return { mode: setting.mode, updatedAt: setting.updatedAt, updatedBy: setting.updatedBy };

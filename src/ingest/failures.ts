@@ -1,0 +1,39 @@
+/**
+ * Which write failures a retry can cure. Only errors that say "this data can never be written"
+ * are permanent: integrity violations other than the duplicates ON CONFLICT absorbs (class 23),
+ * invalid data (class 22) and our own validation. Everything else — the database away, restarting
+ * (57P01..57P03), deadlocks (40P01), serialization failures, timeouts, too many connections,
+ * network errors, and anything unrecognised — is retried: a record is never dropped on a guess.
+ */
+import { isDomainError } from '../domain/errors.js';
+
+export type FailureKind = 'retryable' | 'permanent';
+
+const PERMANENT_SQLSTATE_CLASSES = new Set(['22', '23']);
+
+export function sqlState(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+export function classifyWriteFailure(error: unknown): FailureKind {
+  if (isDomainError(error)) return 'permanent';
+  const state = sqlState(error);
+  if (state && PERMANENT_SQLSTATE_CLASSES.has(state.slice(0, 2))) return 'permanent';
+  return 'retryable';
+}
+
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const state = sqlState(error);
+  const detail = typeof error === 'object' && error !== null && typeof (error as { detail?: unknown }).detail === 'string' ? ` (${(error as { detail: string }).detail})` : '';
+  return `${state ? `[${state}] ` : ''}${message}${detail}`.slice(0, 2000);
+}
+
+/** Exponential backoff with jitter, capped; attempt 1 is the first retry. */
+export function backoffMs(attempt: number, options: { baseMs?: number; maxMs?: number; random?: () => number } = {}): number {
+  const base = options.baseMs ?? 200;
+  const max = options.maxMs ?? 5000;
+  const ceiling = Math.min(max, base * 2 ** Math.min(attempt - 1, 20));
+  return Math.round(ceiling / 2 + (options.random ?? Math.random)() * (ceiling / 2));
+}

@@ -1,0 +1,91 @@
+/**
+ * The async ingest of one process: the stream consumer writing batches and the backlog monitor.
+ * It runs wherever the `polling-ingest` worker runs, in either ingest mode: after a switch back
+ * to sync, what async mode handed over is still written.
+ */
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/index.js';
+import type { Pool } from '../db/pool.js';
+import { logConnectionErrors } from '../db/connectionErrors.js';
+import type { PriorityTransitions } from '../activities/priorityTransitions.js';
+import { IngestConsumer } from './consumer.js';
+import { createIngestMetrics } from './metrics.js';
+import { BacklogMonitor } from './monitor.js';
+import type { BacklogThresholds } from './pressure.js';
+import { IngestStream } from './stream.js';
+
+export interface IngestSettings {
+  readonly concurrency: number;
+  readonly batchSize: number;
+  readonly thresholds: BacklogThresholds;
+}
+
+export function ingestSettings(config: Config): IngestSettings {
+  return {
+    concurrency: config.INGEST_CONCURRENCY,
+    batchSize: config.INGEST_BATCH_SIZE,
+    thresholds: { records: config.INGEST_BACKLOG_THRESHOLD, maxAgeMs: config.INGEST_BACKLOG_MAX_AGE_MS },
+  };
+}
+
+export interface IngestServiceInput {
+  readonly redis: Redis;
+  /** Redis key namespace (REDIS_KEY_PREFIX). */
+  readonly namespace: string;
+  readonly pool: Pool;
+  readonly priority: PriorityTransitions;
+  readonly settings: IngestSettings;
+  readonly registry?: Registry;
+  readonly reclaimIdleMs?: number;
+  readonly monitorIntervalMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface IngestService {
+  readonly stream: IngestStream;
+  readonly consumer: IngestConsumer;
+  readonly monitor: BacklogMonitor;
+  stop(): Promise<void>;
+}
+
+export function startIngest(input: IngestServiceInput): IngestService {
+  const log = input.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const stream = new IngestStream(input.redis, input.namespace);
+  const metrics = input.registry ? createIngestMetrics(input.registry) : undefined;
+  // The blocking read holds a connection: its own, so other commands never queue behind it.
+  const readConnection = input.redis.duplicate();
+  logConnectionErrors(readConnection, 'redis(ingest-read)');
+  const consumer = new IngestConsumer({
+    stream,
+    readConnection,
+    writer: { pool: input.pool, priority: input.priority },
+    concurrency: input.settings.concurrency,
+    batchSize: input.settings.batchSize,
+    ...(input.reclaimIdleMs === undefined ? {} : { reclaimIdleMs: input.reclaimIdleMs }),
+    ...(metrics ? { metrics } : {}),
+    log,
+  });
+  const monitor = new BacklogMonitor({
+    stream,
+    redis: input.redis,
+    pool: input.pool,
+    thresholds: input.settings.thresholds,
+    owner: consumer.name,
+    ...(metrics ? { metrics } : {}),
+    ...(input.monitorIntervalMs === undefined ? {} : { intervalMs: input.monitorIntervalMs }),
+    log,
+  });
+  consumer.start();
+  monitor.start();
+  let stopping: Promise<void> | undefined;
+  return {
+    stream,
+    consumer,
+    monitor,
+    stop() {
+      stopping ??= Promise.all([consumer.stop(), monitor.stop()]).then(() => undefined);
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Writes execution records to PostgreSQL: one record at a time for sync ingest, many across
+ * executions for async ingest — the same rows either way (src/ingest/rows.ts).
+ *
+ * A batch is two multi-row statements in one transaction — every execution row, every
+ * observation (with the card's latest values only moved forward in time) — plus a statement per
+ * alert transition (a failure, a success after a failure streak). Every statement is idempotent (unique
+ * keys + ON CONFLICT, guarded updates), so a batch retried whole or delivered twice lands on the
+ * same rows. Priority items move after the commit: their transitions are guarded by the claim
+ * token, hence idempotent too, and they write their own audit records in their own transactions.
+ */
+import { withTransaction, type Pool } from '../db/pool.js';
+import type { Queryable } from '../db/queryable.js';
+import { insertObservations } from '../db/observations.js';
+import { insertExecutions } from '../db/executions.js';
+import { recordFailureIn, recoverFailures } from '../db/alerts.js';
+import type { PriorityTransitions } from '../activities/priorityTransitions.js';
+import type { IngestRecord } from './record.js';
+import { rowsOf } from './rows.js';
+
+export interface RecordWriterDeps {
+  readonly pool: Pool;
+  readonly priority: PriorityTransitions;
+}
+
+export interface WriteResult {
+  readonly records: number;
+  readonly executionsInserted: number;
+  readonly observationsInserted: number;
+  readonly alertsOpened: number;
+  readonly alertsRecovered: number;
+}
+
+async function writeRows(db: Queryable, records: readonly IngestRecord[]): Promise<Omit<WriteResult, 'records'>> {
+  const rows = records.map(rowsOf);
+  // Alerts first, record by record in hand-off order (one card's executions are handed over in
+  // the order they ran): a failure that opens an alert and the success that recovers it may share
+  // a batch. Before this batch's execution rows exist, the out-of-order guard of a failure sees
+  // only executions that were handed over earlier — a newer success that overtook it.
+  let alertsOpened = 0;
+  let alertsRecovered = 0;
+  for (const row of rows) {
+    if (row.recoveries.length > 0) alertsRecovered += await recoverFailures(db, row.recoveries);
+    for (const failure of row.failures) {
+      const { cardId, carrierId, type, failCount, error, at, startedAt, firstFailedAt } = failure;
+      const recorded = await recordFailureIn(db, { cardId, carrierId, type, failCount, error, now: at, startedAt, ...(firstFailedAt ? { firstFailedAt } : {}) });
+      if (recorded.opened) alertsOpened += 1;
+    }
+  }
+  const executionsInserted = await insertExecutions(
+    db,
+    rows.map((r) => r.execution),
+  );
+  const observations = await insertObservations(
+    db,
+    rows.flatMap((r) => r.observations),
+  );
+  return { executionsInserted, observationsInserted: observations.inserted, alertsOpened, alertsRecovered };
+}
+
+/**
+ * Writes the records; throws when any statement fails (nothing of a transactional batch is then
+ * kept; the caller retries it whole or isolates the record that cannot be written).
+ */
+export async function writeRecords(deps: RecordWriterDeps, records: readonly IngestRecord[]): Promise<WriteResult> {
+  if (records.length === 0) return { records: 0, executionsInserted: 0, observationsInserted: 0, alertsOpened: 0, alertsRecovered: 0 };
+  // One record needs no transaction (each statement is idempotent on its own), saving BEGIN and COMMIT.
+  const written = records.length === 1 ? await writeRows(deps.pool, records) : await withTransaction(deps.pool, (client) => writeRows(client, records));
+  for (const record of records) {
+    if (record.plan.priorityItemId !== undefined) await deps.priority.executionFinished(record);
+  }
+  return { records: records.length, ...written };
+}

@@ -1,0 +1,219 @@
+/**
+ * Async ingest in a running system (real Temporal, Redis, PostgreSQL, simulator): records land
+ * with their observations, switching the mode under load loses nothing, and with the ingest's
+ * database connection cut polling goes on, the backlog raises its alert and tightens claiming,
+ * and everything is written once the database is back.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createStack, type Stack } from '../helpers/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
+import { ensurePollingControl, setMode } from '../../src/polling/temporalControl.js';
+import { switchIngestMode } from '../../src/ingest/mode.js';
+import { IngestStream } from '../../src/ingest/stream.js';
+import { createIngestPressure } from '../../src/ingest/pressure.js';
+import { startIngest, ingestSettings } from '../../src/ingest/service.js';
+import { createPool } from '../../src/db/pool.js';
+import { getIngestMode } from '../../src/db/systemConfig.js';
+
+/** Outcomes whose run hands over a record (the others end before anything ran). */
+const RECORDED = ['success', 'partial', 'failure', 'deferred', 'lease_lost'];
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function ref(stack: Stack) {
+  return { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
+}
+
+/** Stops claiming (legacy mode), waits for every card run to end and the stream to drain. */
+async function quiesce(stack: Stack): Promise<void> {
+  await setMode(ref(stack), 'legacy');
+  const running = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Running"`;
+  await waitFor('card runs to end', async () => (await stack.client.workflow.count(running)).count === 0, 60_000, 500);
+  const stream = new IngestStream(stack.deps.redis, stack.redis.namespace);
+  await waitFor('the ingest stream to drain', async () => (await stream.backlog()).records === 0, 60_000, 250);
+}
+
+/**
+ * Nothing lost: every card run that ended with a record has its execution row, and every
+ * successful gateway step of those executions its observation. Returns the runs checked.
+ */
+async function assertEveryRecordLanded(stack: Stack, account: SeedAccount): Promise<number> {
+  const query = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome IN (${RECORDED.map((o) => `"${o}"`).join(', ')})`;
+  // Visibility trails the runs a little: wait until it stops changing.
+  let runs: { workflowId: string; runId: string }[] = [];
+  await waitFor(
+    'visibility to settle',
+    async () => {
+      const seen: { workflowId: string; runId: string }[] = [];
+      for await (const run of stack.client.workflow.list({ query })) seen.push({ workflowId: run.workflowId, runId: run.runId });
+      const settled = seen.length === runs.length && seen.length > 0;
+      runs = seen;
+      return settled;
+    },
+    30_000,
+    1000,
+  );
+  const { rows } = await stack.db.pool.query<{ workflow_id: string; run_id: string }>('SELECT workflow_id, run_id FROM card_execution');
+  const recorded = new Set(rows.map((r) => `${r.workflow_id}/${r.run_id}`));
+  const missing = runs.filter((run) => !recorded.has(`${run.workflowId}/${run.runId}`));
+  assert.deepEqual(missing, [], `${missing.length} of ${runs.length} finished runs have no execution row`);
+  const { rows: perCard } = await stack.db.pool.query<{ card_id: string; steps: number; observations: number }>(
+    `SELECT c.id::text AS card_id,
+            (SELECT count(*)::int FROM card_execution e, jsonb_array_elements(e.details -> 'steps') s
+              WHERE e.card_id = c.id AND s ->> 'outcome' = 'success' AND s ->> 'type' <> 'package') AS steps,
+            (SELECT count(*)::int FROM card_observation o WHERE o.card_id = c.id AND o.check_type <> 'package') AS observations
+       FROM iot_card c WHERE c.carrier_id = $1::bigint`,
+    [account.carrier.id],
+  );
+  for (const card of perCard) assert.equal(card.observations, card.steps, `card ${card.card_id}: one observation per successful gateway step`);
+  return runs.length;
+}
+
+test('async ingest end to end, and switching sync ↔ async under load loses no record', async (t) => {
+  const stack = await createStack('ingest-switch');
+  try {
+    const account = await seedAccount(stack, {
+      name: 'sw1',
+      qps: { status: 20, data: 20 },
+      typeGroups: { card_status: 'status', carddata: 'data' },
+      cards: 15,
+      intervalsSec: { card_status: 2, carddata: 3 },
+    });
+    await stack.startWorkers();
+    await ensurePollingControl(ref(stack), { reconcileEveryMs: 2000 });
+    const stream = new IngestStream(stack.deps.redis, stack.redis.namespace);
+    const executions = async (): Promise<number> => (await stack.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_execution')).rows[0]!.n;
+    const switchTo = async (mode: 'sync' | 'async'): Promise<void> => {
+      assert.equal((await switchIngestMode(stack.db.pool, mode, 'test')).changed, true);
+      // The card workers of this stack share its reference cache: they see the switch at once.
+      stack.deps.reference.invalidate();
+    };
+
+    await waitFor('executions in sync mode', async () => (await executions()) >= 15, 30_000);
+    await switchTo('async');
+    const handedOver = async (): Promise<number> => Number((await stack.deps.registry.getSingleMetricAsString('cardpoller_ingest_records_total')).match(/ (\d+)$/m)?.[1] ?? 0);
+    await waitFor('records written by the async ingest', async () => (await handedOver()) >= 15, 30_000);
+    await switchTo('sync');
+    const afterBack = await executions();
+    await waitFor('executions in sync mode again', async () => (await executions()) >= afterBack + 15, 30_000);
+    await switchTo('async');
+    await sleep(2000);
+    // Stopped while async records are in flight.
+    t.diagnostic(`backlog when stopping: ${(await stream.backlog()).records}`);
+    await quiesce(stack);
+    assert.equal((await getIngestMode(stack.db.pool)).mode, 'async');
+    const runs = await assertEveryRecordLanded(stack, account);
+    t.diagnostic(`${runs} runs, every one recorded; ${await handedOver()} written by the async ingest`);
+
+    // The cards hold what the simulator answered last.
+    const world = stack.simulator.world.stats(true);
+    assert.ok(Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1));
+    const { rows } = await stack.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1::bigint AND network_status IS NOT NULL AND data_usage_kb IS NOT NULL", [account.carrier.id]);
+    assert.equal(rows[0]!.n, account.cards.length);
+  } finally {
+    await stack.close();
+  }
+});
+
+/** A TCP relay to PostgreSQL that can be cut: refused connections and dropped sessions, as when the database goes away. */
+async function cuttableRelay(target: { host: string; port: number }): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = (): Promise<void> =>
+    new Promise((resolve) => {
+      server = createServer((client) => {
+        const upstream = connect(target.port, target.host);
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('close', () => sockets.delete(socket));
+          socket.on('error', () => undefined);
+        }
+        client.pipe(upstream).pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server!.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  const cut = async (): Promise<void> => {
+    const closing = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    for (const socket of sockets) socket.destroy();
+    await closing;
+    server = undefined;
+  };
+  await listen();
+  return { port, cut, restore: listen, close: cut };
+}
+
+test('ingest database away in async mode: polling goes on, the backlog alert opens and claiming tightens, then all is written and both recover', async (t) => {
+  const stack = await createStack('ingest-outage', { config: { INGEST_BACKLOG_THRESHOLD: 15, INGEST_BACKLOG_MAX_AGE_MS: 5000 } });
+  const db = new URL(stack.config.DATABASE_URL);
+  const relay = await cuttableRelay({ host: db.hostname, port: Number(db.port || 5432) });
+  const relayed = new URL(stack.config.DATABASE_URL);
+  relayed.port = String(relay.port);
+  const ingestPool = createPool({ url: relayed.toString(), schema: stack.db.schema, max: 5, applicationName: 'test-ingest-relayed' });
+  const log: string[] = [];
+  try {
+    const account = await seedAccount(stack, { name: 'out1', qps: { status: 20 }, typeGroups: { card_status: 'status' }, cards: 20, intervalsSec: { card_status: 2 } });
+    await switchIngestMode(stack.db.pool, 'async', 'test');
+    // Everything but the ingest on the stack's own database; the ingest through the relay.
+    await stack.startWorkers(['control', 'card', 'gateway']);
+    const ingest = startIngest({
+      redis: stack.deps.redis,
+      namespace: stack.redis.namespace,
+      pool: ingestPool,
+      priority: stack.services.priority,
+      settings: ingestSettings(stack.config),
+      reclaimIdleMs: 5000,
+      monitorIntervalMs: 250,
+      log: (line) => void log.push(line),
+    });
+    await ensurePollingControl(ref(stack), { reconcileEveryMs: 2000 });
+    const pressure = createIngestPressure(ingest.stream, ingestSettings(stack.config).thresholds, { cacheMs: 0 });
+    const executions = async (): Promise<number> => (await stack.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_execution')).rows[0]!.n;
+    await waitFor('executions written through the relay', async () => (await executions()) >= 20, 30_000);
+
+    await relay.cut();
+    const cutAt = Date.now();
+    const writtenAtCut = await executions();
+    // Polling goes on: records keep being handed over while nothing can be written.
+    const tightened = await waitFor('the backlog to go over its thresholds', async () => {
+      const state = await pressure.state();
+      return state.tightened ? state : undefined;
+    }, 20_000);
+    assert.ok(tightened.records > 0);
+    assert.ok((await pressure.inflightLimit(200)) < 200, 'claiming is tightened');
+    const simulatorCalls = (): number => stack.simulator.world.stats(false).accounts['out1-gw']?.groups.status?.calls ?? 0;
+    const callsWhileAway = simulatorCalls();
+    await waitFor('gateway calls while the ingest database is away', async () => simulatorCalls() > callsWhileAway, 10_000);
+    const written = await executions();
+    t.diagnostic(`away ${Date.now() - cutAt} ms: backlog ${(await ingest.stream.backlog()).records} records; rows written meanwhile ${written - writtenAtCut}`);
+    // Well inside the outage limit of the suite.
+    await sleep(Math.max(0, 8000 - (Date.now() - cutAt)));
+    await relay.restore();
+
+    // The alert is written once the database is back (opened at the moment the backlog went over), then resolved.
+    const resolved = await waitFor('the ingest_backlog alert to open and resolve', async () => {
+      const { rows } = await stack.db.pool.query<{ status: string; opened_at: Date; resolved_at: Date | null }>("SELECT status, opened_at, resolved_at FROM carrier_alert WHERE kind = 'ingest_backlog'");
+      return rows.length === 1 && rows[0]!.status === 'resolved' ? rows[0]! : undefined;
+    }, 40_000);
+    assert.ok(resolved.opened_at.getTime() < resolved.resolved_at!.getTime());
+    assert.ok(resolved.opened_at.getTime() >= cutAt - 1000, 'opened when the backlog went over, during the outage');
+    assert.equal((await pressure.state()).tightened, false, 'claiming back to normal');
+    assert.ok(log.some((line) => /retrying/.test(line)), 'batches were retried while the database was away');
+
+    await quiesce(stack);
+    const runs = await assertEveryRecordLanded(stack, account);
+    t.diagnostic(`${runs} runs, every one recorded`);
+    await ingest.stop();
+  } finally {
+    await stack.close();
+    await ingestPool.end();
+    await relay.close();
+  }
+});
