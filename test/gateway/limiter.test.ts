@@ -71,7 +71,7 @@ describe('rate limiter script (test clock)', () => {
   test('limiters with different margins share a group: no carrier window can hold more than the QPS (random walk with reservations)', async () => {
     const rate = 4;
     // Two processes: one sends within 10 ms of its slots, one within 100 ms.
-    const tight = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => rate, now: () => clock, windowMarginMs: 10 });
+    const tight = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => rate, now: () => clock, windowMarginMs: MIN_WINDOW_MARGIN_MS });
     const loose = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => rate, now: () => clock, windowMarginMs: 100 });
     clock = 5_000_000;
     // A call reaches the carrier somewhere in [slot, slot + margin].
@@ -83,7 +83,7 @@ describe('rate limiter script (test clock)', () => {
     };
     for (let i = 0; i < 600; i += 1) {
       clock += Math.floor(random() * 80);
-      const [limiter, margin] = random() < 0.5 ? [tight, 10] : [loose, 100];
+      const [limiter, margin] = random() < 0.5 ? [tight, MIN_WINDOW_MARGIN_MS] : [loose, 100];
       const attempt = await limiter.tryAcquire('mix', 'g', random() < 0.3 ? Math.floor(random() * 1500) : 0);
       if (attempt.granted) calls.push({ slot: clock + attempt.waitMs, end: clock + attempt.waitMs + margin });
     }
@@ -150,14 +150,14 @@ describe('rate limiter wait mode (Redis clock)', () => {
   });
   after(async () => t.close());
 
-  test('the margin follows the 99th percentile of recent grant-to-send delays with headroom, plus the arrival allowance, within [10, 100] ms', () => {
+  test('the margin follows the 99th percentile of recent grant-to-send delays with headroom, plus the arrival allowance, within [floor, 100] ms', () => {
     let now = 1_000_000;
     const delays = new SendDelays({ size: 200, now: () => now });
     assert.equal(delays.marginMs(), MAX_WINDOW_MARGIN_MS, 'the cap until anything is measured');
     for (let i = 0; i < 198; i += 1) delays.record(2);
     delays.record(60);
     delays.record(70);
-    assert.equal(delays.marginMs(), MIN_WINDOW_MARGIN_MS, '1 % outliers do not widen it; 2 × 1.5 + 5 ms is below the floor');
+    assert.equal(delays.marginMs(), MIN_WINDOW_MARGIN_MS, '1 % outliers do not widen it; 2 × 1.5 ms + the allowance is below the floor');
     for (let i = 0; i < 10; i += 1) delays.record(30);
     assert.equal(delays.marginMs(), 30 * MARGIN_HEADROOM + ARRIVAL_ALLOWANCE_MS);
     for (let i = 0; i < 50; i += 1) delays.record(400);
