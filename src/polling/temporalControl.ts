@@ -44,7 +44,8 @@ export async function ensurePollingControl(ref: OrchestrationRef, extra: Omit<Po
 }
 
 /** How long a request-check keeps retrying while the scheduler continues-as-new (normally well under a second). */
-const CONTINUE_AS_NEW_RETRY_MS = 15_000;
+/** How long an update that was not completed is sent again (a scheduler starved of CPU takes a while). */
+const CONTINUE_AS_NEW_RETRY_MS = 30_000;
 /**
  * gRPC codes of an update that did not complete and may be sent again under the same update id
  * (the server deduplicates): FAILED_PRECONDITION (see below), DEADLINE_EXCEEDED and ABORTED
@@ -64,6 +65,12 @@ function notAccepted(error: unknown): boolean {
   return error instanceof ServiceError && isGrpcServiceError(error.cause) && GRPC_RETRYABLE_UPDATE_CODES.has(Number(error.cause.code));
 }
 
+/** A ServiceError's message does not say which gRPC status it wraps; operators need it. */
+function withGrpcCode(error: unknown): unknown {
+  if (error instanceof ServiceError && isGrpcServiceError(error.cause)) error.message = `${error.message} (gRPC ${error.cause.code}: ${error.cause.details})`;
+  return error;
+}
+
 export async function requestCheck(ref: OrchestrationRef, carrierId: string, input: RequestCheckInput): Promise<RequestCheckResult> {
   // No run id: a retry addresses the scheduler's current run, i.e. the one it continued as.
   const handle = ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix));
@@ -74,7 +81,7 @@ export async function requestCheck(ref: OrchestrationRef, carrierId: string, inp
     try {
       return await handle.executeUpdate(requestCheckUpdate, { args: [input], updateId });
     } catch (error) {
-      if (!notAccepted(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw error;
+      if (!notAccepted(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw withGrpcCode(error);
       await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 500)));
     }
   }

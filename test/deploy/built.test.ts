@@ -78,7 +78,16 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
       60_000,
     );
 
-    const metrics = await (await fetch(metricsUrl)).text();
+    // The execution row lands before the run's last workflow task completes: wait for the SDK's
+    // completion counter rather than reading the endpoint once.
+    const metrics = await waitFor(
+      'the SDK completion counter on /metrics',
+      async () => {
+        const text = await (await fetch(metricsUrl)).text();
+        return /^temporal_workflow_completed\{[^}]*workflow_type="cardCheck"/m.test(text) ? text : undefined;
+      },
+      30_000,
+    ).catch(async () => (await fetch(metricsUrl)).text());
     const checks = /^cardpoller_checks_total\{[^}]*outcome="success"[^}]*\} (\d+)/m.exec(metrics);
     assert.ok(checks && Number(checks[1]) >= 1, `our check counter is served:\n${metrics.slice(0, 2000)}`);
     assert.match(metrics, /^cardpoller_gateway_latency_seconds_count\{/m, 'gateway latency is served');

@@ -286,8 +286,9 @@ test('a backlog over its threshold opens the ingest_backlog alert and tightens c
     });
     const monitor = new BacklogMonitor({ stream, redis, pool: stack.deps.pool, thresholds, owner: 'test-monitor' });
     const card = { cardId: account.cards[0]!.id, carrierId: account.carrier.id };
-    // Every card due (new cards are due within 2 s).
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    // Every card due now (a new card's first due is jittered over a tenth of its interval).
+    const dueAt = Date.now() - 1;
+    await stack.deps.store.upsertMany(account.cards.map((c) => ({ carrierId: account.carrier.id, cardId: c.id, dues: { card_status: dueAt } })));
 
     // 40 records waiting (4× the threshold): the account may keep 10 / (2 × 4) = 1 card in flight.
     const t = Date.now();
