@@ -14,6 +14,7 @@ import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createControlActivities, type ControlActivityDeps } from '../../src/activities/control.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
@@ -133,4 +134,17 @@ export function stackEnv(stack: Stack): Record<string, string> {
     WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
     GATEWAY_URL: stack.simulator.url,
   };
+}
+
+/** The control activities over the stack's own stores, called directly (outside a worker). */
+export function stackControlActivities(stack: Stack, extra: Partial<ControlActivityDeps> = {}): ReturnType<typeof createControlActivities> {
+  return createControlActivities({
+    pool: stack.deps.pool,
+    store: stack.deps.store,
+    limiter: stack.deps.limiter,
+    reference: stack.deps.reference,
+    requests: stack.services.requests,
+    modes: stack.services.modes,
+    ...extra,
+  });
 }

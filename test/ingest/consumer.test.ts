@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
-import { createStack } from '../helpers/orchestration.js';
+import { createStack, stackControlActivities } from '../helpers/orchestration.js';
 import { seedAccount, waitFor } from '../helpers/seed.js';
 import { IngestStream } from '../../src/ingest/stream.js';
 import { IngestConsumer } from '../../src/ingest/consumer.js';
@@ -18,7 +18,6 @@ import type { IngestRecord } from '../../src/ingest/record.js';
 import { BacklogMonitor } from '../../src/ingest/monitor.js';
 import { createIngestPressure } from '../../src/ingest/pressure.js';
 import { listDeadLetters } from '../../src/ingest/deadLetters.js';
-import { createControlActivities } from '../../src/activities/control.js';
 import type { PriorityTransitions } from '../../src/activities/priorityTransitions.js';
 import { makeCard, makeRecord } from './fixtures.js';
 
@@ -275,15 +274,7 @@ test('a backlog over its threshold opens the ingest_backlog alert and tightens c
     await stream.ensureGroup();
     const thresholds = { records: 10, maxAgeMs: 600_000 };
     const pressure = createIngestPressure(stream, thresholds, { cacheMs: 0 });
-    const control = createControlActivities({
-      pool: stack.deps.pool,
-      store: stack.deps.store,
-      limiter: stack.deps.limiter,
-      reference: stack.deps.reference,
-      requests: stack.services.requests,
-      modes: stack.services.modes,
-      ingestPressure: pressure,
-    });
+    const control = stackControlActivities(stack, { ingestPressure: pressure });
     const monitor = new BacklogMonitor({ stream, redis, pool: stack.deps.pool, thresholds, owner: 'test-monitor' });
     const card = { cardId: account.cards[0]!.id, carrierId: account.carrier.id };
     // Every card due now (a new card's first due is jittered over a tenth of its interval).

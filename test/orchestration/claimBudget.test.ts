@@ -6,23 +6,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
+import { createStack, stackControlActivities } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createControlActivities } from '../../src/activities/control.js';
 
 test('claim round: the previous round\'s calls in the limiter window do not shrink the next round\'s budget; waiting calls do', async () => {
   const stack = await createStack('claim-budget');
   try {
     const account = await seedAccount(stack, { name: 'budget1', qps: { main: 10 }, typeGroups: { card_status: 'main' }, cards: 40, intervalsSec: { card_status: 600 } });
     const carrierId = account.carrier.id;
-    const activities = createControlActivities({
-      pool: stack.deps.pool,
-      store: stack.deps.store,
-      limiter: stack.deps.limiter,
-      reference: stack.deps.reference,
-      requests: stack.services.requests,
-      modes: stack.services.modes,
-    });
+    const activities = stackControlActivities(stack);
     const dueAll = async (): Promise<void> => {
       const now = Date.now() - 1;
       await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: now } })));

@@ -6,9 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
+import { createStack, stackControlActivities } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createControlActivities } from '../../src/activities/control.js';
 
 test('a claim round run again under the same token prefix (first attempt) hands back the claims already made', async () => {
   const stack = await createStack('claim-recovery');
@@ -17,14 +16,7 @@ test('a claim round run again under the same token prefix (first attempt) hands 
     const carrierId = account.carrier.id;
     const now = Date.now() - 1;
     await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: now } })));
-    const activities = createControlActivities({
-      pool: stack.deps.pool,
-      store: stack.deps.store,
-      limiter: stack.deps.limiter,
-      reference: stack.deps.reference,
-      requests: stack.services.requests,
-      modes: stack.services.modes,
-    });
+    const activities = stackControlActivities(stack);
     const round = () =>
       activities.claimRound({ carrierId, tokenPrefix: 'run-a.7', refreshConfig: false, sinceLastRoundMs: 1000, adaptiveLimit: 5, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' } });
     const first = await round();
