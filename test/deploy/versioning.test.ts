@@ -77,6 +77,10 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
       'a card run started on version b',
       async () => {
         for (const run of await cardRunsSince(switched)) {
+          // The run's behaviour is recorded when its workflow task completes, after the execution
+          // row is written: read it once the run has closed.
+          const status = (await stack.client.workflow.getHandle(run.workflow_id, run.run_id).describe()).status.name;
+          if (status === 'RUNNING') continue;
           const version = await runVersion(stack.client, run.workflow_id, run.run_id);
           if (version.buildId === 'b') return { run, version };
         }
