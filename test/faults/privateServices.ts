@@ -34,8 +34,9 @@ async function claimPort(port: number, stopLeftover: () => Promise<boolean>): Pr
   if (await isTcpOpen(HOST, port)) throw new Error(`port ${port} is in use by a service this test did not start`);
 }
 
-export async function privatePostgres(port: number, log: (line: string) => void): Promise<PrivateService> {
-  const dir = faultsDir('postgres');
+/** `name` names its data folder: tests that may run at the same time use different ones. */
+export async function privatePostgres(port: number, log: (line: string) => void, name = 'postgres'): Promise<PrivateService> {
+  const dir = faultsDir(name);
   const options: PostgresOptions = { host: HOST, port, user: 'postgres', password: 'postgres', database: 'cardpoller' };
   await claimPort(port, () => stopPostgres(dir));
   const service: PrivateService = {

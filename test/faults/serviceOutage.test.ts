@@ -12,17 +12,14 @@
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
 import { seedAccount, waitFor } from '../helpers/seed.js';
 import { privatePostgres, privateRedis, type PrivateService } from './privateServices.js';
+import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
 import type { SchedulerStatus } from '../../src/common/orchestration.js';
 import { startLiveLine } from '../../src/main/liveLine.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Ports of this test's own services (the shared ones are 5433 and 6379). */
 const PG_PORT = 15433;
 const REDIS_PORT = 16379;
@@ -37,55 +34,13 @@ const describeError = (error: unknown): string => (error instanceof Error ? (err
 process.on('uncaughtExceptionMonitor', (error, origin) => void crashes.push(`${origin}: ${describeError(error)}`));
 process.on('unhandledRejection', (reason) => void crashes.push(`unhandledRejection: ${describeError(reason)}`));
 
-interface EntryProcess {
-  readonly name: string;
-  readonly child: ChildProcess;
-  output(): string;
-  readonly exited: Promise<string>;
-}
-
 /** One of the project's entry points as its own process, configured for this stack. */
 function spawnEntry(name: string, script: string, stack: Stack, extraEnv: Record<string, string> = {}): EntryProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...stackEnv(stack),
-      // Expected activity failures and request logs would otherwise fill the output.
-      LOG_LEVEL: 'error',
-      ...extraEnv,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
-  child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
-  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
-  return { name, child, output: () => output, exited };
+  // Expected activity failures and request logs would otherwise fill the output.
+  return spawnEntryProcess(name, script, { ...process.env, ...stackEnv(stack), LOG_LEVEL: 'error', ...extraEnv });
 }
 
-const isRunning = (entry: EntryProcess): boolean => entry.child.exitCode === null && entry.child.signalCode === null;
-
-async function waitUntilReady(entry: EntryProcess, line: string): Promise<void> {
-  await waitFor(
-    `the ${entry.name} process to start`,
-    async () => {
-      if (!isRunning(entry)) throw new Error(`${entry.name} exited early:\n${entry.output()}`);
-      return entry.output().includes(line);
-    },
-    60_000,
-    100,
-  );
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
+const waitUntilReady = (entry: EntryProcess, line: string): Promise<void> => waitUntilPrinted(entry, line);
 
 /** Lines in which a process reported a Redis connection error event (handled or not). */
 function redisErrorLines(output: string): string[] {

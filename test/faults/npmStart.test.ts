@@ -1,0 +1,97 @@
+/**
+ * `npm start` as an operator runs it (src/main/start.ts, the script behind it), on ports other
+ * than the defaults, with PostgreSQL stopped under it (`pg_ctl stop -m fast`) and started again:
+ * the demo's gateway calls reach the simulator the process started, the process survives the
+ * outage, and the calls and the live line resume once the database is back.
+ *
+ * PostgreSQL is a private instance (test/faults/privateServices.ts); Temporal and Redis are the
+ * shared ones, isolated by workflow id prefix, task queues and key prefix.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { waitFor } from '../helpers/seed.js';
+import { privatePostgres, type PrivateService } from './privateServices.js';
+import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
+import { DEMO_ACCOUNTS } from '../../src/main/demo.js';
+import type { SimStats } from '../../src/simulator/model.js';
+
+const PG_PORT = 15434;
+const OUTAGE_MS = 10_000;
+
+let postgres: PrivateService | undefined;
+let start: EntryProcess | undefined;
+let simulatorUrl = '';
+const run = randomUUID().slice(0, 8);
+const schema = `npmstart_${run}`;
+
+before(async () => {
+  postgres = await privatePostgres(PG_PORT, () => undefined, 'npm-start-postgres');
+  simulatorUrl = `http://127.0.0.1:${await freePort()}`;
+  const port = (url: string): string => new URL(url).port;
+  start = spawnEntryProcess('npm start', 'src/main/start.ts', {
+    ...process.env,
+    DATABASE_URL: postgres.url,
+    DATABASE_SCHEMA: schema,
+    REDIS_KEY_PREFIX: `npmstart-${run}:`,
+    WORKFLOW_ID_PREFIX: `npmstart-${run}-`,
+    TASK_QUEUE_CONTROL: `npmstart-${run}-control`,
+    TASK_QUEUE_CARD: `npmstart-${run}-card`,
+    TASK_QUEUE_GATEWAY: `npmstart-${run}-gateway`,
+    TASK_QUEUE_INGEST: `npmstart-${run}-ingest`,
+    API_PORT: String(await freePort()),
+    // Not the default port: the workers must call the simulator where it was started.
+    SIMULATOR_PORT: port(simulatorUrl),
+    GATEWAY_URL: '',
+  });
+  await waitUntilPrinted(start, 'Ctrl-C stops.', 120_000);
+});
+
+after(async () => {
+  if (start && isRunning(start)) {
+    start.child.kill('SIGKILL');
+    await start.exited;
+  }
+  await postgres?.start();
+  const client = new pg.Client({ connectionString: postgres?.url });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+  await postgres?.stop();
+});
+
+/** Calls the simulator accepted, over the demo accounts' groups. */
+async function acceptedCalls(): Promise<number> {
+  const stats = (await (await fetch(`${simulatorUrl}/sim/stats?cards=0`)).json()) as SimStats;
+  let accepted = 0;
+  for (const account of DEMO_ACCOUNTS) {
+    for (const group of Object.values(stats.accounts[account.carrier.gatewayAccount]?.groups ?? {})) accepted += group.calls - group.rejected;
+  }
+  return accepted;
+}
+
+const liveFigureLines = (output: string): number => output.split('\n').filter((line) => /^\[live\] \d\d:\d\d:\d\d /.test(line)).length;
+
+test('npm start on non-default ports: the demo calls its simulator, survives PostgreSQL stopped for 10 s, and polls again after', async (t) => {
+  const entry = start as EntryProcess;
+  const pgService = postgres as PrivateService;
+  await waitFor('the demo accounts to make gateway calls the simulator accepts', async () => (await acceptedCalls()) >= 20, 60_000);
+  t.diagnostic(`accepted calls before the outage: ${await acceptedCalls()}`);
+
+  await pgService.stop();
+  await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+  assert.ok(isRunning(entry), `npm start exited during the PostgreSQL outage:\n${entry.output().slice(-3000)}`);
+  await pgService.start();
+
+  const callsBack = await acceptedCalls();
+  const liveBack = liveFigureLines(entry.output());
+  await waitFor('gateway calls to continue after PostgreSQL is back', async () => (await acceptedCalls()) >= callsBack + 20, 60_000);
+  await waitFor('the live line to print figures again', async () => liveFigureLines(entry.output()) > liveBack, 20_000);
+  t.diagnostic(`accepted calls 20 s after the outage ended: ${await acceptedCalls()}`);
+  assert.ok(isRunning(entry), 'npm start is still running');
+
+  entry.child.kill('SIGINT');
+  const code = await entry.exited;
+  assert.equal(code, '0', `npm start did not stop cleanly on Ctrl-C (exit ${code}):\n${entry.output().slice(-2000)}`);
+});
