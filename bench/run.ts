@@ -4,7 +4,8 @@
  * and throughput first: the others build on their figures), writes <out>/<scenario>.json + .md
  * for each and prints the Markdown summaries at the end. Figures are measurements, not
  * assertions: nothing here fails on a missed target, the summary says so instead — but a run on a
- * busy machine is refused (or, with --allow-busy, marked invalid).
+ * busy machine is refused (or, with --allow-busy, marked invalid), unless every chosen scenario
+ * only counts things (footprint: bytes, rows, events), which a busy machine does not change.
  */
 import { loadConfigOrExit } from '../src/config/index.js';
 import { ensureServices, machine, snapshot, versions } from './lib/environment.js';
@@ -21,8 +22,12 @@ import { throughput } from './scenarios/throughput.js';
 import { direct } from './scenarios/direct.js';
 import { scale } from './scenarios/scale.js';
 import { ingest } from './ingest.js';
+import { footprint } from './scenarios/footprint.js';
+import { cluster } from './scenarios/cluster.js';
 
-const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale, ingest };
+const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale, ingest, footprint, cluster };
+/** Scenarios whose figures are counts (bytes, rows, events, actions), not rates: valid on a busy machine. */
+const LOAD_INDEPENDENT: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['footprint']);
 /** Exit code of a run refused because the machine was busy. */
 const EXIT_BUSY = 3;
 
@@ -45,13 +50,14 @@ async function main(): Promise<void> {
   // Before anything of ours starts: what runs now is other work.
   log('sampling the machine for 3 s before the run');
   const gate = await checkBeforeRun();
+  const timed = options.scenarios.filter((name) => !LOAD_INDEPENDENT.has(name));
   if (gate.reasons.length > 0) {
-    if (!options.allowBusy) {
+    if (!options.allowBusy && timed.length > 0) {
       process.stderr.write(`Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (every result is then marked invalid).\n`);
       process.exitCode = EXIT_BUSY;
       return;
     }
-    log(`machine busy (${gate.reasons.join('; ')}): running anyway, every result marked invalid`);
+    log(`machine busy (${gate.reasons.join('; ')}): running anyway, ${timed.length > 0 ? 'every timed result marked invalid' : 'the chosen scenarios only count, their figures stay valid'}`);
   }
   // Installed before any pg client exists so every statement of the run is counted.
   countSqlStatements();
@@ -68,11 +74,14 @@ async function main(): Promise<void> {
       const started = Date.now();
       const outcome = await SCENARIO_RUNNERS[name]({ config, options, log: (line) => log(`${name}: ${line}`), previous, measured });
       const during = monitor.summary(started, Date.now());
-      const reasons = invalidReasons(gate, during);
+      const busy = invalidReasons(gate, during);
+      const independent = LOAD_INDEPENDENT.has(name);
+      const reasons = independent ? [] : busy;
       const report: ScenarioReport = {
         scenario: name,
         valid: reasons.length === 0,
         invalidReasons: reasons,
+        ...(independent ? { loadIndependent: { busyReasons: busy } } : {}),
         date: new Date(started).toISOString(),
         wallSeconds: Math.round((Date.now() - started) / 1000),
         ...record,

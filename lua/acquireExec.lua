@@ -24,8 +24,10 @@ if ttl == nil or ttl <= 0 or now == nil or token == '' or value == '' then retur
 
 if liveClaimExpiry(claimKey, runningKey, token, now) == nil then return 0 end
 local record = execRecord(token, value)
+-- Usually free: one write.
+if redis.call('SET', execKey, record, 'NX', 'PX', ttl + PX_MARGIN_MS) then return 1 end
 local current = redis.call('GET', execKey)
 if current ~= record and execOwnedBy(current, token) then return -1 end
--- Either free, ours already, or left over from an earlier token whose claim is gone.
+-- Ours already (refresh), or left over from an earlier token whose claim is gone.
 redis.call('SET', execKey, record, 'PX', ttl + PX_MARGIN_MS)
 return 1

@@ -25,14 +25,23 @@
 --   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
 --   expired = running tokens whose lease ended at or before now (reclaimed this round)
 --   -2 when an argument is invalid
+-- Writes per claimed card (when its due hash exists): `clm` = now, `dfr` = the due gateway types
+-- the execution must NOT run (comma-separated, '' = none; overwritten by every claim, dropped by
+-- finish and release), `prio` dropped when taken from the priority lane with nothing deferred.
 --
 -- Time: leases are judged against ARGV now and the running scores, never against Redis' real
 -- TTL (see includes/lease.lua). A claimer whose clock runs ahead by s ms reclaims leases s ms
 -- early, so clock skew between processes must stay well below the lease (or pass '' for TIME).
 --
--- Order within a round: an already-claimed card is pushed back by its remaining lease before the
--- budget check (it needs no calls now, so it never stops the round); the first card that would
--- exceed a group's budget stops the whole round (no skipping ahead).
+-- Budget per type, order per group: an already-claimed card is pushed back by its remaining lease
+-- before the budget check (it needs no calls now). A candidate's due gateway types are grouped; a
+-- group admits them if it is open and has room (or has given nothing yet this round: a group with
+-- budget > 0 admits its first card even above budget). A group that refuses a card (budget <= 0,
+-- or over budget after giving) is CLOSED for the rest of the round, so no later card goes ahead of
+-- this one in that group. The card is claimed for the admitted types and its unbudgeted ones; the
+-- types of closed groups are deferred (`dfr`; their due:t stays). A card whose due types are all in
+-- closed groups is skipped: it keeps its score and the round goes on with later cards. The round
+-- ends at capacity, when every budgeted group is closed, or after capacity + 100 skipped cards.
 --@include now
 --@include lease
 --@include dueHash
@@ -47,6 +56,8 @@ if now == nil or lease == nil or lease <= 0 or limit == nil or ratio == nil or r
   return -2
 end
 local budgeted = ARGV[6] ~= ''
+-- Cards a round may leave due (skip) beyond its capacity before it ends: bounds one round's work.
+local SKIP_EXTRA = 100
 local countRealname = ARGV[8] == '1'
 
 local function cardKey(cardId, suffix)
@@ -87,84 +98,191 @@ local budget = {}
 for g, n in string.gmatch(ARGV[6], '([^=;]+)=(%-?[%d%.]+)') do budget[g] = tonumber(n) end
 local typeGroup = {}
 for t, g in string.gmatch(ARGV[7], '([^=;]+)=([^;]+)') do typeGroup[t] = g end
-local gatewayFields = {}
 local gatewayTypes = {}
-for t in string.gmatch(ARGV[9], '[^,]+') do
-  if t ~= 'realname' or countRealname then
-    table.insert(gatewayTypes, t)
-    table.insert(gatewayFields, F_DUE .. t)
+for t in string.gmatch(ARGV[9], '[^,]+') do table.insert(gatewayTypes, t) end
+
+-- Per-type budget (only when the round is budgeted). Every gateway type is read; a type counts
+-- against a group when it is counted (realname only with real-name control), has a group, and the
+-- group has a budget. Other due gateway types are unbudgeted: they never wait for a group.
+local readFields = {}
+local typeGroupOf = {}
+local open = 0
+local closed = {}
+local anyBudgetedType = false
+if budgeted then
+  local relevant = {}
+  for i, t in ipairs(gatewayTypes) do
+    readFields[i] = F_DUE .. t
+    local g = typeGroup[t]
+    if g and budget[g] ~= nil and (t ~= 'realname' or countRealname) then
+      typeGroupOf[i] = g
+      anyBudgetedType = true
+      if not relevant[g] then
+        relevant[g] = true
+        -- An exhausted group refuses every card: closed from the start.
+        if budget[g] <= 0 then closed[g] = true else open = open + 1 end
+      end
+    end
   end
 end
 
 local used = {}
 local taken = 0
+local skipped = 0
 local stop = false
+-- A round examines at most this many cards that it leaves due (all their types deferred): it
+-- keeps one round's Lua time bounded when the lane head is full of cards only closed groups serve.
+local skipLimit = capacity + SKIP_EXTRA
 
--- Calls per group the card needs now (types due at or before now).
-local function callsNeeded(dueKey)
-  local need = {}
-  if not budgeted or #gatewayFields == 0 then return need end
-  local dues = redis.call('HMGET', dueKey, unpack(gatewayFields))
-  for i, t in ipairs(gatewayTypes) do
-    local d = tonumber(dues[i])
-    local g = typeGroup[t]
-    if d and d <= now and g then need[g] = (need[g] or 0) + 1 end
+local CLAIMED, HANDLED, SKIPPED = 1, 2, 3
+-- Arguments every claim of the round repeats, formatted once (as Redis formats a Lua number).
+local nowArg = string.format('%.17g', now)
+local leaseEndArg = string.format('%.17g', now + lease)
+local pxArg = string.format('%.17g', lease + PX_MARGIN_MS)
+
+-- True when another token holds a live claim on the card: it is pushed to its lease end (it needs
+-- no calls now, so it takes no budget and closes no group). An orphan claim (no live running
+-- entry) is freed so the card is not stuck (I4).
+local function heldElsewhere(claimKey, laneKey, cardId)
+  local current = redis.call('GET', claimKey)
+  if not current then return false end
+  local expiry = tonumber(redis.call('ZSCORE', runningKey, current))
+  if expiry and expiry > now then
+    redis.call('ZADD', laneKey, 'XX', expiry, cardId)
+    return true
   end
-  return need
+  clearClaim(claimKey, cardKey(cardId, 'exec'), runningKey, current)
+  return false
 end
 
--- True when claimed. Sets `stop` when the card would exceed a group's budget.
-local function tryClaim(cardId, fromPriority, laneKey)
-  local claimKey, execKey, dueKey = cardKey(cardId, 'claim'), cardKey(cardId, 'exec'), cardKey(cardId, 'due')
-  local current = redis.call('GET', claimKey)
-  if current then
-    local expiry = tonumber(redis.call('ZSCORE', runningKey, current))
-    if expiry and expiry > now then
-      -- Still executing: look again when its lease ends (now + remaining lease).
-      redis.call('ZADD', laneKey, 'XX', expiry, cardId)
-      return false
-    end
-    -- A claim without a live running entry is an orphan: free it so the card is not stuck (I4).
-    clearClaim(claimKey, execKey, runningKey, current)
+local function closeGroups(refused)
+  for g in pairs(refused) do
+    closed[g] = true
+    open = open - 1
   end
-  local need = callsNeeded(dueKey)
-  for g, n in pairs(need) do
-    local b = budget[g]
-    local u = used[g] or 0
-    -- A group with budget > 0 admits one card per round even above budget (limiter wait mode).
-    if b ~= nil and (b <= 0 or (u > 0 and u + n > b)) then
-      stop = true
-      return false
+end
+
+-- Per-card scratch tables, emptied for each candidate: allocation is what a script pays for most
+-- (Redis runs a Lua GC step every 50 script calls, so garbage of one round slows the next calls).
+local need, admit, refused = {}, {}, {}
+local function clear(t)
+  for k in pairs(t) do t[k] = nil end
+end
+local scratchUsed = false
+
+-- CLAIMED, HANDLED (pushed past now: leaves the due range) or SKIPPED (stays due at its score).
+-- The budget is decided first from the due times alone and committed only once the card is known
+-- to be free, so the usual claim costs one SET NX and no GET.
+local function tryClaim(cardId, fromPriority, laneKey)
+  local claimKey, dueKey = cardKey(cardId, 'claim'), cardKey(cardId, 'due')
+  local deferred = ''
+  local budgetedCard = false
+  local hasHash = nil
+  if anyBudgetedType then
+    budgetedCard = true
+    local values = redis.call('HMGET', dueKey, unpack(readFields))
+    if scratchUsed then
+      clear(need)
+      clear(admit)
+      clear(refused)
+    end
+    scratchUsed = true
+    local unbudgeted = false
+    for i = 1, #gatewayTypes do
+      local v = values[i]
+      if v then
+        -- Any field found proves the hash exists.
+        hasHash = true
+        local d = tonumber(v)
+        if d and d <= now then
+          local g = typeGroupOf[i]
+          if g then need[g] = (need[g] or 0) + 1 else unbudgeted = true end
+        end
+      end
+    end
+    -- Per group: admit it, or defer its types. A group refusing a card closes for the round, so no
+    -- later card goes ahead of this one in that group. A group with budget > 0 admits its first
+    -- card even above budget (limiter wait mode).
+    local any, anyAdmitted = false, unbudgeted
+    for g, n in pairs(need) do
+      any = true
+      if not closed[g] then
+        local u = used[g] or 0
+        if u > 0 and u + n > budget[g] then
+          refused[g] = true
+        else
+          admit[g] = n
+          anyAdmitted = true
+        end
+      end
+    end
+    if any and not anyAdmitted then
+      -- Everything it needs now waits for a closed group: it stays due, in place.
+      if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
+      closeGroups(refused)
+      if open <= 0 then stop = true end
+      return SKIPPED
+    end
+    if any then
+      for i = 1, #gatewayTypes do
+        local g = typeGroupOf[i]
+        if g and need[g] and not admit[g] then
+          local d = tonumber(values[i])
+          if d and d <= now then
+            deferred = deferred == '' and gatewayTypes[i] or (deferred .. ',' .. gatewayTypes[i])
+          end
+        end
+      end
     end
   end
   local token = prefix .. ':' .. cardId
-  redis.call('SET', claimKey, token, 'PX', lease + PX_MARGIN_MS)
-  for g, n in pairs(need) do used[g] = (used[g] or 0) + n end
-  redis.call('ZADD', laneKey, 'XX', now + lease, cardId)
-  redis.call('ZADD', runningKey, now + lease, token)
-  if redis.call('EXISTS', dueKey) == 1 then
-    if fromPriority then redis.call('HDEL', dueKey, F_PRIO) end
-    -- Requests made after this instant survive finish (see finish.lua).
-    redis.call('HSET', dueKey, F_CLAIMED_AT, now)
+  if not redis.call('SET', claimKey, token, 'NX', 'PX', pxArg) then
+    if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
+    redis.call('SET', claimKey, token, 'PX', pxArg)
+  end
+  if budgetedCard then
+    closeGroups(refused)
+    for g, n in pairs(admit) do used[g] = (used[g] or 0) + n end
+    if deferred ~= '' and open <= 0 then stop = true end
+  end
+  redis.call('ZADD', laneKey, 'XX', leaseEndArg, cardId)
+  redis.call('ZADD', runningKey, leaseEndArg, token)
+  if hasHash or redis.call('EXISTS', dueKey) == 1 then
+    -- A card with a deferred type keeps its priority: finish puts it back in the priority lane.
+    if fromPriority and deferred == '' then redis.call('HDEL', dueKey, F_PRIO) end
+    -- clm: requests made after this instant survive finish (see finish.lua). dfr: the types this
+    -- execution must not run, overwritten by every claim.
+    redis.call('HSET', dueKey, F_CLAIMED_AT, nowArg, F_DEFERRED, deferred)
   end
   taken = taken + 1
-  table.insert(result, cardId)
-  table.insert(result, token)
-  table.insert(result, fromPriority and '1' or '0')
-  return true
+  local n = #result
+  result[n + 1] = cardId
+  result[n + 2] = token
+  result[n + 3] = fromPriority and '1' or '0'
+  return CLAIMED
 end
 
--- Every candidate leaves the due range once handled (claimed or pushed past now), so re-reading
--- the head of the lane terminates.
+-- Handled candidates leave the due range (claimed or pushed past now); skipped ones stay in it, in
+-- front of the cards not yet looked at, so each lane is read from its count of skipped cards on.
+local skippedIn = {}
 local function drain(laneKey, fromPriority, quota)
+  local offset = skippedIn[laneKey] or 0
   while quota > 0 and not stop and taken < capacity do
-    local ids = redis.call('ZRANGEBYSCORE', laneKey, '-inf', now, 'LIMIT', 0, quota)
-    if #ids == 0 then return end
+    local ids = redis.call('ZRANGEBYSCORE', laneKey, '-inf', now, 'LIMIT', offset, quota)
+    if #ids == 0 then break end
     for _, id in ipairs(ids) do
-      if stop or quota <= 0 or taken >= capacity then return end
-      if tryClaim(id, fromPriority, laneKey) then quota = quota - 1 end
+      if stop or quota <= 0 or taken >= capacity then break end
+      local outcome = tryClaim(id, fromPriority, laneKey)
+      if outcome == CLAIMED then
+        quota = quota - 1
+      elseif outcome == SKIPPED then
+        offset = offset + 1
+        skipped = skipped + 1
+        if skipped >= skipLimit then stop = true end
+      end
     end
   end
+  skippedIn[laneKey] = offset
 end
 
 -- 3. Lane order.

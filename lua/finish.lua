@@ -19,9 +19,9 @@
 --   ARGV[8 .. 7+2n] field, value pairs to set in the due hash
 --   ARGV[8+2n ..] fields to delete from the due hash
 -- Output:
---    1 the token owned a live claim: claim, exec right and running entry released; the card (if
---      still polled) is scored by its earliest due:* (now + 1 h when none), in the priority lane
---      when prio = 1, else in the normal lane
+--    1 the token owned a live claim: claim, exec right and running entry released, `clm`/`dfr`
+--      dropped; the card (if still polled) is scored by its earliest due:* (now + 1 h when none),
+--      in the priority lane when prio = 1, else in the normal lane
 --    0 the token no longer owns the claim, or ARGV[4] = '1' (result written as described below,
 --      nothing released)
 --   {1|0, record} replay: a finish by this token with a record already landed; nothing applied,
@@ -43,6 +43,9 @@
 --    recreated during the execution) every request counts as made after the claim;
 --  * a stale finish (token lost its claim) still records what the gateway said, but never moves
 --    a due:t later than it is, nor touches cfm:t/exp:t: the current owner decides those.
+--  * types the claim deferred (`dfr`, see claim.lua) did not run: an owning finish treats them
+--    like a stale one (due:t never later, cfm/exp untouched) and keeps their req:t, so they stay
+--    due and the card is rescored to its earliest due (claimable again next round).
 --@include now
 --@include lease
 --@include dueHash
@@ -71,11 +74,15 @@ local function reply(code)
 end
 
 local owned = not leaseLost and liveClaimExpiry(claimKey, runningKey, token, now) ~= nil
-local inLane = redis.call('ZSCORE', prioKey, cardId) or redis.call('ZSCORE', queueKey, cardId)
-local hasHash = redis.call('EXISTS', dueKey) == 1
-if not inLane or not hasHash then
+-- Normal lane first: where most cards are (a card is in at most one lane, I1).
+local inQueue = redis.call('ZSCORE', queueKey, cardId)
+local inPrio = not inQueue and redis.call('ZSCORE', prioKey, cardId)
+-- The hash is read once; the result is applied to this copy and what changed is written back in
+-- one HSET and one HDEL, so the cost hardly grows with the fields and types a result touches.
+local raw = redis.call('HGETALL', dueKey)
+if not (inQueue or inPrio) or #raw == 0 then
   -- A lane entry without state cannot be executed: drop it rather than poll it forever.
-  if not hasHash then
+  if #raw == 0 then
     redis.call('ZREM', prioKey, cardId)
     redis.call('ZREM', queueKey, cardId)
   end
@@ -85,80 +92,177 @@ if not inLane or not hasHash then
   end
   return reply(0)
 end
-
-local claimedAt = tonumber(redis.call('HGET', dueKey, F_CLAIMED_AT)) or -1
-
--- Per type touched by this result: the floor its due:t may not exceed, nil when unprotected.
-local floors = {}
-local protected = {}
-local function typeOf(field)
-  for _, p in ipairs({F_DUE, F_CFM, F_EXP}) do
-    if string.sub(field, 1, #p) == p then return string.sub(field, #p + 1) end
+-- Allocation is what costs here (Redis runs a Lua GC step every 50 script calls): few tables, few
+-- closures, no temporary strings on the common path.
+local COLON = 58 -- every typed prefix (`due:`, `cfm:`, `exp:`, `req:`) is four characters
+local hash = {}
+local hasReq = false
+for i = 1, #raw, 2 do
+  local f = raw[i]
+  hash[f] = raw[i + 1]
+  if not hasReq then
+    local b1, b2, b3, b4 = string.byte(f, 1, 4)
+    hasReq = b1 == 114 and b2 == 101 and b3 == 113 and b4 == COLON -- 'req:'
   end
-  return nil
 end
-local function protect(t)
-  if protected[t] ~= nil then return protected[t] end
-  local req = tonumber(redis.call('HGET', dueKey, F_REQ .. t))
-  local floor = nil
+
+local claimedAt = tonumber(hash[F_CLAIMED_AT]) or -1
+-- Types the claim deferred were not run by this execution (claim.lua): treated as for a stale token.
+local deferred = nil
+if owned and hash[F_DEFERRED] and hash[F_DEFERRED] ~= '' then
+  deferred = {}
+  for t in string.gmatch(hash[F_DEFERRED], '[^,]+') do deferred[t] = true end
+end
+
+local nArgs = #ARGV
+local sets, dels = {}, {}
+local score = nil
+if owned and deferred == nil and not hasReq then
+  -- The usual finish: its token owns the claim, nothing was deferred, no request is pending, so no
+  -- type is protected and the result applies as it is.
+  local idx = 8
+  for _ = 1, nSet do
+    local f, v = ARGV[idx], ARGV[idx + 1]
+    hash[f] = v
+    sets[#sets + 1] = f
+    sets[#sets + 1] = v
+    idx = idx + 2
+  end
+  while idx <= nArgs do
+    local f = ARGV[idx]
+    if hash[f] ~= nil then
+      hash[f] = nil
+      dels[#dels + 1] = f
+    end
+    idx = idx + 1
+  end
+  if hash[F_CLAIMED_AT] ~= nil then dels[#dels + 1] = F_CLAIMED_AT end
+  if hash[F_DEFERRED] ~= nil then dels[#dels + 1] = F_DEFERRED end
+  hash[F_CLAIMED_AT] = nil
+  hash[F_DEFERRED] = nil
+  for f, v in pairs(hash) do
+    if string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE then
+      local d = tonumber(v)
+      if d and (score == nil or d < score) then score = d end
+    end
+  end
+else
+  -- Value before this finish of each field it touches (false = absent).
+  local orig = {}
+  -- Per type looked at: false = not protected; true = protected without a floor; a number = the floor
+  -- its due:t may not exceed.
+  local prot = {}
+  local function protect(t)
+    local known = prot[t]
+    if known ~= nil then return known ~= false end
+    local req = tonumber(hash[F_REQ .. t])
+    local isDeferred = deferred ~= nil and deferred[t] == true
+    local floor = nil
+    if owned and not isDeferred then
+      if req and req >= claimedAt then floor = req end
+    else
+      floor = tonumber(hash[F_DUE .. t])
+      if req and (floor == nil or req < floor) then floor = req end
+    end
+    if floor ~= nil then prot[t] = floor else prot[t] = (not owned) or isDeferred end
+    return prot[t] ~= false
+  end
+
+  -- Applies one field of the result (value nil = delete) unless it is protected.
+  local function apply(field, value)
+    if string.byte(field, 4) == COLON then
+      local prefix = string.sub(field, 1, 4)
+      if prefix == F_DUE then
+        -- The due of a protected type is written and clamped below.
+        protect(string.sub(field, 5))
+      elseif (prefix == F_CFM or prefix == F_EXP) and protect(string.sub(field, 5)) then
+        -- Its confirmation is not ours.
+        return
+      end
+    end
+    if orig[field] == nil then orig[field] = hash[field] or false end
+    hash[field] = value
+  end
+
+  local idx = 8
+  for _ = 1, nSet do
+    apply(ARGV[idx], ARGV[idx + 1])
+    idx = idx + 2
+  end
+  while idx <= nArgs do
+    apply(ARGV[idx], nil)
+    idx = idx + 1
+  end
+  -- Requests after the claim also cover types this result did not mention. The same pass finds the
+  -- earliest due (the floors below only lower dues, so they join the minimum afterwards).
   if owned then
-    if req and req >= claimedAt then floor = req end
-  else
-    floor = tonumber(redis.call('HGET', dueKey, F_DUE .. t))
-    if req and (floor == nil or req < floor) then floor = req end
-  end
-  protected[t] = (floor ~= nil) or not owned
-  floors[t] = floor
-  return protected[t]
-end
-local function writable(field)
-  local t = typeOf(field)
-  if t == nil then return true end
-  -- The due of a protected type is written and clamped below; its confirmation is not ours.
-  if string.sub(field, 1, #F_DUE) == F_DUE then protect(t) return true end
-  return not protect(t)
-end
-
-local idx = 8
-for _ = 1, nSet do
-  if writable(ARGV[idx]) then redis.call('HSET', dueKey, ARGV[idx], ARGV[idx + 1]) end
-  idx = idx + 2
-end
-while idx <= #ARGV do
-  if writable(ARGV[idx]) then redis.call('HDEL', dueKey, ARGV[idx]) end
-  idx = idx + 1
-end
--- Requests after the claim also cover types this result did not mention.
-if owned then
-  local fields = redis.call('HGETALL', dueKey)
-  for i = 1, #fields, 2 do
-    local f = fields[i]
-    if string.sub(f, 1, #F_REQ) == F_REQ then
-      local t = string.sub(f, #F_REQ + 1)
-      local req = tonumber(fields[i + 1])
-      if req and req >= claimedAt then
-        protect(t)
-      else
-        -- Served by this execution (requested before the claim).
-        redis.call('HDEL', dueKey, f)
+    for f, v in pairs(hash) do
+      if string.byte(f, 4) == COLON then
+        local prefix = string.sub(f, 1, 4)
+        if prefix == F_DUE then
+          local d = tonumber(v)
+          if d and (score == nil or d < score) then score = d end
+        elseif prefix == F_REQ then
+          local t = string.sub(f, 5)
+          local req = tonumber(v)
+          if (req and req >= claimedAt) or (deferred ~= nil and deferred[t]) then
+            protect(t)
+          else
+            -- Served by this execution (requested before the claim).
+            if orig[f] == nil then orig[f] = v end
+            hash[f] = nil
+          end
+        end
       end
     end
   end
+  for t, floor in pairs(prot) do
+    if type(floor) == 'number' then
+      local field = F_DUE .. t
+      local due = tonumber(hash[field])
+      if due == nil or due > floor then
+        if orig[field] == nil then orig[field] = hash[field] or false end
+        hash[field] = floor
+      end
+      if score == nil or floor < score then score = floor end
+    end
+  end
+  if owned then
+    if hash[F_CLAIMED_AT] ~= nil then
+      if orig[F_CLAIMED_AT] == nil then orig[F_CLAIMED_AT] = hash[F_CLAIMED_AT] end
+      hash[F_CLAIMED_AT] = nil
+    end
+    if hash[F_DEFERRED] ~= nil then
+      if orig[F_DEFERRED] == nil then orig[F_DEFERRED] = hash[F_DEFERRED] end
+      hash[F_DEFERRED] = nil
+    end
+  end
+
+  -- What changed is written back below.
+  for f, old in pairs(orig) do
+    local v = hash[f]
+    if v == nil then
+      if old then dels[#dels + 1] = f end
+    elseif v ~= old then
+      sets[#sets + 1] = f
+      sets[#sets + 1] = v
+    end
+  end
 end
-for t, floor in pairs(floors) do
-  local due = tonumber(redis.call('HGET', dueKey, F_DUE .. t))
-  if due == nil or due > floor then redis.call('HSET', dueKey, F_DUE .. t, floor) end
-end
+if #sets > 0 then redis.call('HSET', dueKey, unpack(sets)) end
+if #dels > 0 then redis.call('HDEL', dueKey, unpack(dels)) end
 
 if not owned then return reply(0) end
-clearClaim(claimKey, execKey, runningKey, token)
-redis.call('HDEL', dueKey, F_CLAIMED_AT)
-local score = earliestDue(dueKey) or (now + NO_DUE_RETRY_MS)
-if redis.call('HGET', dueKey, F_PRIO) == '1' then
-  redis.call('ZREM', queueKey, cardId)
+-- This token owns the claim (checked above), so the claim key is its own; the exec key holds at
+-- most its right (an earlier token's right ends with that token's claim).
+redis.call('DEL', claimKey, execKey)
+redis.call('ZREM', runningKey, token)
+score = score or (now + NO_DUE_RETRY_MS)
+if hash[F_PRIO] == '1' then
+  if inQueue then redis.call('ZREM', queueKey, cardId) end
   redis.call('ZADD', prioKey, score, cardId)
 else
-  redis.call('ZREM', prioKey, cardId)
+  if inPrio then redis.call('ZREM', prioKey, cardId) end
   redis.call('ZADD', queueKey, score, cardId)
 end
 return reply(1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run test:faults`: the fault-injection suite (issue 12). It starts its own private
+# `npm run test:faults`: the fault-injection suite. It starts its own private
 # PostgreSQL, Redis and Temporal dev server (ports 15433, 16379, 17233) and stops them at the end;
 # the shared services are only needed for the migrations tooling. Files run one at a time: each
 # kills and restarts services under a running system.

@@ -15,6 +15,6 @@ npx eslint --max-warnings 0 src test scripts bench
 # updates) run first, alone; the rest two at a time (the services are shared and each test
 # isolates itself by namespace).
 solo=(test/gateway/limiter.test.ts test/orchestration/continueAsNew.test.ts)
-mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' | sort | grep -v -x -F "${solo[@]/#/-e}")
+mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${solo[@]/#/-e}")
 node --import tsx --test --test-concurrency=1 "${@}" "${solo[@]}"
 exec node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"

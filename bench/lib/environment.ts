@@ -22,7 +22,7 @@ export interface MachineSnapshot {
   /** 1, 5 and 15 minute load averages: the machine is shared, so they qualify every figure. */
   readonly loadAverage: readonly number[];
   readonly freeMemoryMb: number;
-  /** Size of the dev server's SQLite files (DESIGN §11.1: it slows as they grow); null when external. */
+  /** Size of the dev server's SQLite files (it slows as they grow); null when external. */
   readonly temporalDbMb: number | null;
 }
 

@@ -160,9 +160,23 @@ export interface LoadMonitor {
   stop(): void;
 }
 
+/** Processes a scenario drives besides the usual services (the Temporal cluster, Redis Cluster nodes). */
+const driven = new Set<() => readonly number[]>();
+
+/**
+ * Counts the processes `pids` returns (asked at every sample: a restarted process has a new pid)
+ * as ours in every load monitor until the returned function is called. For services only some
+ * scenarios use: counted always, their other users' load would hide from the other scenarios.
+ */
+export function driveProcesses(pids: () => readonly number[]): () => void {
+  driven.add(pids);
+  return () => void driven.delete(pids);
+}
+
 /**
  * Samples every 5 s until stopped. Ours = this process, its children and the service processes
- * (Temporal, Redis, PostgreSQL and its backends): the run drives them. Other users of the same
+ * (Temporal, Redis, PostgreSQL and its backends, and those a scenario declared with
+ * driveProcesses): the run drives them. Other users of the same
  * services therefore count as ours here; the gate before the run is what catches them.
  */
 export function startLoadMonitor(dataDir: string): LoadMonitor {
@@ -171,7 +185,8 @@ export function startLoadMonitor(dataDir: string): LoadMonitor {
   const timer = setInterval(() => {
     const next = snapshot();
     const services = servicePids(dataDir);
-    samples.push({ at: next.at, sample: compare(last, next, [process.pid, ...services.temporal, ...services.redis, ...services.postgres]) });
+    const extra = [...driven].flatMap((pids) => pids());
+    samples.push({ at: next.at, sample: compare(last, next, [process.pid, ...services.temporal, ...services.redis, ...services.postgres, ...extra]) });
     last = next;
   }, MONITOR_EVERY_MS);
   timer.unref();

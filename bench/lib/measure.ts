@@ -4,7 +4,8 @@
  * statements this process sends (the workers run in it, so that is the orchestration's cost).
  */
 import pg from 'pg';
-import type { Redis } from 'ioredis';
+import type { Command } from 'ioredis';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import type { Registry } from 'prom-client';
 import type { SimWorld } from '../../src/simulator/model.js';
 import type { Pool } from '../../src/db/pool.js';
@@ -68,14 +69,15 @@ export interface CommandCounter {
  * commands pass through it too). Only this process's traffic: the shared server's INFO
  * commandstats would include other users' commands.
  */
-export function countRedisCommands(redis: Redis): CommandCounter {
+export function countRedisCommands(redis: RedisConnection): CommandCounter {
   const counts = new Map<string, number>();
-  const original = redis.sendCommand.bind(redis);
-  redis.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
-    const name = args[0].name;
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-    return original(...args);
-  });
+  // Both connection kinds route every command through sendCommand (a cluster before picking the node).
+  const target = redis as unknown as { sendCommand: (command: Command, ...rest: unknown[]) => unknown };
+  const original = target.sendCommand.bind(redis);
+  target.sendCommand = (command: Command, ...rest: unknown[]) => {
+    counts.set(command.name, (counts.get(command.name) ?? 0) + 1);
+    return original(command, ...rest);
+  };
   return {
     count: () => [...counts.values()].reduce((a, b) => a + b, 0),
     byName: () => Object.fromEntries(counts),

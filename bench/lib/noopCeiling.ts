@@ -11,7 +11,7 @@ import { bundleWorkflowCode, NativeConnection, Worker, type InjectedSinks } from
 import type { Config } from '../../src/config/index.js';
 import type { CeilingSinks } from '../workflows/noop.js';
 import { installWorkerRuntime } from './stack.js';
-import { cpuShares, cpuTimes, servicePids, type CpuTimes } from './processes.js';
+import { cpuShares, cpuTimes, servicePidsFor, type CpuTimes } from './processes.js';
 import { historyShape, type HistoryShape } from './history.js';
 import { round, sleep } from './stats.js';
 
@@ -89,7 +89,7 @@ export async function measureNoopCeiling(config: Config, seconds: { warmupSec: n
     const starters = Array.from({ length: START_CONCURRENCY }, () => starter());
     log(`no-activity workflows: warm-up ${seconds.warmupSec} s`);
     await sleep(seconds.warmupSec * 1000);
-    const pids = servicePids(config.DATA_DIR);
+    const pids = servicePidsFor(config);
     const cpuBefore = cpuTimes(pids);
     const doneBefore = completed;
     const from = Date.now();

@@ -6,8 +6,10 @@
 import { RESULTS_DIR } from './report.js';
 
 /** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
-export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale', 'ingest'] as const;
+export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale', 'ingest', 'footprint', 'cluster'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
+/** Run only when named: they need more than the shared services (cluster: the Temporal cluster's binaries, minutes to build). */
+const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['cluster']);
 
 export const START_MODES = ['child', 'client'] as const;
 export type StartMode = (typeof START_MODES)[number];
@@ -44,7 +46,7 @@ export interface BenchOptions {
 
 export const HELP = `usage: npm run bench -- [--scenario NAME[,NAME…]] [options]
 
-Scenarios (default: all, in this order; ceiling always runs before throughput):
+Scenarios (default: all but cluster, in this order; ceiling always runs before throughput):
   ceiling     the dev server's cheapest workflow (client-started, no activity): workflows/s, server CPU ms each;
               and the card-execution shape (what throughput runs), executions/s, in the same run
   throughput  budgets high, gateway latency ~0: executions/s per start mode and shape, as a ratio to the
@@ -57,6 +59,13 @@ Scenarios (default: all, in this order; ceiling always runs before throughput):
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
               backpressure and alert during a PostgreSQL pause (BENCH_INGEST_PAUSE_SEC, default 60)
+  footprint   per-unit costs for docs/capacity.md: Redis bytes per card, PostgreSQL rows and bytes per execution,
+              Temporal events, tasks and actions per execution (1 and 3 types, per start mode); counts, not
+              time, so it also runs on a busy machine (the report says how busy it was)
+  cluster     (only when named) the throughput workload on the dev server and on the local Temporal cluster
+              (127.0.0.1:7333, four processes on PostgreSQL; brought up when down; its binaries are built once with
+              \`npm run temporal:cluster -- build\`, minutes), dev/cluster/cluster/dev per round: executions/s, ratio,
+              events, tasks and CPU per execution; claim round p50/p99 on Redis Cluster vs single Redis
 
 Options (flag / environment):
   --scenario NAME       BENCH_SCENARIO           comma-separated list
@@ -66,15 +75,18 @@ Options (flag / environment):
   --cards N             BENCH_CARDS              scale: cards to import (default 1000000)
   --import MODE         BENCH_IMPORT             scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
   --request-rate R      BENCH_REQUEST_RATE       priority: request-checks per second (default 1)
-  --start-modes LIST    BENCH_START_MODES        throughput: child,client (default both; CARD_START_MODE per variant)
-  --shapes LIST         BENCH_SHAPES             throughput: single,three (default both)
-  --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1)
+  --start-modes LIST    BENCH_START_MODES        throughput, footprint: child,client (default both; CARD_START_MODE per variant);
+                                                 cluster: the first one only
+  --shapes LIST         BENCH_SHAPES             throughput: single,three (default both); cluster: the first one only
+  --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
+                                                 cluster: rounds of dev, cluster, cluster, dev (default 1)
   --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
   --out DIR             BENCH_OUT_DIR            results folder (default bench/results)
   --help
 
 Before anything starts, the machine is sampled for 3 s: a 1-minute load average or other processes'
-CPU above the limits refuses the run (exit code 3) unless --allow-busy is given; it is sampled again
+CPU above the limits refuses the run (exit code 3) unless --allow-busy is given or every chosen
+scenario only counts (footprint); it is sampled again
 every 5 s during the run. Results: <out>/<scenario>.json and .md, each with "valid" and the reasons
 when not; the Markdown summaries are printed at the end.
 Services (Temporal dev server, Redis, PostgreSQL) are started when not running.`;
@@ -127,7 +139,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const help = argv.includes('--help') || argv.includes('-h');
   const selected = listOf('--scenario', flagValue(argv, '--scenario') ?? env.BENCH_SCENARIO ?? '', SCENARIOS);
   // Canonical order whatever the command line says: capacity is measured before it is used.
-  const scenarios = selected.length > 0 ? SCENARIOS.filter((name) => selected.includes(name)) : [...SCENARIOS];
+  const scenarios = selected.length > 0 ? SCENARIOS.filter((name) => selected.includes(name)) : SCENARIOS.filter((name) => !OPT_IN.has(name));
   // Redis by default: the lifecycle path imports ~5 000 cards/s here, over three minutes for a million.
   const importMode = flagValue(argv, '--import') ?? env.BENCH_IMPORT ?? 'redis';
   if (importMode !== 'lifecycle' && importMode !== 'redis') throw new Error(`--import must be lifecycle or redis, got "${importMode}"`);

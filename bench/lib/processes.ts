@@ -1,11 +1,14 @@
 /**
- * CPU time of the service processes (Temporal dev server, redis-server, PostgreSQL and all its
- * backends) from /proc, so a scenario can say which process the time went to. The machine is
- * shared: these processes also serve other users' work during the window, which the report notes.
+ * CPU time of the service processes (Temporal dev server — or the four processes of the local
+ * Temporal cluster when a stack points at it —, redis-server, PostgreSQL and all its backends)
+ * from /proc, so a scenario can say which process the time went to. The machine is shared: these
+ * processes also serve other users' work during the window, which the report notes.
  */
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Config } from '../../src/config/index.js';
 import { dataDir } from '../../src/services/paths.js';
+import { CLUSTER_SERVICES, clusterOptions, frontendAddress, servicePid } from '../../src/services/temporalCluster.js';
 
 /** Kernel clock ticks per second (USER_HZ); 100 on every Linux build we run on. */
 const CLOCK_TICKS = 100;
@@ -42,6 +45,27 @@ function pidsNamed(pattern: RegExp): number[] {
     }
   }
   return found;
+}
+
+/** The running processes of the local Temporal cluster (frontend, history, matching, worker), from their pid files. */
+export function temporalClusterPids(config: Config): number[] {
+  const options = clusterOptions(config);
+  return CLUSTER_SERVICES.map((service) => servicePid(options, service)).filter((pid): pid is number => pid !== undefined);
+}
+
+/** Does this configuration talk to the local Temporal cluster rather than the dev server? */
+export function usesTemporalCluster(config: Config): boolean {
+  const address = config.TEMPORAL_ADDRESS.replace(/^localhost:/, '127.0.0.1:');
+  return address === frontendAddress(clusterOptions(config));
+}
+
+/**
+ * Service pids for a stack's configuration: "Temporal" is the server it talks to, so a run against
+ * the local cluster counts the cluster's four processes, not the idle dev server.
+ */
+export function servicePidsFor(config: Config): ServicePids {
+  const pids = servicePids(config.DATA_DIR);
+  return usesTemporalCluster(config) ? { ...pids, temporal: temporalClusterPids(config) } : pids;
 }
 
 export function servicePids(dataDirSetting: string): ServicePids {
@@ -85,12 +109,35 @@ export function listPids(): number[] {
   return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number);
 }
 
-export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench', number>;
+/**
+ * temporalStore: the PostgreSQL backends connected to Temporal's own databases (the cluster's
+ * persistence; a part of `postgres`, 0 for the dev server, which keeps SQLite in its process).
+ */
+export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench' | 'temporalStore', number>;
 
-/** CPU readings plus postgres per pid: backends come and go, only pids alive at both ends compare. */
+/** Databases of the Temporal cluster's persistence and visibility (src/services/temporalCluster.ts). */
+const TEMPORAL_DATABASES: ReadonlySet<string> = new Set(['temporal', 'temporal_visibility']);
+
+/**
+ * CPU readings plus per pid for the processes that come and go (postgres backends; Temporal
+ * cluster services a test restarts): only pids alive at both ends compare.
+ */
 export interface CpuReading {
   readonly totals: CpuTimes;
   readonly postgresByPid: ReadonlyMap<number, number>;
+  readonly temporalByPid: ReadonlyMap<number, number>;
+  /** Backends whose process title names a Temporal database. */
+  readonly temporalStorePids: ReadonlySet<number>;
+}
+
+/** The database a backend serves, from its title ("postgres: user database host state"). */
+function backendDatabase(pid: number): string | undefined {
+  try {
+    const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    return /^postgres: \S+ (\S+) /.exec(title)?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -100,32 +147,54 @@ export interface CpuReading {
  */
 export function cpuTimes(pids: ServicePids): CpuReading {
   const sum = (list: readonly number[]): number => list.reduce((total, pid) => total + (readStat(pid)?.cpuMs ?? 0), 0);
-  const postgresByPid = new Map<number, number>();
-  for (const pid of pids.postgres.flatMap((p) => [p, ...childrenOf(p)])) {
-    const stat = readStat(pid);
-    if (stat) postgresByPid.set(pid, stat.cpuMs);
-  }
+  const byPid = (list: readonly number[]): Map<number, number> => {
+    const found = new Map<number, number>();
+    for (const pid of list) {
+      const stat = readStat(pid);
+      if (stat) found.set(pid, stat.cpuMs);
+    }
+    return found;
+  };
+  const postgresByPid = byPid(pids.postgres.flatMap((p) => [p, ...childrenOf(p)]));
+  const temporalByPid = byPid(pids.temporal);
+  const temporalStorePids = new Set([...postgresByPid.keys()].filter((pid) => TEMPORAL_DATABASES.has(backendDatabase(pid) ?? '')));
+  const total = (values: Iterable<number>): number => [...values].reduce((a, b) => a + b, 0);
   const own = process.cpuUsage();
   return {
-    totals: { temporal: sum(pids.temporal), redis: sum(pids.redis), postgres: [...postgresByPid.values()].reduce((a, b) => a + b, 0), bench: (own.user + own.system) / 1000 },
+    totals: {
+      temporal: total(temporalByPid.values()),
+      redis: sum(pids.redis),
+      postgres: total(postgresByPid.values()),
+      bench: (own.user + own.system) / 1000,
+      temporalStore: total([...temporalStorePids].map((pid) => postgresByPid.get(pid) ?? 0)),
+    },
     postgresByPid,
+    temporalByPid,
+    temporalStorePids,
   };
+}
+
+/** Time of the pids present at both readings (a process that came or went in between is left out). */
+function sharedDelta(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>, only?: ReadonlySet<number>): number {
+  let ms = 0;
+  for (const [pid, end] of after) {
+    const start = before.get(pid);
+    if (start !== undefined && (only === undefined || only.has(pid))) ms += end - start;
+  }
+  return ms;
 }
 
 /** CPU share of one core per process over a window (1.0 = one core fully busy). */
 export function cpuShares(before: CpuReading, after: CpuReading, windowMs: number): CpuTimes {
   const share = (ms: number): number => Math.round((ms / windowMs) * 100) / 100;
-  let postgresMs = 0;
   // A backend that exited took its time with it, one that started had none before: the pids
-  // present at both ends give a lower bound that is never negative.
-  for (const [pid, end] of after.postgresByPid) {
-    const start = before.postgresByPid.get(pid);
-    if (start !== undefined) postgresMs += end - start;
-  }
+  // present at both ends give a lower bound that is never negative. Same for a Temporal cluster
+  // service restarted during the window.
   return {
-    temporal: share(after.totals.temporal - before.totals.temporal),
+    temporal: share(sharedDelta(before.temporalByPid, after.temporalByPid)),
     redis: share(after.totals.redis - before.totals.redis),
-    postgres: share(postgresMs),
+    postgres: share(sharedDelta(before.postgresByPid, after.postgresByPid)),
     bench: share(after.totals.bench - before.totals.bench),
+    temporalStore: share(sharedDelta(before.postgresByPid, after.postgresByPid, after.temporalStorePids)),
   };
 }

@@ -46,6 +46,8 @@ export interface ScenarioReport extends ScenarioOutcome {
   /** False when the machine was busy before or during the run: the figures do not describe this code. */
   readonly valid: boolean;
   readonly invalidReasons: readonly string[];
+  /** Set for scenarios that only count (bytes, rows, events): valid whatever the load; how busy it was. */
+  readonly loadIndependent?: { readonly busyReasons: readonly string[] };
   readonly date: string;
   readonly wallSeconds: number;
   readonly machine: Machine;
@@ -64,7 +66,7 @@ export function renderTable(table: Table): string[] {
 }
 
 /** The validity paragraph: first thing a reader sees. */
-export function validityLines(valid: boolean, reasons: readonly string[], load: MachineLoad): string[] {
+export function validityLines(valid: boolean, reasons: readonly string[], load: MachineLoad, busyButCounting?: readonly string[]): string[] {
   const g = load.beforeRun.sample;
   const d = load.during;
   const figures =
@@ -74,6 +76,10 @@ export function validityLines(valid: boolean, reasons: readonly string[], load: 
       ? 'During it: not sampled (shorter than one 5 s sample).'
       : `During it (${d.samples} samples of 5 s): other processes ${d.othersMeanCores} cores on average (limit ${d.limitOthersMeanCores}), max ${d.othersMaxCores}; ` +
         `ours (bench process + services) ${d.oursMeanCores}; steal ${d.stealMeanCores}; load average 1 min up to ${d.loadAverage1mMax}.`);
+  if (busyButCounting !== undefined) {
+    const busy = busyButCounting.length > 0 ? `the machine was busy (${busyButCounting.join('; ')}), which changed the run's duration only` : 'the machine was quiet';
+    return [`**Valid on any machine:** these figures are counts (bytes, rows, events, actions), not rates; ${busy}. ${figures}`];
+  }
   if (valid) return [`**Valid:** the machine was quiet. ${figures}`];
   return [`**INVALID — do not quote these figures:** ${reasons.join('; ')}.`, '', figures];
 }
@@ -84,7 +90,7 @@ export function markdown(report: ScenarioReport): string {
   const lines = [
     `# Benchmark ${report.scenario}: ${report.title} (${report.date})`,
     '',
-    ...validityLines(report.valid, report.invalidReasons, report.machineLoad),
+    ...validityLines(report.valid, report.invalidReasons, report.machineLoad, report.loadIndependent?.busyReasons),
     '',
     `Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryMb} MB; load average ${report.before.loadAverage.join(' / ')} before, ` +
       `${report.after.loadAverage.join(' / ')} after. Temporal database ${report.before.temporalDbMb ?? '?'} MB before. Wall time ${report.wallSeconds} s.`,

@@ -7,16 +7,20 @@
 import { randomUUID } from 'node:crypto';
 import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
-import type { Redis } from 'ioredis';
+import { deleteMatching, type RedisConnection } from '../../src/redis/connection.js';
 import type { Config, TaskQueues } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorker, WORKER_KINDS } from '../../src/workers/createWorker.js';
-import { createPollingServices, type PollingServices } from '../../src/polling/services.js';
+import { bundleWorkflows, createWorkers, WORKER_KINDS } from '../../src/workers/createWorker.js';
+import { createPollingServices, type PollingServices } from '../../src/polling/pollingServices.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+
+/** close(): at most this many visibility sweeps, this far apart (~10 s when runs keep appearing). */
+const SWEEP_PASSES = 10;
+const SWEEP_PAUSE_MS = 1000;
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
@@ -59,7 +63,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const id = `bench-${label}-${randomUUID().slice(0, 8)}`;
   const schema = id.replace(/-/g, '_');
   const namespace = `${id}:`;
-  const taskQueues: TaskQueues = { control: `${id}-control`, card: `${id}-card`, gateway: `${id}-gateway`, ingest: `${id}-ingest` };
+  const taskQueues: TaskQueues = { control: `${id}-control`, card: `${id}-card`, cardPriority: `${id}-card-priority`, gateway: `${id}-gateway`, ingest: `${id}-ingest` };
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: 42 });
   const config: Config = {
     ...base,
@@ -70,6 +74,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
     REDIS_KEY_PREFIX: namespace,
     TASK_QUEUE_CONTROL: taskQueues.control,
     TASK_QUEUE_CARD: taskQueues.card,
+    TASK_QUEUE_CARD_PRIORITY: taskQueues.cardPriority,
     TASK_QUEUE_GATEWAY: taskQueues.gateway,
     TASK_QUEUE_INGEST: taskQueues.ingest,
     WORKER_SHUTDOWN_GRACE_MS: 2000,
@@ -99,7 +104,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
       bundle ??= bundleWorkflows();
       const workflowBundle = await bundle;
       const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const all = await Promise.all(WORKER_KINDS.map((kind) => createWorker({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })));
+      const all = (await Promise.all(WORKER_KINDS.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))).flat();
       workers = { all, runs: all.map((worker) => worker.run()), connection: nativeConnection };
       await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
     },
@@ -111,8 +116,17 @@ export async function createBenchStack(base: Config, label: string, options: Sta
         await workers.connection.close();
       }
       // Leave nothing running on the shared server: this run's schedulers and cards end with it.
-      for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
-        await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('bench finished').catch(() => undefined);
+      // Visibility lags (seconds on the cluster's PostgreSQL visibility, under load): runs started just
+      // before the workers stopped show up late, so sweep until two passes in a row find none.
+      let quiet = 0;
+      for (let pass = 0; pass < SWEEP_PASSES && quiet < 2; pass += 1) {
+        let found = 0;
+        for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
+          found += 1;
+          await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('bench finished').catch(() => undefined);
+        }
+        quiet = found === 0 ? quiet + 1 : 0;
+        if (quiet < 2) await new Promise((resolve) => setTimeout(resolve, SWEEP_PAUSE_MS));
       }
       await connection.close();
       await simulator.close();
@@ -125,11 +139,6 @@ export async function createBenchStack(base: Config, label: string, options: Sta
 }
 
 /** Deletes every key of a namespace (SCAN + UNLINK: never blocks the shared Redis for long). */
-export async function deleteNamespace(redis: Redis, namespace: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${namespace}*`, 'COUNT', 5000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
+export async function deleteNamespace(redis: RedisConnection, namespace: string): Promise<void> {
+  await deleteMatching(redis, `${namespace}*`, 5000);
 }

@@ -1,7 +1,7 @@
 /**
  * A target check as the report prints it: what was measured, the figure, the target, and whether
- * it was met — never a bare "within expectations". Targets are issue 11's (benchmarks on this
- * machine, not timed tests).
+ * it was met — never a bare "within expectations". Targets are the scenarios' own
+ * (benchmarks on this machine, not timed tests).
  */
 export interface Verdict {
   /** What was measured, e.g. "lateness p99". */

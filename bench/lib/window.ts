@@ -6,7 +6,7 @@
 import os from 'node:os';
 import type { BenchStack } from './stack.js';
 import { counterValues, simulatorCounts, type GroupCalls } from './measure.js';
-import { cpuShares, cpuTimes, servicePids, type CpuReading, type CpuTimes } from './processes.js';
+import { cpuShares, cpuTimes, servicePidsFor, type CpuReading, type CpuTimes } from './processes.js';
 import { sleep } from './stats.js';
 
 const DEFERRALS = 'cardpoller_rate_limit_deferrals_total';
@@ -33,7 +33,7 @@ export interface WindowResult {
 }
 
 export async function reading(stack: BenchStack): Promise<Reading> {
-  const pids = servicePids(stack.config.DATA_DIR);
+  const pids = servicePidsFor(stack.config);
   return {
     at: new Date(),
     calls: simulatorCounts(stack.simulator.world),

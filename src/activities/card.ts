@@ -2,13 +2,20 @@
  * Activities of the `polling-card` task queue: the Redis bookkeeping of one card execution
  * (execution right, lease renewal, finish, release) and the plan of what to run.
  */
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { findCards } from '../db/cards.js';
+import { describeConnectionError } from '../db/connectionErrors.js';
+import type { ScopedCard } from '../domain/card.js';
+import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_LEASE_MS } from '../domain/carrier.js';
+import { DueField } from '../redis/dueFields.js';
+import { BoundedCache } from '../runtime/boundedCache.js';
+import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { DueState } from '../redis/dueState.js';
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
 import type { ExecutionPlan, FinishInput, FinishResult, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
 import type { Intervals } from '../domain/pollingConfig.js';
+import { dueTypes } from '../common/schedule.js';
 import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from './finishPlan.js';
 import type { ReferenceData } from './referenceData.js';
 import type { ActivityMetrics } from './metrics.js';
@@ -28,7 +35,46 @@ export interface CardActivityDeps {
   readonly random?: () => number;
   /** Where the card's gateway steps run (configuration GATEWAY_STEPS); local by default. */
   readonly gatewaySteps?: GatewayStepPlacement;
+  /** The card rows this process remembers for a PostgreSQL outage (see {@link RememberedCard}). */
+  readonly rememberedCards?: BoundedCache<string, RememberedCard>;
+  /** Where the outage's two lines go (stderr by default). */
+  readonly log?: (line: string) => void;
 }
+
+/**
+ * What an execution needs of its card row, remembered from the last successful read, for when
+ * PostgreSQL cannot be reached (issue 15: polling continues through a database outage in async
+ * ingest mode).
+ *
+ * Why an in-process cache and not a copy in Redis (e.g. the iccid in the due hash): the due hash
+ * belongs to the Lua scripts, whose exact state the model test checks against its model (I1: a
+ * hash exactly where the card has a lane), so a field written from outside the scripts or a new
+ * upsert argument would change all of them for a fallback used only during an outage; and
+ * writing it would cost every lifecycle event and every rebuild a Redis write. The cost of this
+ * choice: a card this process has not prepared since it started is not run during an outage
+ * (released for {@link UNREACHABLE_RETRY_MS}, run once PostgreSQL answers). Polled cards come
+ * round every interval, so a running worker knows the cards it serves; the bound keeps memory flat.
+ *
+ * A remembered row is used only while PostgreSQL is unreachable. The first preparation after it
+ * answers again reads the row fresh, so a card removed from polling (or moved) meanwhile is then
+ * found not polled and taken out of Redis by `finishNotPolled`, as at any other time.
+ */
+export type RememberedCard = Pick<ScopedCard, 'id' | 'iccid' | 'carrierId' | 'status' | 'polled'>;
+
+/** ~100 bytes each: 200 000 cards in a few tens of MB per card worker. */
+const REMEMBERED_CARDS = 200_000;
+
+/**
+ * A claimed card that cannot be prepared while PostgreSQL is unreachable waits this long before it
+ * is claimed again: not every round, and soon after the database is back.
+ */
+export const UNREACHABLE_RETRY_MS = 10_000;
+
+/**
+ * A due `package` that cannot be evaluated (PostgreSQL unreachable) is deferred this long (at most
+ * its interval): the card is not claimed again every second only to fail the same read.
+ */
+export const PACKAGE_DEFER_MS = 60_000;
 
 export interface PrepareInput {
   readonly carrierId: string;
@@ -67,40 +113,71 @@ function intervalsMs(intervals: Intervals): Partial<Record<CheckType, number>> {
   return result;
 }
 
-function dueTypes(state: DueState | null, intervals: Intervals, now: number): { types: CheckType[]; earliest: number } {
-  const types: CheckType[] = [];
-  let earliest = Number.POSITIVE_INFINITY;
-  for (const type of EXECUTION_ORDER) {
-    const due = state?.types[type].due ?? null;
-    if (due === null || due > now || intervals[type] === undefined) continue;
-    types.push(type);
-    earliest = Math.min(earliest, due);
-  }
-  return { types, earliest: Number.isFinite(earliest) ? earliest : now };
-}
-
 export function createCardActivities(deps: CardActivityDeps) {
   const random = deps.random ?? Math.random;
+  const remembered = deps.rememberedCards ?? new BoundedCache<string, RememberedCard>(REMEMBERED_CARDS);
+  const log = deps.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  // One line when executions start running from remembered rows, one when PostgreSQL answers again.
+  let fallingBack = false;
+
+  /** Gives the claim back for a while and ends the preparation (the run's outcome: `unprepared`). */
+  async function notNow(input: PrepareInput, why: string, cause: unknown): Promise<never> {
+    await deps.store.release(input.carrierId, input.cardId, input.token, undefined, UNREACHABLE_RETRY_MS);
+    throw ApplicationFailure.create({ type: 'database_unreachable', message: `card ${input.cardId} not prepared: ${why}`, nonRetryable: true, cause: cause instanceof Error ? cause : undefined });
+  }
+
+  /**
+   * The card row from PostgreSQL; when PostgreSQL is unreachable and the records go to the async
+   * ingest (so the execution can end without it), the row remembered from the last read. In sync
+   * mode the error is thrown as before: the record could not be written anyway.
+   */
+  async function readCard(input: PrepareInput): Promise<{ card: RememberedCard | undefined; remembered: boolean }> {
+    let card: ScopedCard | undefined;
+    try {
+      [card] = await findCards(deps.pool, [input.cardId]);
+    } catch (error) {
+      if (!isDatabaseUnreachable(error)) throw error;
+      const mode = await deps.reference.ingestMode().catch(() => undefined);
+      if (mode !== 'async') throw error;
+      const row = remembered.get(input.cardId);
+      // Only a row that says "polled here" is run; anything else waits for PostgreSQL to decide.
+      if (!row || !row.polled || row.carrierId !== input.carrierId) return notNow(input, 'PostgreSQL unreachable and no remembered row of the card polled in this account', error);
+      if (!fallingBack) log(`card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their remembered rows, records go to the async ingest`);
+      fallingBack = true;
+      return { card: row, remembered: true };
+    }
+    if (fallingBack) log('card executions: card rows read from PostgreSQL again');
+    fallingBack = false;
+    if (card) remembered.set(card.id, { id: card.id, iccid: card.iccid, carrierId: card.carrierId, status: card.status, polled: card.polled });
+    else remembered.delete(input.cardId);
+    return { card, remembered: false };
+  }
+
   return {
     async prepareExecution(input: PrepareInput): Promise<ExecutionPlan> {
       const carrier = await deps.reference.carrier(input.carrierId);
-      const leaseMs = carrier?.leaseMs ?? 60_000;
+      const leaseMs = carrier?.leaseMs ?? DEFAULT_LEASE_MS;
       if (input.startLagMs !== undefined) await deps.store.recordStart(input.carrierId, input.startLagMs);
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.execValue, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
       if (!carrier) return { kind: 'not_polled', reason: 'carrier account no longer exists' };
-      const [card] = await findCards(deps.pool, [input.cardId]);
+      const { card, remembered: fromMemory } = await readCard(input);
       if (!card) return { kind: 'not_polled', reason: 'card no longer exists' };
       if (card.carrierId !== input.carrierId) return { kind: 'not_polled', reason: `card moved to carrier ${card.carrierId}` };
       if (!card.polled) return { kind: 'not_polled', reason: 'polling disabled for the card or its device' };
       const intervals = (await deps.reference.intervals()).resolve(card);
       const now = await deps.store.clockNow();
       const state = await deps.store.readDue(input.carrierId, input.cardId);
-      const { types, earliest } = dueTypes(state, intervals, now);
+      const { types, earliest } = dueTypes(state, intervals, now, EXECUTION_ORDER);
       deps.metrics?.lateness(input.carrierId, now - earliest);
-      // A pending request (priority lane, or a request stamp on a type) has a durable item to move.
-      const requested = input.fromPriority || (state !== null && CHECK_TYPES.some((type) => state.types[type].req !== null));
+      // A pending request (priority lane, or a request stamp on a type) has a durable item to move;
+      // not while a requested type is deferred (not run now): the run that serves it takes the item.
+      const deferredRequest = state !== null && state.deferred.some((type) => state.types[type].req !== null);
+      const requested = !deferredRequest && (input.fromPriority || (state !== null && CHECK_TYPES.some((type) => state.types[type].req !== null)));
+      // Its durable priority item cannot be claimed without PostgreSQL, and serving the request in
+      // Redis alone would leave the item pending for ever: the card waits for the database instead.
+      if (fromMemory && requested) return notNow(input, 'a pending request-check needs its priority item from PostgreSQL', undefined);
       const priorityItemId = requested ? await deps.priority.claimForExecution({ cardId: input.cardId, token: input.token, leaseMs }) : undefined;
       if (priorityItemId !== undefined && input.fromPriority) deps.metrics?.priorityLatency(input.carrierId, now - earliest);
       return {
@@ -120,22 +197,28 @@ export function createCardActivities(deps: CardActivityDeps) {
       };
     },
 
-    async renewLease(input: { carrierId: string; cardId: string; token: string; execValue: string; leaseMs: number }): Promise<boolean> {
-      return deps.store.renew(input.carrierId, input.cardId, input.token, input.execValue, input.leaseMs);
-    },
-
     async releaseClaim(input: { carrierId: string; cardId: string; token: string }): Promise<boolean> {
       return deps.store.release(input.carrierId, input.cardId, input.token);
     },
 
     /** The card left polling in PostgreSQL: take it out of Redis too, and give the claim back. */
     async finishNotPolled(input: { carrierId: string; cardId: string; token: string; reason: string; fromPriority: boolean }): Promise<void> {
-      const [card] = await findCards(deps.pool, [input.cardId]);
+      let card: ScopedCard | undefined;
+      try {
+        [card] = await findCards(deps.pool, [input.cardId]);
+      } catch (error) {
+        // PostgreSQL unreachable (a stale "account gone" answered the preparation): nothing is
+        // removed on a guess. The claim is given back for a while; the first run after the
+        // outage decides with PostgreSQL, as here (issue 15).
+        if (!isDatabaseUnreachable(error)) throw error;
+        await deps.store.release(input.carrierId, input.cardId, input.token, undefined, UNREACHABLE_RETRY_MS);
+        return;
+      }
       // Only drop it from this account's lanes when PostgreSQL agrees it is not polled here.
       if (!card || !card.polled || card.carrierId !== input.carrierId) await deps.store.remove(input.carrierId, input.cardId);
       if (card) {
         const carrier = await deps.reference.carrier(input.carrierId);
-        const itemId = await deps.priority.claimForExecution({ cardId: input.cardId, token: input.token, leaseMs: carrier?.leaseMs ?? 60_000 });
+        const itemId = await deps.priority.claimForExecution({ cardId: input.cardId, token: input.token, leaseMs: carrier?.leaseMs ?? DEFAULT_LEASE_MS });
         if (itemId !== undefined) await deps.priority.failForExecution({ itemId, token: input.token, reason: input.reason });
       }
       await deps.store.release(input.carrierId, input.cardId, input.token);
@@ -156,13 +239,32 @@ export function createCardActivities(deps: CardActivityDeps) {
       // An execution stopped by a lost lease did not get to it.
       const carddataOk = results.some((r) => r.type === 'carddata' && r.outcome === 'success');
       let evaluated: StepResult | undefined;
+      let packageDeferred = false;
       if (!leaseLost && (input.plan.types.includes('package') || carddataOk)) {
-        evaluated = await deps.packages.evaluate(input.cardId, results);
+        try {
+          evaluated = await deps.packages.evaluate(input.cardId, results);
+        } catch (error) {
+          // PostgreSQL unreachable (issue 15): the execution is not held up by the local check.
+          // A due `package` is deferred (no failure counted, evaluated at a later execution once
+          // the database answers); a carddata-triggered one is skipped (it is recorded only).
+          // The deferral is the execution's package result: recorded, and replayed by a retried finish.
+          if (!isDatabaseUnreachable(error)) throw error;
+          packageDeferred = input.plan.types.includes('package');
+          if (packageDeferred) evaluated = { type: 'package', outcome: 'deferred', reason: 'store_unavailable', gatewayMs: 0 };
+        }
         // Only a due `package` moves its own schedule; a carddata-triggered evaluation is recorded only.
-        if (input.plan.types.includes('package')) results.push(evaluated);
+        if (evaluated && input.plan.types.includes('package')) results.push(evaluated);
       }
       // The intervals resolved when the execution started: no second card read on the hot path.
-      const plan = planFinish({ state, results, intervalsMs: input.plan.intervalsMs, backoffBaseMs: carrier?.backoffBaseMs ?? 30_000, now, random });
+      const planned = planFinish({ state, results, intervalsMs: input.plan.intervalsMs, backoffBaseMs: carrier?.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS, now, random });
+      const packageIntervalMs = input.plan.intervalsMs.package;
+      let plan = planned;
+      if (packageDeferred && packageIntervalMs !== undefined) {
+        // A plain deferral is due again in 1–2 s: far too soon for a database outage.
+        const delay = Math.min(packageIntervalMs, PACKAGE_DEFER_MS);
+        const due = now + Math.round(delay / 2 + random() * (delay / 2));
+        plan = { ...planned, set: { ...planned.set, [DueField.due('package')]: due }, types: planned.types.map((t) => (t.type === 'package' ? { ...t, nextDue: due } : t)) };
+      }
       const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}) });
       const finished = await deps.store.finishWithRecord({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, now, set: plan.set, del: plan.del, record, leaseLost });
       const recorded = (extra: StepResult | undefined): StepResult[] => (extra ? [...input.results, extra] : [...input.results]);

@@ -16,13 +16,15 @@ import type { CardStarter } from '../polling/cardStarter.js';
 import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from './referenceData.js';
 import type { ActivityMetrics } from './metrics.js';
+import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
+import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
 
 /** Request-check and mode switch live in services shared with the API; activities only call them. */
 export interface RequestChecker {
   requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult>;
 }
 
-/** Notices a Redis that lost its data and rebuilds it from PostgreSQL (DESIGN §7). */
+/** Notices a Redis that lost its data and rebuilds it from PostgreSQL. */
 export interface RedisGuard {
   /** True when Redis was found empty of our data and has been rebuilt now. */
   ensureIntact(): Promise<boolean>;
@@ -51,7 +53,12 @@ export interface ControlActivityDeps {
   readonly cardStarter?: CardStarter;
   /** Ingest backpressure: a high ingest backlog shrinks every account's in-flight limit. */
   readonly ingestPressure?: IngestPressure;
+  /** What storage maintenance keeps and creates ahead (defaults: {@link DEFAULT_RETENTION}). */
+  readonly retention?: RetentionPolicy;
 }
+
+/** Three months kept, partitions three months ahead: a month without its partition is a failure to notice. */
+export const DEFAULT_RETENTION: RetentionPolicy = { keepMonths: 3, monthsAhead: 3 };
 
 /** Upper bound on how many seconds of budget one late round may plan for. */
 const MAX_ROUND_BUDGET_SECONDS = 3;
@@ -115,7 +122,9 @@ export function createControlActivities(deps: ControlActivityDeps) {
         qpsEffective: rates[g.name] ?? g.qps,
         remaining: budget[g.name] ?? 0,
       }));
-      const limitedBy = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });
+      const factor = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });
+      // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
+      const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
       deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, starts: engine.starts, lagSumMs: engine.lagSumMs });
       return {
@@ -151,8 +160,23 @@ export function createControlActivities(deps: ControlActivityDeps) {
      * lease) are requested again, so every item ends terminal or has a next run someone serves.
      * Returns how many were requested.
      */
+    /** Observation partitions ahead, data past retention gone (hourly, by the storageMaintenance schedule). */
+    async maintainStorage(): Promise<MaintenanceResult> {
+      // The database's clock decides the months, as it stamps the rows.
+      const { rows } = await deps.pool.query<{ now: Date }>('SELECT now() AS now');
+      return maintainStorage(deps.pool, deps.retention ?? DEFAULT_RETENTION, rows[0]?.now ?? new Date());
+    },
+
     async requeueDuePriorityItems(input: { carrierId: string }): Promise<number> {
-      const due = await listDuePriorityRetries(deps.pool, input.carrierId);
+      let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
+      try {
+        due = await listDuePriorityRetries(deps.pool, input.carrierId);
+      } catch (error) {
+        // PostgreSQL unreachable: nothing to requeue until it answers (the items wait there). Failing
+        // would hold the scheduler's loop in this local activity's retries every few rounds.
+        if (isDatabaseUnreachable(error)) return 0;
+        throw error;
+      }
       for (const item of due) {
         await deps.requests.requestCheck(input.carrierId, { cardId: item.cardId, types: item.types, lane: item.lane, actor: 'carrierScheduler', source: 'priority-retry' });
       }

@@ -22,7 +22,7 @@ export interface GatewayActivityDeps {
 export function createGatewayActivities(deps: GatewayActivityDeps) {
   return {
     async checkGateway(input: GatewayStepInput): Promise<StepResult | 'lease_lost'> {
-      // Keep the lease alive, and stop before the call when it is no longer ours (DESIGN §2.1).
+      // Keep the lease alive, and stop before the call when it is no longer ours.
       if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, input.execValue, input.leaseMs))) return 'lease_lost';
       const started = Date.now();
       const signal = safeCancellationSignal();

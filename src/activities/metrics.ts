@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics recorded by activities (DESIGN §10). One registry per process; the API serves
+ * Prometheus metrics recorded by activities. One registry per process; the API serves
  * it at /metrics and each worker process can expose its own.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -16,7 +16,7 @@ export interface ActivityMetrics {
   orchestration(carrierId: string, round: { limitedBy: LimitingFactor; inflightLimit: number; starts: number; lagSumMs: number }): void;
 }
 
-const LIMITING_FACTORS: readonly LimitingFactor[] = ['none', 'budget', 'inflight', 'orchestration'];
+const LIMITING_FACTORS: readonly LimitingFactor[] = ['none', 'budget', 'inflight', 'orchestration', 'ingest'];
 
 export function createActivityMetrics(registry: Registry): ActivityMetrics {
   const gatewayLatency = new Histogram({

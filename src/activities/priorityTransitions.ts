@@ -1,4 +1,4 @@
-/** Ports for the priority item transitions a card execution causes (DESIGN §9). */
+/** Ports for the priority item transitions a card execution causes. */
 import type { ExecutionOutcome, ExecutionPlanRun, StepResult } from '../common/orchestration.js';
 
 export interface PriorityTransitions {

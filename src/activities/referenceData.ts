@@ -1,7 +1,13 @@
 /**
  * Per-process, short-lived cache of the reference data every claim round and card execution reads
- * (carrier accounts, polling configs, the global mode). A few seconds of staleness is harmless and
+ * (carrier accounts, polling configs, the global modes). A few seconds of staleness is harmless and
  * saves one PostgreSQL round trip per card; `configChanged` / `refresh` bypass it.
+ *
+ * Stale-if-error (issue 15): when PostgreSQL cannot be reached, a reload answers the last good
+ * value instead of failing, so claim rounds and card executions go on through a database outage
+ * (async ingest hands their records to Redis meanwhile). The value is re-read every TTL and the
+ * fresh one replaces it as soon as PostgreSQL answers. Going stale and coming back are logged once
+ * per cache, not per call. A process that never read a value has none to serve and fails as before.
  */
 import type { Pool } from '../db/pool.js';
 import { findCarrier } from '../db/carriers.js';
@@ -11,6 +17,14 @@ import type { Carrier } from '../domain/carrier.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
 import type { PollingMode } from '../common/orchestration.js';
 import { LoadingCache } from '../runtime/loadingCache.js';
+import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
+import { describeConnectionError } from '../db/connectionErrors.js';
+
+export interface ReferenceDataOptions {
+  readonly ttlMs?: number;
+  /** Where the stale / fresh-again lines go (stderr by default). */
+  readonly log?: (line: string) => void;
+}
 
 export class ReferenceData {
   private readonly carriers: LoadingCache<string, Carrier | null>;
@@ -20,12 +34,28 @@ export class ReferenceData {
 
   constructor(
     private readonly pool: Pool,
-    ttlMs = 2000,
+    options: ReferenceDataOptions | number = {},
   ) {
-    this.carriers = new LoadingCache(ttlMs);
-    this.resolver = new LoadingCache(ttlMs);
-    this.mode = new LoadingCache(ttlMs);
-    this.ingest = new LoadingCache(ttlMs);
+    const { ttlMs = 2000, log = (line: string) => void process.stderr.write(`${line}\n`) } = typeof options === 'number' ? { ttlMs: options } : options;
+    // One line per cache when it goes stale (whichever key first) and one when all its keys are fresh again.
+    const cacheOf = <K, V>(what: string): LoadingCache<K, V> => {
+      const stale = new Set<K>();
+      return new LoadingCache<K, V>(ttlMs, {
+        staleIfError: isDatabaseUnreachable,
+        onStale: (key, isStale, error) => {
+          if (isStale) {
+            if (stale.size === 0) log(`reference data: PostgreSQL unreachable (${describeConnectionError(error)}); serving the last good ${what} until it answers`);
+            stale.add(key);
+          } else if (stale.delete(key) && stale.size === 0) {
+            log(`reference data: ${what} read from PostgreSQL again`);
+          }
+        },
+      });
+    };
+    this.carriers = cacheOf('carrier accounts');
+    this.resolver = cacheOf('polling configs');
+    this.mode = cacheOf('polling mode');
+    this.ingest = cacheOf('ingest mode');
   }
 
   carrier(id: string, refresh = false): Promise<Carrier | null> {
@@ -44,8 +74,11 @@ export class ReferenceData {
     return this.ingest.get('global', async () => (await getIngestMode(this.pool)).mode, refresh);
   }
 
-  /** Drops everything (after a configuration change made by this process). */
+  /**
+   * Everything is read again at its next use (after a configuration change made by this process).
+   * The last good values stay as the fallback for a reload that meets an unreachable database.
+   */
   invalidate(): void {
-    for (const cache of [this.carriers, this.resolver, this.mode, this.ingest]) cache.clear();
+    for (const cache of [this.carriers, this.resolver, this.mode, this.ingest]) cache.expireAll();
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication on every route except health and metrics (DESIGN §10) and routes
+ * Bearer-token authentication on every route except health and metrics and routes
  * that declare themselves public in their config (`config: { public: true }`: static pages that
  * hold no data and carry no token). Both sides are hashed before comparing so the buffers always
  * have equal length and neither the token nor its length leaks through timing.

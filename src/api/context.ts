@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
-import type { PollingServices } from '../polling/services.js';
+import type { PollingServices } from '../polling/pollingServices.js';
 import type { OrchestrationRef } from '../polling/temporalControl.js';
 
 export interface ApiContext {

@@ -1,5 +1,5 @@
 /**
- * One error shape for every answer: `{ error: { code, message, field? } }` (DESIGN §10).
+ * One error shape for every answer: `{ error: { code, message, field? } }`.
  * Domain errors, JSON-schema failures, request-check validation and Fastify's own errors
  * (bad JSON, body too large, wrong content type) are all mapped here.
  */

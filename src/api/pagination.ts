@@ -1,4 +1,4 @@
-/** Cursor pagination shared by the list routes: `{ items, nextCursor? }` (DESIGN §10). */
+/** Cursor pagination shared by the list routes: `{ items, nextCursor? }`. */
 import { DomainError } from '../domain/errors.js';
 
 export const DEFAULT_PAGE_SIZE = 100;

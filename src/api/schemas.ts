@@ -1,5 +1,5 @@
 /**
- * JSON schemas of the requests and answers (DESIGN §10 field names). Request schemas catch shape
+ * JSON schemas of the requests and answers (their field names are the API's contract). Request schemas catch shape
  * errors (types, unknown fields, missing fields) before a handler runs; range and cross-field
  * rules stay in the domain validators so the API, the CLI and the repositories agree. Answer
  * schemas serialise the responses and, through the type provider, type what handlers return;
@@ -161,7 +161,7 @@ const dateTime = { type: 'string', format: 'date-time' } as const;
 const checkType = { type: 'string', enum: [...CHECK_TYPES] } as const;
 const cardStatus = { type: 'string', enum: [...CARD_STATUSES] } as const;
 
-/** `{ items, nextCursor? }` of a list route (DESIGN §10 "lists"). */
+/** `{ items, nextCursor? }` of a list route. */
 export function pageOfSchema<const S>(item: S) {
   return {
     type: 'object',
@@ -279,7 +279,7 @@ export const cardDetailSchema = {
 } as const;
 
 const qpsByGroup = { type: 'object', additionalProperties: { type: 'number' } } as const;
-const limitedBy = { type: 'string', enum: ['none', 'budget', 'inflight', 'orchestration'] } as const;
+const limitedBy = { type: 'string', enum: ['none', 'budget', 'inflight', 'orchestration', 'ingest'] } as const;
 
 export const carrierStatusSchema = {
   type: 'object',

@@ -1,5 +1,5 @@
 /**
- * The HTTP API server (DESIGN §10): Fastify with pino JSON logs, bearer auth, JSON-schema
+ * The HTTP API server: Fastify with pino JSON logs, bearer auth, JSON-schema
  * validation and typed handlers, one error shape, request metrics, and the OpenAPI document
  * generated from the route schemas (page at /docs, JSON at /docs/json). Built without listening
  * so tests drive it with `inject`.

@@ -3,7 +3,7 @@
  * `src/api/main.ts`, and meant for `npm start`'s src/main/api.ts to delegate to).
  */
 import type { Config } from '../config/index.js';
-import type { PollingServices } from '../polling/services.js';
+import type { PollingServices } from '../polling/pollingServices.js';
 import type { OrchestrationRef } from '../polling/temporalControl.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { buildApiServer } from './server.js';

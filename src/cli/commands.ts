@@ -1,5 +1,5 @@
 /**
- * The CLI's commands (DESIGN §10 "CLI for the same operations"): each maps its arguments onto one
+ * The CLI's commands, the API's operations from a shell: each maps its arguments onto one
  * API call. Every command has a usage line and `--help`.
  */
 import { readFile } from 'node:fs/promises';

@@ -7,12 +7,12 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { COMMANDS, UsageError, type Command, type Values } from './commands.js';
 import { ApiCallError, ApiClient } from './http.js';
+import { DEV_API_TOKEN } from '../config/index.js';
 
 const EXIT_API_ERROR = 1;
 const EXIT_USAGE = 2;
 const DEFAULT_API_URL = 'http://127.0.0.1:8080';
 /** The API's development default (src/config): lets `npm start` + CLI work with no setup. */
-const DEFAULT_TOKEN = 'dev-token-change-me';
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
@@ -72,7 +72,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     process.stderr.write(`expected ${command.positionals} argument(s), got ${positionals.length}\n${help(command)}\n`);
     return EXIT_USAGE;
   }
-  const client = new ApiClient({ baseUrl: env.API_URL || DEFAULT_API_URL, token: env.API_TOKEN || DEFAULT_TOKEN });
+  const client = new ApiClient({ baseUrl: env.API_URL || DEFAULT_API_URL, token: env.API_TOKEN || DEV_API_TOKEN });
   try {
     const result = await command.run(client, positionals, values);
     process.stdout.write(`${typeof result === 'string' ? result : JSON.stringify(result, null, 2)}\n`);

@@ -1,5 +1,5 @@
 /**
- * The adaptive in-flight limit of one carrier account (DESIGN §2.1, §11): claiming bounded by
+ * The adaptive in-flight limit of one carrier account: claiming bounded by
  * what the engine can run. Pure and deterministic: the scheduler workflow keeps the state and
  * feeds it one observation per claim round.
  *
@@ -44,7 +44,12 @@ const BASE_LAG_CAP_MS = 2000;
  */
 const LEASE_WAIT_SHARE = 0.25;
 
-export type LimitingFactor = 'none' | 'budget' | 'inflight' | 'orchestration';
+/**
+ * `ingest`: the in-flight set is full at the limit ingest backpressure cut it to (src/ingest/pressure.ts).
+ * Not binding for the adaptive limit: it says nothing about the engine, and growing the adaptive
+ * limit meanwhile would both weaken the backpressure and leave a limit nobody measured.
+ */
+export type LimitingFactor = 'none' | 'budget' | 'inflight' | 'orchestration' | 'ingest';
 
 export interface InflightControlState {
   readonly limit: number;

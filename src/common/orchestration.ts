@@ -5,7 +5,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { CheckType, GatewayCheckType } from './checkTypes.js';
 import type { LimitingFactor } from './inflightControl.js';
 
-/** Search attributes that make a card's executions findable in the Web UI (DESIGN §2.1). */
+/** Search attributes that make a card's executions findable in the Web UI. */
 export const CARD_ID_ATTRIBUTE = defineSearchAttributeKey('CardId', SearchAttributeType.KEYWORD);
 export const CARRIER_ID_ATTRIBUTE = defineSearchAttributeKey('CarrierId', SearchAttributeType.KEYWORD);
 export const CHECK_TYPES_ATTRIBUTE = defineSearchAttributeKey('CheckTypes', SearchAttributeType.KEYWORD_LIST);
@@ -18,6 +18,8 @@ export const CLAIMED_BY_ATTRIBUTE = defineSearchAttributeKey('ClaimedBy', Search
  * one Temporal namespace give each stack its own prefix.
  */
 export const pollingControlWorkflowId = (prefix = ''): string => `${prefix}polling-control`;
+/** The schedule that starts storageMaintenance hourly, and the id of its runs. */
+export const storageMaintenanceScheduleId = (prefix = ''): string => `${prefix}storage-maintenance`;
 export const cardWorkflowId = (cardId: string, prefix = ''): string => `${prefix}card-${cardId}`;
 export const schedulerWorkflowId = (carrierId: string, prefix = ''): string => `${prefix}carrier-scheduler-${carrierId}`;
 
@@ -33,6 +35,8 @@ export const POLLING_MODES: readonly PollingMode[] = ['carrier', 'legacy'];
 export interface TaskQueueNames {
   readonly control: string;
   readonly card: string;
+  /** Runs claimed from the priority lane; absent in runs started before it existed (then `card`). */
+  readonly cardPriority?: string;
   readonly gateway: string;
   readonly ingest: string;
 }
@@ -163,7 +167,7 @@ export interface ExecutionPlanRun {
   readonly priorityItemId?: string;
   /**
    * `sync`: the card worker writes the execution's records itself; `async`: they go to the
-   * ingest stream, written in batches by the ingest workers (DESIGN §7 polling.ingest.mode).
+   * ingest stream, written in batches by the ingest workers (`polling.ingest.mode`).
    */
   readonly ingestMode: 'sync' | 'async';
   readonly gatewaySteps: GatewayStepPlacement;
@@ -188,7 +192,8 @@ export type StepResult =
   | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: Observation; readonly gatewayMs: number }
   | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
   /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
-  | { readonly type: CheckType; readonly outcome: 'deferred'; readonly reason: 'rate_limit_wait' | 'carrier_rate_limited'; readonly gatewayMs: number }
+  /** `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts). */
+  | { readonly type: CheckType; readonly outcome: 'deferred'; readonly reason: 'rate_limit_wait' | 'carrier_rate_limited' | 'store_unavailable'; readonly gatewayMs: number }
   | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
 
 export interface GatewayStepInput {
@@ -284,3 +289,6 @@ export interface ControlStatus {
  * next round would only fail again, every round, until that run ends.
  */
 export const FAILED_START_RETRY_MS = 15_000;
+
+/** The task queue of a claimed card's run: the priority lane's own queue skips the normal backlog. */
+export const cardTaskQueue = (queues: TaskQueueNames, fromPriority: boolean): string => (fromPriority ? (queues.cardPriority ?? queues.card) : queues.card);

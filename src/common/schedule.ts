@@ -2,6 +2,30 @@
  * Due-time arithmetic of DESIGN §6. Pure functions (randomness is passed in), so workflows,
  * activities and tests share one definition.
  */
+import { CHECK_TYPES, type CheckType } from './checkTypes.js';
+import type { DueState } from '../redis/dueState.js';
+
+/**
+ * The types an execution runs, in `order`: due at `now`, still polled (an interval), and not
+ * deferred by the claim (their group's budget was closed that round; they stay due for the next
+ * one). `earliest` is the earliest due among them (`now` when none), for lateness.
+ */
+export function dueTypes(
+  state: DueState | null,
+  intervals: Partial<Record<CheckType, number>>,
+  now: number,
+  order: readonly CheckType[] = CHECK_TYPES,
+): { types: CheckType[]; earliest: number } {
+  const types: CheckType[] = [];
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const type of order) {
+    const due = state?.types[type].due ?? null;
+    if (due === null || due > now || intervals[type] === undefined || state?.deferred.includes(type)) continue;
+    types.push(type);
+    earliest = Math.min(earliest, due);
+  }
+  return { types, earliest: Number.isFinite(earliest) ? earliest : now };
+}
 
 /** Next due after a success: one interval after the previous due, keeping the card's phase. */
 export function nextDueAfterSuccess(previousDue: number | undefined, intervalMs: number, now: number): number {

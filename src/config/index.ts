@@ -4,9 +4,35 @@
  */
 import { z } from 'zod';
 
+/** The API token on loopback development setups; the CLI uses it too when API_TOKEN is unset. */
+export const DEV_API_TOKEN = 'dev-token-change-me';
+
 const port = z.coerce.number().int().min(1).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const nonEmpty = z.string().trim().min(1);
+
+/** A Redis Cluster node, `host:port` in REDIS_CLUSTER_NODES. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+const HOST_PORT = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$/;
+
+/** `host:port,host:port,…` → nodes; any malformed entry fails with the entry named. */
+const clusterNodes = z.string().transform((value, ctx): ClusterNode[] => {
+  const nodes: ClusterNode[] = [];
+  for (const entry of value.split(',').map((part) => part.trim())) {
+    const match = HOST_PORT.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) {
+      ctx.addIssue({ code: 'custom', message: `must be a comma-separated list of host:port (bad entry ${JSON.stringify(entry)})` });
+      return z.NEVER;
+    }
+    nodes.push({ host: match[1]!.replace(/^\[|\]$/g, ''), port });
+  }
+  return nodes;
+});
 
 const schema = z.object({
   TEMPORAL_ADDRESS: nonEmpty.default('127.0.0.1:7233'),
@@ -14,6 +40,11 @@ const schema = z.object({
   /** Base URL of the Temporal Web UI, used to build links to a card's executions. */
   TEMPORAL_UI_URL: z.url().default('http://127.0.0.1:8233'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /**
+   * Redis Cluster seed nodes (`host:port,…`, any subset; the rest is discovered). When set, the
+   * processes use the cluster and REDIS_URL is ignored by them.
+   */
+  REDIS_CLUSTER_NODES: clusterNodes.optional(),
   /** Prepended to every Redis key; lets several deployments (or tests) share one Redis. */
   REDIS_KEY_PREFIX: z.string().default(''),
   DATABASE_URL: z.url().default('postgres://postgres:postgres@127.0.0.1:5433/cardpoller'),
@@ -24,12 +55,17 @@ const schema = z.object({
     .default('public'),
   API_HOST: nonEmpty.default('127.0.0.1'),
   API_PORT: port.default(8080),
-  API_TOKEN: z.string().min(8, 'must be at least 8 characters').default('dev-token-change-me'),
+  API_TOKEN: z.string().min(8, 'must be at least 8 characters').default(DEV_API_TOKEN),
   SIMULATOR_HOST: nonEmpty.default('127.0.0.1'),
   SIMULATOR_PORT: port.default(8700),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8700'),
   TASK_QUEUE_CONTROL: nonEmpty.default('polling-control'),
   TASK_QUEUE_CARD: nonEmpty.default('polling-card'),
+  /**
+   * Card runs claimed from the priority lane (request-checks): polled by the same card worker
+   * processes as TASK_QUEUE_CARD, so a request never waits behind the normal lane's backlog.
+   */
+  TASK_QUEUE_CARD_PRIORITY: nonEmpty.default('polling-card-priority'),
   TASK_QUEUE_GATEWAY: nonEmpty.default('polling-gateway'),
   TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
   /** Prepended to workflow ids (`<prefix>card-<id>`); empty in production, unique per test stack. */
@@ -58,6 +94,11 @@ const schema = z.object({
   /** Ingest backlog (records pending, age of the oldest) above which the alert opens and claiming is tightened. */
   INGEST_BACKLOG_THRESHOLD: positiveInt.default(20_000),
   INGEST_BACKLOG_MAX_AGE_MS: positiveInt.default(60_000),
+  /**
+   * Months of observations and execution rows kept, the current month included; older observation
+   * partitions are dropped and older execution rows deleted by the hourly storage maintenance.
+   */
+  RETENTION_MONTHS: z.coerce.number().int().min(1).max(120).default(3),
   /** Time in-flight activities get to finish when a worker shuts down. */
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
@@ -82,6 +123,7 @@ export type Config = z.infer<typeof schema>;
 export interface TaskQueues {
   readonly control: string;
   readonly card: string;
+  readonly cardPriority: string;
   readonly gateway: string;
   readonly ingest: string;
 }
@@ -118,6 +160,7 @@ export function taskQueues(config: Config): TaskQueues {
   return {
     control: config.TASK_QUEUE_CONTROL,
     card: config.TASK_QUEUE_CARD,
+    cardPriority: config.TASK_QUEUE_CARD_PRIORITY,
     gateway: config.TASK_QUEUE_GATEWAY,
     ingest: config.TASK_QUEUE_INGEST,
   };

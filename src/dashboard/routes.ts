@@ -1,7 +1,7 @@
 /**
  * The dashboard served by the API: the page and its modules (public), and two token-protected
- * JSON routes the page needs beside the §10 API — the last 15 minutes of account status and the
- * card search by ICCID or id. Everything else the page shows comes from the §10 routes themselves.
+ * JSON routes the page needs beside the /v1 API — the last 15 minutes of account status and the
+ * card search by ICCID or id. Everything else the page shows comes from the /v1 routes themselves.
  */
 import type { ApiApp } from '../api/app.js';
 import type { ApiContext } from '../api/context.js';

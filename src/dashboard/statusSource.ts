@@ -1,7 +1,7 @@
 /** The sampler's view of the accounts: the same status `GET /v1/carriers/:id/status` answers. */
 import { listCarriers } from '../db/carriers.js';
 import type { ApiContext } from '../api/context.js';
-import { carrierStatus, type CarrierStatus } from '../api/services/carrierStatus.js';
+import { carrierStatus, type CarrierStatus } from '../api/queries/carrierStatus.js';
 import type { StatusSample } from './history.js';
 import type { StatusSource } from './sampler.js';
 

@@ -40,32 +40,10 @@ export async function writeAudit(db: Queryable, input: AuditInput): Promise<void
 
 /** One entity's audit trail, oldest first. */
 export async function listAudit(db: Queryable, entityType: AuditEntity, entityId: string): Promise<AuditRecord[]> {
-  const { rows } = await db.query<{
-    id: string;
-    entity_type: AuditEntity;
-    entity_id: string;
-    action: string;
-    actor: string;
-    source: string;
-    reason: string | null;
-    before: unknown;
-    after: unknown;
-    occurred_at: Date;
-  }>(
-    `SELECT id::text, entity_type, entity_id, action, actor, source, reason, before, after, occurred_at
+  const { rows } = await db.query<Omit<AuditRecord, 'reason'> & { reason: string | null }>(
+    `SELECT id::text, entity_type AS "entityType", entity_id AS "entityId", action, actor, source, reason, before, after, occurred_at AS "occurredAt"
        FROM audit_log WHERE entity_type = $1 AND entity_id = $2 ORDER BY audit_log.id`,
     [entityType, entityId],
   );
-  return rows.map((row) => ({
-    id: row.id,
-    entityType: row.entity_type,
-    entityId: row.entity_id,
-    action: row.action,
-    actor: row.actor,
-    source: row.source,
-    before: row.before,
-    after: row.after,
-    occurredAt: row.occurred_at,
-    ...(row.reason === null ? {} : { reason: row.reason }),
-  }));
+  return rows.map(({ reason, ...row }) => (reason === null ? row : { ...row, reason }));
 }

@@ -1,4 +1,4 @@
-/** Carrier accounts with their rate-limit groups and type → group map (DESIGN §7, §10). */
+/** Carrier accounts with their rate-limit groups and type → group map. */
 import type pg from 'pg';
 import type { GatewayCheckType } from '../common/checkTypes.js';
 import type { Carrier, CarrierPatch, NewCarrier, RateLimitGroup } from '../domain/carrier.js';

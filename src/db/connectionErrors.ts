@@ -1,8 +1,8 @@
 /**
  * The 'error' handler of every long-lived connection (pg pools and clients, ioredis).
  *
- * Node throws an 'error' event nobody listens to, so a PostgreSQL restart that closed one idle
- * pooled connection used to kill the whole process (issue 18). A lost connection is not a reason
+ * Node throws an 'error' event nobody listens to, so without this handler a PostgreSQL restart
+ * that closes one idle pooled connection kills the whole process. A lost connection is not a reason
  * to stop: the pool opens a new one for the next query, ioredis reconnects by itself, and the
  * queries that meet the outage fail with an error their caller handles. What is left for the
  * handler is telling the operator, without flooding the log: ioredis reports every failed

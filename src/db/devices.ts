@@ -1,4 +1,4 @@
-/** Devices, card bindings and the device-level polling switch (seed 002). */
+/** Devices, card bindings and the device-level polling switch. */
 import type pg from 'pg';
 import type { ScopedCard } from '../domain/card.js';
 import { DomainError } from '../domain/errors.js';

@@ -1,4 +1,4 @@
-/** card_execution: one row per cardCheck run, listed newest first in the card detail (DESIGN §10). */
+/** card_execution: one row per cardCheck run, listed newest first in the card detail. */
 import { isCheckType, type CheckType } from '../common/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId, requireText } from '../domain/validate.js';
@@ -93,36 +93,11 @@ export async function insertExecutions(db: Queryable, executions: readonly Execu
 }
 
 export async function listExecutions(db: Queryable, cardId: string, limit = 20): Promise<StoredExecution[]> {
-  const { rows } = await db.query<{
-    id: string;
-    card_id: string;
-    carrier_id: string;
-    started_at: Date;
-    finished_at: Date | null;
-    types: CheckType[];
-    outcome: ExecutionOutcome;
-    gateway_ms: number;
-    workflow_id: string;
-    run_id: string;
-    from_priority: boolean;
-    details: Record<string, unknown>;
-  }>(
-    `SELECT id::text, card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details
+  const { rows } = await db.query<Omit<StoredExecution, 'finishedAt'> & { finishedAt: Date | null }>(
+    `SELECT id::text, card_id::text AS "cardId", carrier_id::text AS "carrierId", started_at AS "startedAt", finished_at AS "finishedAt",
+            types, outcome, gateway_ms AS "gatewayMs", workflow_id AS "workflowId", run_id AS "runId", from_priority AS "fromPriority", details
        FROM card_execution WHERE card_id = $1::bigint ORDER BY started_at DESC, card_execution.id DESC LIMIT $2`,
     [requireId(cardId, 'cardId'), limit],
   );
-  return rows.map((row) => ({
-    id: row.id,
-    cardId: row.card_id,
-    carrierId: row.carrier_id,
-    startedAt: row.started_at,
-    ...(row.finished_at === null ? {} : { finishedAt: row.finished_at }),
-    types: row.types,
-    outcome: row.outcome,
-    gatewayMs: row.gateway_ms,
-    workflowId: row.workflow_id,
-    runId: row.run_id,
-    fromPriority: row.from_priority,
-    details: row.details,
-  }));
+  return rows.map(({ finishedAt, ...row }) => (finishedAt === null ? row : { ...row, finishedAt }));
 }

@@ -1,5 +1,5 @@
 /**
- * Observation inserts (sync mode and ingest batches) with out-of-order protection (DESIGN §7):
+ * Observation inserts (sync mode and ingest batches) with out-of-order protection:
  * a duplicate collection id is ignored, and a card's latest values only move forward in time.
  */
 import { isCheckType, type CheckType } from '../common/checkTypes.js';
@@ -98,28 +98,13 @@ export interface StoredObservation extends Observation {
 
 /** A card's observations, newest first. */
 export async function listCardObservations(db: Queryable, cardId: string, limit = 50): Promise<StoredObservation[]> {
-  const { rows } = await db.query<{
-    observation_id: string;
-    card_id: string;
-    carrier_id: string;
-    check_type: CheckType;
-    observed_at: Date;
-    payload: Record<string, unknown>;
-    inserted_at: Date;
-  }>(
-    `SELECT observation_id, card_id::text, carrier_id::text, check_type, observed_at, payload, inserted_at
+  const { rows } = await db.query<StoredObservation>(
+    `SELECT observation_id AS "observationId", card_id::text AS "cardId", carrier_id::text AS "carrierId", check_type AS "type",
+            observed_at AS "observedAt", payload, inserted_at AS "insertedAt"
        FROM card_observation WHERE card_id = $1::bigint ORDER BY observed_at DESC LIMIT $2`,
     [requireId(cardId, 'cardId'), limit],
   );
-  return rows.map((row) => ({
-    observationId: row.observation_id,
-    cardId: row.card_id,
-    carrierId: row.carrier_id,
-    type: row.check_type,
-    observedAt: row.observed_at,
-    payload: row.payload,
-    insertedAt: row.inserted_at,
-  }));
+  return rows;
 }
 
 /** Creates monthly partitions from `from` for `months` months (run ahead of time, e.g. daily). */

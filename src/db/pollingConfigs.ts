@@ -1,4 +1,4 @@
-/** Polling config rules (DESIGN §7, §10 "pollingConfig"). Merging lives in domain/pollingConfig.ts. */
+/** Polling config rules. Merging lives in domain/pollingConfig.ts. */
 import type { CheckType } from '../common/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { MIN_INTERVAL_SEC, type Intervals, type NewPollingConfig, type PollingConfig, type PollingConfigPatch, type PollingMatch } from '../domain/pollingConfig.js';

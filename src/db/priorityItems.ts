@@ -1,45 +1,17 @@
 /**
- * Priority items (DESIGN §9; seed 004): create-or-merge, claim / lease take-over, complete,
+ * Priority items: create-or-merge, claim / lease take-over, complete,
  * retryable and final failure. Every transition locks the row, changes it and writes an audit
  * record with before/after snapshots in the same transaction, so the trail never misses a step.
  */
 import type pg from 'pg';
 import { isCheckType, type CheckType } from '../common/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
-import { DEFAULT_ATTEMPT_LIMIT, type Lane, type PriorityItem, type PriorityRequest, type PriorityStatus } from '../domain/priorityItem.js';
+import { DEFAULT_ATTEMPT_LIMIT, type PriorityItem, type PriorityRequest } from '../domain/priorityItem.js';
 import { requireId, requireInt, requireText } from '../domain/validate.js';
 import { writeAudit } from './audit.js';
 import { mapped } from './errors.js';
 import { withTransaction, type Pool } from './pool.js';
 import type { Queryable } from './queryable.js';
-
-interface ItemRow {
-  id: string;
-  card_id: string;
-  status: PriorityStatus;
-  types: CheckType[];
-  lane: Lane;
-  cooldown_ms: number;
-  confirm_delays_sec: number[];
-  expected: string | null;
-  trigger_count: number;
-  first_actor: string;
-  first_source: string;
-  last_actor: string;
-  last_source: string;
-  last_triggered_at: Date;
-  attempt_count: number;
-  attempt_limit: number;
-  claim_token: string | null;
-  claimed_at: Date | null;
-  started_at: Date | null;
-  finished_at: Date | null;
-  next_run_at: Date | null;
-  result: 'success' | 'failed' | null;
-  failure_reason: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
 
 const COLUMN_NAMES = [
   'status', 'types', 'lane', 'cooldown_ms', 'confirm_delays_sec', 'expected', 'trigger_count', 'first_actor', 'first_source',
@@ -47,43 +19,22 @@ const COLUMN_NAMES = [
   'finished_at', 'next_run_at', 'result', 'failure_reason', 'created_at', 'updated_at',
 ] as const;
 
-/** Select list of an item, optionally qualified by a table alias. */
+/** `cooldown_ms` → `cooldownMs`: the PriorityItem field a column is selected as. */
+const fieldOf = (column: string): string => column.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+type FieldOf<C extends string> = C extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<FieldOf<Tail>>}` : C;
+/** Compile-time check: every PriorityItem field has its column (does not compile otherwise). */
+const _everyFieldSelected: [Exclude<keyof PriorityItem, 'id' | 'cardId' | FieldOf<(typeof COLUMN_NAMES)[number]>>] extends [never] ? true : never = true;
+
+/**
+ * Select list of an item, each column named as its PriorityItem field (`cooldown_ms AS
+ * "cooldownMs"`) so rows come back as items; optionally qualified by a table alias.
+ */
 function columns(alias = ''): string {
   const q = alias ? `${alias}.` : '';
-  return [`${q}id::text AS id`, `${q}card_id::text AS card_id`, ...COLUMN_NAMES.map((name) => `${q}${name}`)].join(', ');
+  return [`${q}id::text AS id`, `${q}card_id::text AS "cardId"`, ...COLUMN_NAMES.map((name) => `${q}${name} AS "${fieldOf(name)}"`)].join(', ');
 }
 
 const COLUMNS = columns();
-
-function toItem(row: ItemRow): PriorityItem {
-  return {
-    id: row.id,
-    cardId: row.card_id,
-    status: row.status,
-    types: row.types,
-    lane: row.lane,
-    cooldownMs: row.cooldown_ms,
-    confirmDelaysSec: row.confirm_delays_sec,
-    expected: row.expected,
-    triggerCount: row.trigger_count,
-    firstActor: row.first_actor,
-    firstSource: row.first_source,
-    lastActor: row.last_actor,
-    lastSource: row.last_source,
-    lastTriggeredAt: row.last_triggered_at,
-    attemptCount: row.attempt_count,
-    attemptLimit: row.attempt_limit,
-    claimToken: row.claim_token,
-    claimedAt: row.claimed_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
-    nextRunAt: row.next_run_at,
-    result: row.result,
-    failureReason: row.failure_reason,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
 
 const ENTITY = 'polling_priority_item';
 const WORKER = 'worker';
@@ -95,16 +46,16 @@ export interface TransitionActor {
 }
 
 async function lockActive(client: pg.PoolClient, cardId: string): Promise<PriorityItem | null> {
-  const { rows } = await client.query<ItemRow>(
+  const { rows } = await client.query<PriorityItem>(
     `SELECT ${COLUMNS} FROM polling_priority_item WHERE card_id = $1::bigint AND status IN ('pending', 'processing') FOR UPDATE`,
     [cardId],
   );
-  return rows[0] ? toItem(rows[0]) : null;
+  return rows[0] ?? null;
 }
 
 async function lockById(client: pg.PoolClient, id: string): Promise<PriorityItem | null> {
-  const { rows } = await client.query<ItemRow>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint FOR UPDATE`, [id]);
-  return rows[0] ? toItem(rows[0]) : null;
+  const { rows } = await client.query<PriorityItem>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint FOR UPDATE`, [id]);
+  return rows[0] ?? null;
 }
 
 /** UPDATE with fixed SQL text (`sets` are code constants), then the audit record. */
@@ -115,11 +66,11 @@ async function transition(
   params: readonly unknown[],
   audit: { action: string; actor: string; source: string; reason?: string; now: Date },
 ): Promise<PriorityItem> {
-  const { rows } = await client.query<ItemRow>(
+  const { rows } = await client.query<PriorityItem>(
     `UPDATE polling_priority_item SET ${sets}, updated_at = $2 WHERE id = $1::bigint RETURNING ${COLUMNS}`,
     [before.id, audit.now, ...params],
   );
-  const after = toItem(rows[0]!);
+  const after = rows[0]!;
   await writeAudit(client, {
     entityType: ENTITY,
     entityId: before.id,
@@ -185,7 +136,7 @@ export async function requestPriorityItem(pool: Pool, request: PriorityRequest):
         return { item, merged: true };
       }
       // The partial unique index makes a concurrent creator fail here; the caller may retry and merge.
-      const { rows } = await client.query<ItemRow>(
+      const { rows } = await client.query<PriorityItem>(
         `INSERT INTO polling_priority_item (card_id, types, lane, cooldown_ms, confirm_delays_sec, expected, first_actor, first_source,
            last_actor, last_source, last_triggered_at, attempt_limit, created_at, updated_at)
          VALUES ($1::bigint, $2::text[], $3, $4, $5::integer[], $6, $7, $8, $7, $8, $9, $10, $9, $9)
@@ -203,7 +154,7 @@ export async function requestPriorityItem(pool: Pool, request: PriorityRequest):
           request.attemptLimit ?? DEFAULT_ATTEMPT_LIMIT,
         ],
       );
-      const item = toItem(rows[0]!);
+      const item = rows[0]!;
       await writeAudit(client, { entityType: ENTITY, entityId: item.id, action: 'created', ...audit, occurredAt: now, before: null, after: item });
       return { item, merged: false };
     }),
@@ -212,7 +163,7 @@ export async function requestPriorityItem(pool: Pool, request: PriorityRequest):
 
 export interface ClaimInput extends TransitionActor {
   readonly cardId: string;
-  /** The execution's claim token (DESIGN §4.1); completing or failing must present it. */
+  /** The execution's claim token (from the Redis claim); completing or failing must present it. */
   readonly token: string;
   /** How long a processing claim protects the item from take-over. */
   readonly leaseMs: number;
@@ -353,39 +304,39 @@ export async function failPendingPriorityItem(pool: Pool, input: TransitionActor
 }
 
 export async function getPriorityItem(db: Queryable, id: string): Promise<PriorityItem> {
-  const { rows } = await db.query<ItemRow>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint`, [requireId(id, 'id')]);
+  const { rows } = await db.query<PriorityItem>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint`, [requireId(id, 'id')]);
   if (!rows[0]) throw DomainError.notFound('id', `priority item ${id} does not exist`);
-  return toItem(rows[0]);
+  return rows[0];
 }
 
 export async function findActivePriorityItem(db: Queryable, cardId: string): Promise<PriorityItem | null> {
-  const { rows } = await db.query<ItemRow>(
+  const { rows } = await db.query<PriorityItem>(
     `SELECT ${COLUMNS} FROM polling_priority_item WHERE card_id = $1::bigint AND status IN ('pending', 'processing')`,
     [requireId(cardId, 'cardId')],
   );
-  return rows[0] ? toItem(rows[0]) : null;
+  return rows[0] ?? null;
 }
 
 /** Pending items of one account's cards (rebuild re-requests them), keyset-paginated by item id. */
 export async function listPendingPriorityItems(db: Queryable, carrierId: string, afterId = '0', limit = 1000): Promise<(PriorityItem & { carrierId: string })[]> {
-  const { rows } = await db.query<ItemRow & { carrier_id: string }>(
-    `SELECT ${columns('i')}, c.carrier_id::text
+  const { rows } = await db.query<PriorityItem & { carrierId: string }>(
+    `SELECT ${columns('i')}, c.carrier_id::text AS "carrierId"
        FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
       WHERE i.status = 'pending' AND c.carrier_id = $1::bigint AND i.id > $2::bigint ORDER BY i.id LIMIT $3`,
     [requireId(carrierId, 'carrierId'), afterId, limit],
   );
-  return rows.map((row) => ({ ...toItem(row), carrierId: row.carrier_id }));
+  return rows;
 }
 
 /** Pending items of one account whose retry is due (`next_run_at` ≤ now): the scheduler requests them again. */
 export async function listDuePriorityRetries(db: Queryable, carrierId: string, limit = 500): Promise<PriorityItem[]> {
-  const { rows } = await db.query<ItemRow>(
+  const { rows } = await db.query<PriorityItem>(
     `SELECT ${columns('i')}
        FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
       WHERE i.status = 'pending' AND i.next_run_at <= now() AND c.carrier_id = $1::bigint ORDER BY i.next_run_at LIMIT $2`,
     [requireId(carrierId, 'carrierId'), limit],
   );
-  return rows.map(toItem);
+  return rows;
 }
 
 /** A pending item whose Redis request did not land gets a next run (the scheduler requests it again then). */

@@ -1,5 +1,5 @@
 /**
- * Read-only queries behind the operations API (DESIGN §10): account status figures and keyset
+ * Read-only queries behind the operations API: account status figures and keyset
  * pages of alerts. Kept apart from the repositories the orchestration writes through.
  */
 import type { CardStatus } from '../domain/card.js';

@@ -1,4 +1,4 @@
-/** system_config access: polling.mode and polling.ingest.mode (DESIGN §7, §8). */
+/** system_config access: polling.mode and polling.ingest.mode. */
 import { DomainError } from '../domain/errors.js';
 import { requireText } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';

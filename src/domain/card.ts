@@ -1,4 +1,4 @@
-/** Card domain types (DESIGN §10 "card"). */
+/** Card domain types. */
 export const CARD_STATUSES = ['inventory', 'test', 'active', 'suspended', 'stopped', 'terminated'] as const;
 export type CardStatus = (typeof CARD_STATUSES)[number];
 

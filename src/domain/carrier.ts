@@ -1,4 +1,4 @@
-/** Carrier account domain types (DESIGN §10 "carrier"). */
+/** Carrier account domain types. */
 import type { GatewayCheckType } from '../common/checkTypes.js';
 
 export interface RateLimitGroup {
@@ -24,6 +24,13 @@ export interface Carrier {
   readonly groups: readonly RateLimitGroup[];
   readonly typeGroups: Partial<Record<GatewayCheckType, string>>;
 }
+
+/**
+ * The column defaults of `carrier_account` (migrations/000002) for the two limits an execution
+ * still needs when its account row has gone (deleted while the card ran).
+ */
+export const DEFAULT_LEASE_MS = 60_000;
+export const DEFAULT_BACKOFF_BASE_MS = 30_000;
 
 /** Input for create; omitted limits take the column defaults. */
 export interface NewCarrier {

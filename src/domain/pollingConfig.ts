@@ -1,5 +1,5 @@
 /**
- * Polling configs (DESIGN §6, §7, §10 "pollingConfig") and the merge rule that turns them into
+ * Polling configs and the merge rule that turns them into
  * a card's intervals. Pure: no I/O.
  */
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';

@@ -1,4 +1,4 @@
-/** Durable request-check items (DESIGN §9; seed 004). */
+/** Durable request-check items (one active per card; see db/priorityItems.ts). */
 import type { CheckType } from '../common/checkTypes.js';
 
 export const PRIORITY_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;

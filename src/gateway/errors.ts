@@ -30,7 +30,3 @@ export class GatewayError extends Error {
     this.name = 'GatewayError';
   }
 }
-
-export function isGatewayError(value: unknown): value is GatewayError {
-  return value instanceof GatewayError;
-}

@@ -11,7 +11,7 @@
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Pool } from '../db/pool.js';
 import { insertDeadLetter } from './deadLetters.js';
 import { backoffMs, classifyWriteFailure, describeFailure, sqlState } from './failures.js';
@@ -23,7 +23,7 @@ import { writeRecords, type RecordWriterDeps, type WriteResult } from './writer.
 export interface IngestConsumerOptions {
   readonly stream: IngestStream;
   /** A connection of its own for the blocking read (closed by stop()). */
-  readonly readConnection: Redis;
+  readonly readConnection: RedisConnection;
   readonly writer: RecordWriterDeps;
   /** Batches written at once. */
   readonly concurrency: number;

@@ -8,7 +8,7 @@
  * written — an outage shorter than a monitor tick still leaves its open-then-resolved record.
  * One monitor acts at a time across ingest processes (a short lock); all publish metrics.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Pool } from '../db/pool.js';
 import { openIngestBacklogAlerts, resolveIngestBacklogAlerts } from '../db/alerts.js';
 import type { IngestMetrics } from './metrics.js';
@@ -20,7 +20,7 @@ const DRAINED_RATIO = 0.5;
 
 export interface BacklogMonitorOptions {
   readonly stream: IngestStream;
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly pool: Pool;
   readonly thresholds: BacklogThresholds;
   readonly owner: string;
@@ -37,6 +37,7 @@ export class BacklogMonitor {
   private running: Promise<void> | undefined;
   private stopped = false;
   private reconciled = false;
+  private lastFailure: string | undefined;
   /** The latest backlog this process read (for status without another round trip). */
   last: IngestBacklog = { records: 0, oldestAgeMs: 0 };
 
@@ -47,8 +48,15 @@ export class BacklogMonitor {
     const loop = (): void => {
       if (this.stopped) return;
       this.running = this.tick()
-        .then(() => undefined)
-        .catch((error: unknown) => this.options.log?.(`ingest monitor: ${error instanceof Error ? error.message : String(error)}`))
+        .then(() => {
+          this.lastFailure = undefined;
+        })
+        .catch((error: unknown) => {
+          // The same failure every tick of an outage (PostgreSQL away for a minute) is one line.
+          const message = error instanceof Error ? error.message : String(error);
+          if (message !== this.lastFailure) this.options.log?.(`ingest monitor: ${message}`);
+          this.lastFailure = message;
+        })
         .finally(() => {
           if (!this.stopped) this.timer = setTimeout(loop, every);
         });

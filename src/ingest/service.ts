@@ -3,7 +3,7 @@
  * It runs wherever the `polling-ingest` worker runs, in either ingest mode: after a switch back
  * to sync, what async mode handed over is still written.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
@@ -30,7 +30,7 @@ export function ingestSettings(config: Config): IngestSettings {
 }
 
 export interface IngestServiceInput {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   /** Redis key namespace (REDIS_KEY_PREFIX). */
   readonly namespace: string;
   readonly pool: Pool;
@@ -49,6 +49,22 @@ export interface IngestService {
   stop(): Promise<void>;
 }
 
+/** Pool connections the ingest's batches leave to everything else of the process. */
+const POOL_HEADROOM = 4;
+
+/**
+ * Batches written at once, at most the pool's size minus a few connections. A batch that waits on
+ * PostgreSQL (locked tables, a stalled server) holds its connection: without the headroom, the
+ * ingest of a process that also runs card and control workers (src/workers/all.ts, the benches)
+ * takes every connection, and the reads polling needs — reference data, card rows — queue behind
+ * it, so polling stops exactly when the async ingest should let it go on (issue 15).
+ */
+export function writerSlots(pool: Pool, concurrency: number): number {
+  const max = (pool as { options?: { max?: unknown } }).options?.max;
+  if (typeof max !== 'number' || !Number.isFinite(max)) return concurrency;
+  return Math.max(1, Math.min(concurrency, max - POOL_HEADROOM));
+}
+
 export function startIngest(input: IngestServiceInput): IngestService {
   const log = input.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
   const stream = new IngestStream(input.redis, input.namespace);
@@ -60,7 +76,7 @@ export function startIngest(input: IngestServiceInput): IngestService {
     stream,
     readConnection,
     writer: { pool: input.pool, priority: input.priority },
-    concurrency: input.settings.concurrency,
+    concurrency: writerSlots(input.pool, input.settings.concurrency),
     batchSize: input.settings.batchSize,
     ...(input.reclaimIdleMs === undefined ? {} : { reclaimIdleMs: input.reclaimIdleMs }),
     ...(metrics ? { metrics } : {}),

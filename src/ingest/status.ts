@@ -2,7 +2,7 @@
  * What an operator sees of the ingest: the mode, the backlog (records pending and the oldest's
  * age), the write rate, whether claiming is tightened because of it, and the dead letters.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Pool } from '../db/pool.js';
 import { getIngestMode, type IngestMode } from '../db/systemConfig.js';
 import { backlogRatio, type BacklogThresholds } from './pressure.js';
@@ -19,7 +19,7 @@ export interface IngestStatus {
   readonly deadLetters: number;
 }
 
-export async function ingestStatus(input: { pool: Pool; redis: Redis; namespace: string; thresholds: BacklogThresholds }): Promise<IngestStatus> {
+export async function ingestStatus(input: { pool: Pool; redis: RedisConnection; namespace: string; thresholds: BacklogThresholds }): Promise<IngestStatus> {
   const stream = new IngestStream(input.redis, input.namespace);
   const [mode, backlog, writeRatePerSec, dead] = await Promise.all([
     getIngestMode(input.pool),

@@ -8,7 +8,7 @@
  *
  * All keys share the `{ingest}` hash tag: one slot, so this runs unchanged on Redis Cluster.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 
 export const INGEST_GROUP = 'ingest';
 /** Seconds of per-second write counters kept for the write rate. */
@@ -75,7 +75,7 @@ export class IngestStream {
   readonly keys: IngestKeys;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     namespace: string,
   ) {
     this.keys = ingestKeys(namespace);
@@ -101,7 +101,7 @@ export class IngestStream {
    * New records for `consumer`, up to `count`, waiting up to `blockMs` for the first. `connection`
    * must be one of its own: a blocking read holds its connection.
    */
-  async read(connection: Redis, consumer: string, count: number, blockMs: number): Promise<StreamEntry[]> {
+  async read(connection: RedisConnection, consumer: string, count: number, blockMs: number): Promise<StreamEntry[]> {
     const attempt = async (): Promise<StreamEntry[]> => {
       const reply = (await connection.xreadgroup('GROUP', INGEST_GROUP, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, '>')) as unknown;
       if (!Array.isArray(reply) || reply.length === 0) return [];

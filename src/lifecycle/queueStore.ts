@@ -3,7 +3,7 @@
  * lifecycle and rebuild use, plus a small batched reader of existing due times that the store
  * does not offer (readDue is one round trip per card).
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { DueField } from '../redis/dueFields.js';
@@ -24,7 +24,7 @@ export async function storeClock(store: Pick<CarrierQueueStore, 'clockNow'>): Pr
 export type Dues = Partial<Record<CheckType, number>>;
 
 /** Existing `due:<type>` values of many cards of one account, in one pipeline (HMGET each). */
-export async function readDuesMany(redis: Redis, namespace: string, carrierId: string, cardIds: readonly string[]): Promise<Map<string, Dues>> {
+export async function readDuesMany(redis: RedisConnection, namespace: string, carrierId: string, cardIds: readonly string[]): Promise<Map<string, Dues>> {
   const keys = accountKeys(namespace, carrierId);
   const fields = CHECK_TYPES.map((type) => DueField.due(type));
   const pipeline = redis.pipeline();
@@ -46,7 +46,7 @@ export async function readDuesMany(redis: Redis, namespace: string, carrierId: s
 }
 
 /** Every card id in an account's two lanes, streamed with ZSCAN so huge lanes never load at once. */
-export async function* laneMembers(redis: Redis, namespace: string, carrierId: string, count = 1000): AsyncGenerator<string[]> {
+export async function* laneMembers(redis: RedisConnection, namespace: string, carrierId: string, count = 1000): AsyncGenerator<string[]> {
   const keys = accountKeys(namespace, carrierId);
   for (const lane of [keys.prio, keys.queue]) {
     let cursor = '0';

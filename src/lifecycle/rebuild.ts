@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type pg from 'pg';
 import { listCarriers } from '../db/carriers.js';
 import { findCards, pageCarrierCards } from '../db/cards.js';
@@ -58,7 +58,7 @@ export class RebuildLockLostError extends Error {
 
 export interface RebuildDeps {
   readonly pool: pg.Pool;
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly store: LifecycleStore;
   /** Key namespace the store uses (empty in production). */
   readonly namespace?: string;

@@ -48,7 +48,7 @@ export function configureSimulator(world: SimWorld): void {
   for (const account of DEMO_ACCOUNTS) {
     world.updateAccount(account.carrier.gatewayAccount, {
       groups: Object.fromEntries((account.carrier.groups ?? []).map((g) => [g.name, g.qps])),
-      // Without real-name control the carrier does not charge realname calls to a group (DESIGN §1).
+      // Without real-name control the carrier does not charge realname calls to a group.
       typeGroups: Object.fromEntries(Object.entries(account.carrier.typeGroups ?? {}).filter(([type]) => type !== 'realname' || account.carrier.realnameControl === true)),
       latencyMs: account.latencyMs,
       errorRate: 0.01,

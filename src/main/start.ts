@@ -13,12 +13,12 @@ import { migrate } from '../db/migrate.js';
 import { startSimulator, type RunningSimulator } from '../simulator/server.js';
 import { startWorkers } from '../workers/run.js';
 import { WORKER_KINDS } from '../workers/createWorker.js';
-import { createPollingServices } from '../polling/services.js';
+import { createPollingServices } from '../polling/pollingServices.js';
 import { ensurePollingControl, schedulerStatus } from '../polling/temporalControl.js';
 import type { SchedulerStatus } from '../common/orchestration.js';
 import { configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
-import { startApi } from './api.js';
+import { startApiServer } from '../api/start.js';
 import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
 
 const HELP = `usage: npm start
@@ -75,7 +75,7 @@ const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS }
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 const ref = { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
 await ensurePollingControl(ref);
-const api = await startApi(runConfig, workers.deps, services, ref);
+const api = await startApiServer(runConfig, workers.deps, services, ref);
 
 log('');
 log(`ready in ${Date.now() - started} ms`);

@@ -1,6 +1,6 @@
 /**
  * Starts claimed cards' `cardCheck` runs with the Temporal client, from the claim activity
- * (CARD_START_MODE=client, DESIGN §11.1). Same workflow ids, task queue and search
+ * (CARD_START_MODE=client). Same workflow ids, task queue and search
  * attributes as the child starts of carrierScheduler, plus ClaimedBy naming the scheduler run.
  *
  * A start that finds a run already there is a success when that run carries this claim's token
@@ -9,6 +9,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import {
+  cardTaskQueue,
   CARD_ID_ATTRIBUTE,
   CARRIER_ID_ATTRIBUTE,
   CLAIMED_BY_ATTRIBUTE,
@@ -48,7 +49,7 @@ export function createClientCardStarter(client: Client, log: (message: string, f
     try {
       await client.workflow.start('cardCheck', {
         workflowId,
-        taskQueue: request.placement.taskQueues.card,
+        taskQueue: cardTaskQueue(request.placement.taskQueues, card.fromPriority),
         args: [args],
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
         memo: { token: card.token },

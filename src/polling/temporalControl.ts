@@ -4,8 +4,9 @@
  * (never around them), read their status queries.
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, ServiceError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, isGrpcServiceError, type Client } from '@temporalio/client';
+import { ApplicationFailure, ScheduleAlreadyRunning, ScheduleOverlapPolicy, ServiceError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, isGrpcServiceError, type Client } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
+import { storageMaintenance } from '../workflows/storageMaintenance.js';
 import {
   configChangedSignal,
   controlStatusQuery,
@@ -17,6 +18,7 @@ import {
 import {
   SCHEDULER_CONTINUING_AS_NEW,
   pollingControlWorkflowId,
+  storageMaintenanceScheduleId,
   schedulerWorkflowId,
   type ControlStatus,
   type PollingMode,
@@ -41,6 +43,28 @@ export async function ensurePollingControl(ref: OrchestrationRef, extra: Omit<Po
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   return handle.workflowId;
+}
+
+/**
+ * Creates the hourly storage-maintenance schedule unless it exists (idempotent), running it once
+ * at creation so a new deployment has its partitions at once. Returns whether it was created.
+ */
+export async function ensureStorageMaintenance(ref: OrchestrationRef, every = '1 hour'): Promise<boolean> {
+  const scheduleId = storageMaintenanceScheduleId(ref.workflowIdPrefix);
+  try {
+    await ref.client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every }] },
+      action: { type: 'startWorkflow', workflowType: storageMaintenance, workflowId: scheduleId, taskQueue: ref.taskQueues.control, args: [] },
+      // A run still deleting a backlog is not joined by a second one.
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      state: { triggerImmediately: true, note: 'observation partitions ahead, data past RETENTION_MONTHS removed' },
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof ScheduleAlreadyRunning) return false;
+    throw error;
+  }
 }
 
 /** How long a request-check keeps retrying while the scheduler continues-as-new (normally well under a second). */

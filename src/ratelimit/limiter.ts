@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import { accountKeys } from '../redis/keys.js';
 import { callScript, registerScripts } from '../redis/scriptLoader.js';
 import { DEFAULT_PUSHBACK, type PushbackSettings } from './pushback.js';
@@ -41,7 +41,7 @@ export const DEFAULT_WINDOW_MARGIN_MS = MAX_WINDOW_MARGIN_MS;
 export type QpsResolver = (carrierId: string, group: string) => number | Promise<number>;
 
 export interface RateLimiterOptions {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   /** Key namespace (empty in production, per test otherwise). */
   readonly namespace: string;
   readonly qps: QpsResolver;
@@ -123,7 +123,7 @@ type ScriptOp = 'acquire' | 'confirm' | 'cancel' | 'peek' | 'pushback';
 type ScriptExtra = { readonly callId?: string; readonly retryAfterMs?: number; readonly maxWaitMs?: number };
 
 export class RedisRateLimiter {
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly namespace: string;
   private readonly resolveQps: QpsResolver;
   private readonly fixedMarginMs: number | undefined;

@@ -6,7 +6,8 @@
  * Time: every method takes "now" (ms). When omitted it is `Date.now()`, or Redis' own clock when
  * the store is built with `{ clock: 'redis' }` (one clock for all processes, no skew).
  */
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import { groupBySlot, type RedisConnection } from './connection.js';
 import type { CheckType } from '../common/checkTypes.js';
 import { accountKeys, type AccountKeys } from './keys.js';
 import { registerScripts, callScript } from './scriptLoader.js';
@@ -116,12 +117,15 @@ export interface StartStats {
 }
 
 const START_STATS_TTL_MS = 60_000;
+/** Accounts whose key names a store keeps (far more than a deployment has). */
+const ACCOUNT_KEY_CACHE = 10_000;
 
 export class CarrierQueueStore {
   private readonly clock: 'local' | 'redis';
+  private readonly accountKeyCache = new Map<string, AccountKeys>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly namespace = '',
     options: CarrierQueueStoreOptions = {},
   ) {
@@ -131,7 +135,15 @@ export class CarrierQueueStore {
   }
 
   keys(carrierId: CarrierId): AccountKeys {
-    return accountKeys(this.namespace, carrierId);
+    // Built once per account: every script call needs them (a hot path: several calls per card run).
+    const id = String(carrierId);
+    let keys = this.accountKeyCache.get(id);
+    if (keys === undefined) {
+      if (this.accountKeyCache.size >= ACCOUNT_KEY_CACHE) this.accountKeyCache.clear();
+      keys = accountKeys(this.namespace, id);
+      this.accountKeyCache.set(id, keys);
+    }
+    return keys;
   }
 
   /**
@@ -141,6 +153,7 @@ export class CarrierQueueStore {
    */
   async clockNow(): Promise<number> {
     if (this.clock === 'local') return Date.now();
+    // On a cluster TIME reaches any node; their clocks agree (one host, or NTP: see connection.ts).
     const [seconds, micros] = await this.redis.time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
@@ -306,15 +319,27 @@ export class CarrierQueueStore {
     });
   }
 
+  /**
+   * Script calls in pipelines, replies in call order (the first failed call's error is thrown).
+   * One pipeline per slot, i.e. per account (on a cluster a pipeline goes to one node, and a batch
+   * may span accounts); they run concurrently, so it is still about one round trip.
+   */
   private async pipelined(calls: readonly ScriptCall[]): Promise<unknown[]> {
     if (calls.length === 0) return [];
-    const pipeline = this.redis.pipeline();
-    for (const call of calls) {
-      const command = (pipeline as unknown as Record<string, unknown>)[call.name];
-      if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
-      (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...call.keys, ...call.args);
-    }
-    const results = (await pipeline.exec()) ?? [];
+    const results: [Error | null, unknown][] = new Array<[Error | null, unknown]>(calls.length);
+    const batches = groupBySlot(calls.map((call, index) => ({ call, index })), (entry) => entry.call.keys[0] ?? '');
+    await Promise.all(
+      batches.map(async (batch) => {
+        const pipeline = this.redis.pipeline();
+        for (const { call } of batch) {
+          const command = (pipeline as unknown as Record<string, unknown>)[call.name];
+          if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
+          (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...call.keys, ...call.args);
+        }
+        const replies = (await pipeline.exec()) ?? [];
+        batch.forEach(({ index }, at) => (results[index] = replies[at] ?? [new Error('missing pipeline reply'), null]));
+      }),
+    );
     return results.map(([error, reply]) => {
       if (error) throw error;
       return reply;

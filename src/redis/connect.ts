@@ -1,9 +1,14 @@
 /**
- * Opens the Redis connection every process uses and refuses a server whose eviction policy could
- * drop keys: a lease or due score silently evicted would lose a card from polling.
+ * Opens the Redis connection every process uses — one server, or a Redis Cluster when
+ * REDIS_CLUSTER_NODES names its nodes — and refuses a server whose eviction policy could drop
+ * keys: a lease or due score silently evicted would lose a card from polling.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { logConnectionErrors } from '../db/connectionErrors.js';
+import type { ClusterNode } from '../config/index.js';
+import { allNodes, isCluster, nodeAddress, type RedisConnection } from './connection.js';
+
+export type { RedisConnection } from './connection.js';
 
 export class RedisEvictionPolicyError extends Error {
   constructor(readonly policy: string) {
@@ -12,9 +17,39 @@ export class RedisEvictionPolicyError extends Error {
   }
 }
 
-export async function readEvictionPolicy(redis: Redis): Promise<string> {
-  const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
-  return reply[1] ?? 'unknown';
+/**
+ * The eviction policy, or on a cluster the first node's (masters and replicas: a replica becomes
+ * a master on failover) that is not `noeviction`, suffixed with its address.
+ */
+export async function readEvictionPolicy(redis: RedisConnection): Promise<string> {
+  const policies = await Promise.all(
+    allNodes(redis).map(async (node) => {
+      const reply = (await node.config('GET', 'maxmemory-policy')) as string[];
+      return { node, policy: reply[1] ?? 'unknown' };
+    }),
+  );
+  if (policies.length === 0) return 'unknown';
+  const bad = policies.find((entry) => entry.policy !== 'noeviction');
+  if (bad === undefined) return 'noeviction';
+  return isCluster(redis) ? `${bad.policy} (${nodeAddress(bad.node)})` : bad.policy;
+}
+
+export interface ConnectOptions {
+  readonly connectionName?: string;
+}
+
+/** What {@link connectRedisFromConfig} needs of the configuration. */
+export interface RedisTarget {
+  readonly REDIS_URL: string;
+  readonly REDIS_CLUSTER_NODES?: readonly ClusterNode[] | undefined;
+}
+
+async function ensureNoEviction(redis: RedisConnection): Promise<void> {
+  const policy = await readEvictionPolicy(redis);
+  if (policy !== 'noeviction') {
+    redis.disconnect();
+    throw new RedisEvictionPolicyError(policy);
+  }
 }
 
 /**
@@ -23,7 +58,7 @@ export async function readEvictionPolicy(redis: Redis): Promise<string> {
  * for ever), commands meanwhile fail with an error their caller handles, and the outage is logged
  * on stderr, rate-limited (see src/db/connectionErrors.ts).
  */
-export async function connectRedis(url: string, options: { connectionName?: string } = {}): Promise<Redis> {
+export async function connectRedis(url: string, options: ConnectOptions = {}): Promise<Redis> {
   const redis = new Redis(url, {
     lazyConnect: true,
     connectionName: options.connectionName,
@@ -42,10 +77,48 @@ export async function connectRedis(url: string, options: { connectionName?: stri
     redis.disconnect();
     throw error;
   }
-  const policy = await readEvictionPolicy(redis);
-  if (policy !== 'noeviction') {
-    redis.disconnect();
-    throw new RedisEvictionPolicyError(policy);
-  }
+  await ensureNoEviction(redis);
   return redis;
+}
+
+/**
+ * Connects to a Redis Cluster through any of `nodes` (the rest is discovered). Same contract as
+ * {@link connectRedis}: the connection outlives a node's outage. When a master dies, commands
+ * for its slots are retried (every 300 ms, up to 16 redirections) while its replica is promoted,
+ * and ioredis re-reads the slot map on the redirection, so callers see at most the failover time
+ * (cluster-node-timeout + election) as slower or failed commands.
+ */
+export async function connectRedisCluster(nodes: readonly ClusterNode[], options: ConnectOptions = {}): Promise<Cluster> {
+  const label = `redis-cluster(${options.connectionName ?? 'card-poller'})`;
+  const cluster = new Cluster(
+    nodes.map((node) => ({ host: node.host, port: node.port })),
+    {
+      lazyConnect: true,
+      enableAutoPipelining: true,
+      // Keep trying for ever, like the single connection: a whole-cluster outage is waited out.
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      retryDelayOnFailover: 300,
+      retryDelayOnClusterDown: 300,
+      retryDelayOnTryAgain: 300,
+      redisOptions: { connectionName: options.connectionName, maxRetriesPerRequest: 3 },
+    },
+  );
+  const errors = logConnectionErrors(cluster, label);
+  // A node's errors arrive as 'node error', not 'error': log them alike (one node down is an outage too).
+  cluster.on('node error', (error: unknown) => errors.error(error));
+  cluster.on('ready', () => errors.recovered());
+  try {
+    await cluster.connect();
+  } catch (error) {
+    cluster.disconnect();
+    throw error;
+  }
+  await ensureNoEviction(cluster);
+  return cluster;
+}
+
+/** The process' Redis connection as configured: a cluster when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
+export async function connectRedisFromConfig(config: RedisTarget, options: ConnectOptions = {}): Promise<RedisConnection> {
+  const nodes = config.REDIS_CLUSTER_NODES;
+  return nodes !== undefined && nodes.length > 0 ? connectRedisCluster(nodes, options) : connectRedis(config.REDIS_URL, options);
 }

@@ -32,6 +32,12 @@ export const FIELD_PRIORITY = 'prio';
 export const FIELD_CARRIER = 'carrier';
 /** Time (ms) of the current claim; written by claim, read and cleared by finish/release. */
 export const FIELD_CLAIMED_AT = 'clm';
+/**
+ * Gateway types the current claim deferred because their group's budget was closed that round
+ * (comma-separated, '' = none): the execution does not run them and they stay due. Written by
+ * every claim, dropped by finish and release (`lua/claim.lua`).
+ */
+export const FIELD_DEFERRED = 'dfr';
 
 export function dueField(kind: DueFieldKind, type: CheckType): string {
   return `${DUE_FIELD_PREFIX[kind]}${type}`;

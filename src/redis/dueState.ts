@@ -1,8 +1,8 @@
 /**
  * Typed view of a card's due hash (DESIGN §3), parsed in one place.
  */
-import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
-import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_CLAIMED_AT, FIELD_PRIORITY, dueField } from './dueFields.js';
+import { CHECK_TYPES, isCheckType, type CheckType } from '../common/checkTypes.js';
+import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_CLAIMED_AT, FIELD_DEFERRED, FIELD_PRIORITY, dueField } from './dueFields.js';
 
 export interface TypeDueState {
   /** Next due (ms); null when the type is not polled. */
@@ -29,6 +29,8 @@ export interface DueState {
   readonly prio: boolean;
   /** Time of the current claim (ms), null when not claimed. */
   readonly claimedAt: number | null;
+  /** Types the current claim deferred (their group's budget was closed): not run by this execution. */
+  readonly deferred: readonly CheckType[];
   readonly types: Readonly<Record<CheckType, TypeDueState>>;
 }
 
@@ -74,6 +76,7 @@ export function parseDueHash(raw: Readonly<Record<string, string>>): DueState | 
     carrier: raw[FIELD_CARRIER] ?? null,
     prio: raw[FIELD_PRIORITY] === '1',
     claimedAt: toMs(raw[FIELD_CLAIMED_AT]),
+    deferred: (raw[FIELD_DEFERRED] ?? '').split(',').filter(isCheckType),
     types,
   };
 }

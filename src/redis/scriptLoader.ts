@@ -5,12 +5,15 @@
  * `--@include <name>` is replaced by `lua/includes/<name>.lua`, so shared helpers live in one
  * place. ioredis' `defineCommand` sends EVALSHA and falls back to EVAL once when the server does
  * not know the script yet (e.g. after a restart), so every script is loaded once and called by SHA.
+ * On a Redis Cluster this holds per node: ioredis sends EVAL the first time a script goes over a
+ * node's socket and EVALSHA after, and on NOSCRIPT (a promoted replica, a restarted node) resends
+ * it as EVAL to the node that owns the slot, so no SCRIPT LOAD on every node is needed.
  */
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 
 export const LUA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../lua');
 
@@ -49,7 +52,7 @@ export function scriptSha(name: string): string {
  * Registers scripts on a connection (idempotent per connection) and returns a caller that runs
  * one by name through EVALSHA.
  */
-export function registerScripts(redis: Redis, definitions: readonly ScriptDefinition[]): void {
+export function registerScripts(redis: RedisConnection, definitions: readonly ScriptDefinition[]): void {
   for (const definition of definitions) {
     if (typeof (redis as unknown as Record<string, unknown>)[definition.name] === 'function') continue;
     redis.defineCommand(definition.name, {
@@ -61,7 +64,7 @@ export function registerScripts(redis: Redis, definitions: readonly ScriptDefini
 
 /** Calls a registered script. Arguments are stringified by ioredis. */
 export async function callScript(
-  redis: Redis,
+  redis: RedisConnection,
   name: string,
   keys: readonly string[],
   args: readonly (string | number)[],

@@ -3,19 +3,20 @@
  * PostgreSQL pool, metrics), built once from the configuration and closed together.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/index.js';
-import { connectRedis } from '../redis/connect.js';
+import { connectRedisFromConfig } from '../redis/connect.js';
 import { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { RedisRateLimiter } from '../ratelimit/limiter.js';
 import { GatewayClient } from '../gateway/client.js';
 import { createPool, type Pool } from '../db/pool.js';
 import { ReferenceData } from '../activities/referenceData.js';
 import { createActivityMetrics, type ActivityMetrics } from '../activities/metrics.js';
+import { createProcessLogger } from './logger.js';
 
 export interface RuntimeDeps {
   readonly config: Config;
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly store: CarrierQueueStore;
   readonly limiter: RedisRateLimiter;
   readonly gateway: GatewayClient;
@@ -36,9 +37,11 @@ export interface RuntimeOptions {
 
 export async function createRuntimeDeps(config: Config, options: RuntimeOptions = {}): Promise<RuntimeDeps> {
   const namespace = options.namespace ?? config.REDIS_KEY_PREFIX;
-  const redis = await connectRedis(config.REDIS_URL, { connectionName: options.name ?? 'card-poller' });
+  const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller' });
   const pool = createPool({ url: config.DATABASE_URL, schema: options.schema ?? config.DATABASE_SCHEMA, max: options.poolSize ?? 20, applicationName: options.name ?? 'card-poller' });
-  const reference = new ReferenceData(pool);
+  // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
+  const referenceLog = createProcessLogger(config, options.name ?? 'card-poller');
+  const reference = new ReferenceData(pool, { log: (line) => referenceLog.warn(line) });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Every process on Redis' clock (DESIGN §4): leases, due times and request stamps compare across hosts.

@@ -13,7 +13,7 @@ const ONE_SECOND_MS = 1000;
 
 const rate = z.number().min(0).max(1);
 
-/** Body of `PUT /sim/accounts/:account` (DESIGN §5, plus test hooks). Omitted fields keep their value. */
+/** Body of `PUT /sim/accounts/:account` (the simulated account's groups, latency and error rates, plus test hooks). Omitted fields keep their value. */
 export const accountUpdateSchema = z.object({
   groups: z.record(z.string().min(1), z.number().positive()).optional(),
   typeGroups: z.partialRecord(z.enum(GATEWAY_CHECK_TYPES), z.string().min(1)).optional(),

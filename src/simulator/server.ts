@@ -1,7 +1,7 @@
 /**
  * Carrier gateway simulator: the gateway contract (docs/gateway-contract.md) for any number of
  * accounts, with carrier-side QPS enforcement, latency, fault injection and changing card state,
- * plus the `/sim/*` control and measuring endpoints (DESIGN §5).
+ * plus the `/sim/*` control and measuring endpoints.
  *
  * It is the measuring instrument of the benchmarks, so it is plain node:http with no framework and
  * O(1) work per call.

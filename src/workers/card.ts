@@ -1,4 +1,4 @@
-/** Worker entry of the `polling-card` task queue (DESIGN §2.2). Scale this process independently. */
+/** Worker entry of the `polling-card` task queue. Scale this process independently. */
 import { loadConfigOrExit } from '../config/index.js';
 import { runWorkersUntilSignal } from './run.js';
 

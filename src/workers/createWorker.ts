@@ -1,5 +1,5 @@
 /**
- * Builds the worker of one task queue (DESIGN §2.2). Each queue scales on its own: control runs
+ * Builds the worker of one task queue. Each queue scales on its own: control runs
  * the control/scheduler workflows and the claim activity, card runs cardCheck workflows and the
  * Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
  */
@@ -10,7 +10,7 @@ import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkflowBu
 import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
-import { createControlActivities, type ModeSwitcher, type RedisGuard, type RequestChecker } from '../activities/control.js';
+import { DEFAULT_RETENTION, createControlActivities, type ModeSwitcher, type RedisGuard, type RequestChecker } from '../activities/control.js';
 import { createCardActivities } from '../activities/card.js';
 import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
@@ -62,12 +62,31 @@ const VERSIONING_BEHAVIOR: Readonly<Record<WorkerKind, VersioningBehavior>> = {
   ingest: 'AUTO_UPGRADE',
 };
 
+/**
+ * Card workers the claim assumes a deployment runs. The control worker cannot count the card
+ * workers polling its queue, so it caps each account's in-flight limit at this many times one card
+ * worker's workflow slots (`WORKER_CARD_MAX_WORKFLOWS`): claims beyond what the card workers can
+ * run would wait in Temporal's task queue, where their leases run out, instead of in Redis.
+ */
+const ASSUMED_CARD_WORKERS = 4;
+
 export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVersion | undefined): { workerDeploymentOptions?: WorkerDeploymentOptions } {
   if (!version) return {};
   return { workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: VERSIONING_BEHAVIOR[kind] } };
 }
 
-export async function createWorker(setup: WorkerSetup): Promise<Worker> {
+/**
+ * The workers of one kind: one per task queue it serves. A card worker process also polls the
+ * priority lane's queue with a second worker of the same activities and limits, so a
+ * request-check's run never waits behind the normal lane's backlog on the card queue.
+ */
+export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
+  if (setup.kind !== 'card') return [await createWorker(setup)];
+  const queues = setup.taskQueues ?? taskQueues(setup.config);
+  return Promise.all([createWorker(setup), createWorker({ ...setup, taskQueues: { ...queues, card: queues.cardPriority } })]);
+}
+
+async function createWorker(setup: WorkerSetup): Promise<Worker> {
   const { config, deps, kind } = setup;
   const queues = setup.taskQueues ?? taskQueues(config);
   const common = {
@@ -92,7 +111,8 @@ export async function createWorker(setup: WorkerSetup): Promise<Worker> {
           modes: setup.services.modes,
           ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
           metrics: deps.metrics,
-          cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * 4,
+          cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * ASSUMED_CARD_WORKERS,
+          retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
           ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
           ...(config.CARD_START_MODE === 'client'
             ? { cardStarter: createClientCardStarter(new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }), (message, fields) => void activityLog.warn(message, fields)) }

@@ -1,5 +1,5 @@
 /**
- * Worker entry of the `polling-ingest` task queue (DESIGN §2.2): the async ingest's stream
+ * Worker entry of the `polling-ingest` task queue: the async ingest's stream
  * consumer (batched PostgreSQL writes, INGEST_CONCURRENCY at once) and its backlog monitor run
  * with it. Scale this process independently: every process joins the same consumer group.
  */

@@ -1,12 +1,13 @@
 /**
  * A process that runs the control worker makes sure pollingControl runs: at start and every
- * `everyMs`, it starts it unless a run is open (USE_EXISTING). A run that ended for any reason —
+ * `everyMs`, it starts it unless a run is open (USE_EXISTING), and creates the hourly
+ * storage-maintenance schedule unless it exists. A run that ended for any reason —
  * terminated after a deploy, failed — is replaced without a person; the schedulers it owns are
  * then reconciled by it. Failures (Temporal away) are logged and tried again at the next period.
  */
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { ensurePollingControl, type OrchestrationRef } from '../polling/temporalControl.js';
+import { ensurePollingControl, ensureStorageMaintenance, type OrchestrationRef } from '../polling/temporalControl.js';
 import type { TaskQueueNames } from '../common/orchestration.js';
 
 export interface KeepPollingControlOptions {
@@ -26,7 +27,7 @@ export function keepPollingControlRunning(options: KeepPollingControlOptions): {
   };
   let lastError = '';
   const ensure = (): void => {
-    ensurePollingControl(ref).then(
+    Promise.all([ensurePollingControl(ref), ensureStorageMaintenance(ref)]).then(
       () => void (lastError = ''),
       (error: unknown) => {
         const message = String(error);

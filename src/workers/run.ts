@@ -9,8 +9,8 @@ import { createRuntimeDeps, type RuntimeDeps } from '../runtime/deps.js';
 import { createProcessLogger, lifecycleLogger, type ProcessLogger } from '../runtime/logger.js';
 import { PinoSdkLogger, SDK_LOG_LEVEL } from '../runtime/sdkLogger.js';
 import { freePort, startMetricsServer } from '../runtime/metricsServer.js';
-import { createPollingServices } from '../polling/services.js';
-import { createWorker, type WorkerKind } from './createWorker.js';
+import { createPollingServices } from '../polling/pollingServices.js';
+import { createWorkers, type WorkerKind } from './createWorker.js';
 import { loadProcessBundle } from './workflowBundle.js';
 import { workerHealth } from './health.js';
 import { keepPollingControlRunning } from './keepPollingControl.js';
@@ -67,11 +67,13 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   const needsBundle = kinds.includes('control') || kinds.includes('card') || (config.WORKER_VERSIONING === 'on' && config.WORKER_BUILD_ID === '');
   const loaded = needsBundle ? await loadProcessBundle() : undefined;
   const version = deploymentVersion(config, loaded?.codeHash ?? '');
-  const workers = await Promise.all(
-    kinds.map((kind) =>
-      createWorker({ kind, config, connection, deps, services, workflowBundle: loaded?.bundle ?? { code: '' }, ...(version ? { deploymentVersion: version } : {}) }),
-    ),
-  );
+  const workers = (
+    await Promise.all(
+      kinds.map((kind) =>
+        createWorkers({ kind, config, connection, deps, services, workflowBundle: loaded?.bundle ?? { code: '' }, ...(version ? { deploymentVersion: version } : {}) }),
+      ),
+    )
+  ).flat();
   // Whoever runs the control worker keeps pollingControl (and through it the schedulers) running.
   const keeper = kinds.includes('control')
     ? keepPollingControlRunning({

@@ -1,5 +1,5 @@
 /**
- * cardCheck(cardId, token, fromPriority): one execution of one card (DESIGN §2.1, §6).
+ * cardCheck(cardId, token, fromPriority): one execution of one card.
  *
  * Workflow id `card-<cardId>`, so the Web UI lists every execution of a card under one id and
  * Temporal refuses a second concurrent run. Redis stays the authority: the execution right is
@@ -30,7 +30,7 @@ const BOOKKEEPING_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, ma
 
 /**
  * Redis bookkeeping runs as local activities: in the card worker itself, recorded in history as
- * markers, without a server round trip per step (DESIGN §2.2 puts them on the card task queue).
+ * markers, without a server round trip per step (they would otherwise be activity tasks on the card task queue).
  */
 function cardBookkeeping() {
   return proxyLocalActivities<CardActivities & IngestActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry: BOOKKEEPING_RETRY });

@@ -1,5 +1,5 @@
 /**
- * carrierScheduler(carrierId): the dispatch loop of one carrier account (DESIGN §2.1).
+ * carrierScheduler(carrierId): the dispatch loop of one carrier account.
  *
  * Every second: one claim activity (Redis decides which cards are due and owned), then one
  * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
@@ -27,6 +27,7 @@ import {
   CARRIER_ID_ATTRIBUTE,
   CLAIMED_BY_ATTRIBUTE,
   SCHEDULER_CONTINUING_AS_NEW,
+  cardTaskQueue,
   cardWorkflowId,
   type ClaimRoundResult,
   type ClaimedCard,
@@ -104,7 +105,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     startsInFlight += 1;
     startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
-      taskQueue: args.taskQueues.card,
+      taskQueue: cardTaskQueue(args.taskQueues, card.fromPriority),
       args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, claimedAt, taskQueues: args.taskQueues }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // A new run under the same id for every execution; Temporal rejects one while another runs.
@@ -179,9 +180,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
 
   for (;;) {
     const tickStart = Date.now();
-    // Only the signals queued so far: draining until the queue is empty never ended under a steady
-    // stream of signals, and the loop then neither claimed nor continued-as-new. Different cards in
-    // parallel, one card's requests in arrival order (they merge into one priority item).
+    // A tick handles the signals queued when it starts, no more, so a steady stream of signals
+    // cannot keep the loop from claiming or from continuing-as-new. Different cards in parallel,
+    // one card's requests in arrival order (they merge into one priority item).
     const byCard = new Map<string, RequestCheckInput[]>();
     const signals = [...retrySignals.splice(0, retrySignals.length), ...pendingSignals.splice(0, pendingSignals.length)];
     for (const request of signals) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);

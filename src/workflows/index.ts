@@ -2,3 +2,4 @@
 export { pollingControl } from './pollingControl.js';
 export { carrierScheduler } from './carrierScheduler.js';
 export { cardCheck } from './cardCheck.js';
+export { storageMaintenance } from './storageMaintenance.js';

@@ -1,6 +1,6 @@
 /**
  * Signals, updates and queries of the workflows, defined once and shared with clients (API, CLI).
- * Wire names are the design's (DESIGN §2.1); constants carry their kind as a suffix.
+ * Wire names never change (clients and recorded histories use them); constants carry their kind as a suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ControlStatus, PollingMode, RequestCheckInput, RequestCheckResult, SchedulerStatus } from '../common/orchestration.js';

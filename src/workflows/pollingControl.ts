@@ -1,5 +1,5 @@
 /**
- * pollingControl: the singleton that holds the global mode (DESIGN §8) and keeps one
+ * pollingControl: the singleton that holds the global polling mode and keeps one
  * carrierScheduler running per enabled carrier account.
  *
  * The mode lives in PostgreSQL (`system_config`); schedulers read it every round, so switching to
@@ -20,6 +20,7 @@ import {
   ApplicationFailure,
   sleep,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
 import type { ControlActivities } from '../activities/control.js';
 import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../common/orchestration.js';
@@ -38,6 +39,13 @@ export interface PollingControlArgs {
   readonly queuedModes?: readonly PollingMode[];
 }
 
+/** Continue-as-new once the history has this many events, unless the args set another. */
+const DEFAULT_MAX_HISTORY_EVENTS = 5000;
+/** Accounts are re-read this often even when nobody asks for a reconcile (an account enabled in SQL). */
+const DEFAULT_RECONCILE_EVERY_MS = 60_000;
+/** Backoff base of this loop's failed activities: base × 2^consecutive failures, at most 30 s (loopFailures). */
+const FAILURE_BACKOFF_BASE_MS = 1000;
+
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
   const control = proxyActivities<ControlActivities>({
     taskQueue: args.taskQueues.control,
@@ -46,14 +54,14 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
   // Like the schedulers, this loop outlives any outage of what its activities need.
-  const failures = loopFailures('pollingControl', 'singleton', 1000);
+  const failures = loopFailures('pollingControl', 'singleton', FAILURE_BACKOFF_BASE_MS);
   let mode: PollingMode | undefined;
   while (mode === undefined) {
     try {
       mode = await control.readMode();
     } catch (error) {
       failures.record('readMode', error);
-      await sleep(failures.backoffMs() ?? 1000);
+      await sleep(failures.backoffMs() ?? FAILURE_BACKOFF_BASE_MS);
     }
   }
   failures.succeeded('readMode');
@@ -113,7 +121,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
       }
     }
     const info = workflowInfo();
-    if (info.historyLength >= (args.maxHistoryEvents ?? 5000) || info.continueAsNewSuggested) {
+    if (info.historyLength >= (args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS) || info.continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
     }
@@ -122,7 +130,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
       await sleep(backoff);
       continue;
     }
-    const woke = await condition(() => reconcileRequested || queuedModes.length > 0, args.reconcileEveryMs ?? 60_000);
+    const woke = await condition(() => reconcileRequested || queuedModes.length > 0, args.reconcileEveryMs ?? DEFAULT_RECONCILE_EVERY_MS);
     if (!woke) reconcileRequested = true;
   }
 }
@@ -144,7 +152,7 @@ async function reconcile(args: PollingControlArgs, control: ControlActivities): 
         });
       } catch (error) {
         // Already running is the normal case: schedulers outlive control's continue-as-new.
-        if (!String(error).includes('already started') && !String(error).includes('AlreadyStarted')) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
           log.warn('could not start carrierScheduler', { carrierId, error: String(error) });
         }
       }

@@ -58,7 +58,7 @@ test('/docs/json describes every registered route with its request and answer sc
   }
 });
 
-test('the document carries the §10 field names: request and answer schemas of a carrier, the import outcome', () => {
+test('the document carries the API field names: request and answer schemas of a carrier, the import outcome', () => {
   const createCarrier = document.paths['/v1/carriers']?.post;
   assert.ok(JSON.stringify(createCarrier?.requestBody).includes('inflightLimit'));
   const created = createCarrier?.responses['201']?.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined;

@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { IMPORT_MAX_ROWS, importCards } from '../../src/api/services/cardImport.js';
+import { IMPORT_MAX_ROWS, importCards } from '../../src/api/importCards.js';
 import { carrierBody, createApiStack, iccid, type ApiStack, type ErrorAnswer } from './helpers.js';
 
 interface RowOutcome {

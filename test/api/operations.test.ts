@@ -107,7 +107,7 @@ test('healthz reports every dependency; metrics serve the registry with HTTP req
   assert.match(metrics.body, /# HELP cardpoller_checks_total/);
 });
 
-test('unknown routes answer 404 in the error shape; /docs/json lists every §10 path', async () => {
+test('unknown routes answer 404 in the error shape; /docs/json lists every /v1 path', async () => {
   const missing = await api.call<ErrorAnswer>('GET', '/v1/nothing');
   assert.deepEqual([missing.status, missing.body.error.code], [404, 'not_found']);
   const docs = await api.call<{ openapi: string; paths: Record<string, Record<string, unknown>> }>('GET', '/docs/json');

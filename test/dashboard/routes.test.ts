@@ -32,7 +32,7 @@ test('dashboard routes: public page, token-protected data, card search, history'
     }
     assert.equal((await api.call('GET', '/dashboard/app.css', undefined, { token: null })).status, 200);
 
-    // Its data needs the token, like every §10 route.
+    // Its data needs the token, like every /v1 route.
     assert.equal((await api.call('GET', '/dashboard/api/history', undefined, { token: null })).status, 401);
     assert.equal((await api.call('GET', `/dashboard/api/cards/lookup?q=${card.iccid}`, undefined, { token: 'wrong-token-value' })).status, 401);
     assert.equal((await api.call('GET', '/v1/carriers', undefined, { token: null })).status, 401);

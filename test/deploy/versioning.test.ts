@@ -12,7 +12,7 @@ import { seedAccount, waitFor } from '../helpers/seed.js';
 import { uniqueName } from '../helpers/temporal.js';
 import { ensurePollingControl } from '../../src/polling/temporalControl.js';
 import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
-import { createWorker, WORKER_KINDS } from '../../src/workers/createWorker.js';
+import { createWorkers, WORKER_KINDS } from '../../src/workers/createWorker.js';
 import { bundleWorkflows } from '../../src/workers/workflowBundle.js';
 import { runVersion, setCurrentDeploymentVersion } from '../../src/workers/deployment.js';
 
@@ -26,11 +26,13 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
 
   /** The four workers of one deployment version, as separate processes of that version would run them. */
   async function startVersion(buildId: string): Promise<{ stop(): Promise<void> }> {
-    const workers: Worker[] = await Promise.all(
-      WORKER_KINDS.map((kind) =>
-        createWorker({ kind, config: stack.config, connection, deps: stack.deps, services: stack.services, workflowBundle, taskQueues: stack.taskQueues, deploymentVersion: { deploymentName, buildId } }),
-      ),
-    );
+    const workers: Worker[] = (
+      await Promise.all(
+        WORKER_KINDS.map((kind) =>
+          createWorkers({ kind, config: stack.config, connection, deps: stack.deps, services: stack.services, workflowBundle, taskQueues: stack.taskQueues, deploymentVersion: { deploymentName, buildId } }),
+        ),
+      )
+    ).flat();
     const runs = workers.map((worker) => worker.run());
     let stopped: Promise<void> | undefined;
     const handle = {

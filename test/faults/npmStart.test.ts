@@ -38,6 +38,7 @@ before(async () => {
     WORKFLOW_ID_PREFIX: `npmstart-${run}-`,
     TASK_QUEUE_CONTROL: `npmstart-${run}-control`,
     TASK_QUEUE_CARD: `npmstart-${run}-card`,
+    TASK_QUEUE_CARD_PRIORITY: `npmstart-${run}-card-priority`,
     TASK_QUEUE_GATEWAY: `npmstart-${run}-gateway`,
     TASK_QUEUE_INGEST: `npmstart-${run}-ingest`,
     API_PORT: String(await freePort()),

@@ -1,5 +1,5 @@
 /**
- * Issue 12, defect 9 / DESIGN §1: `realname` calls count against the account's budget only when
+ * `realname` calls count against the account's budget only when
  * the account has real-name control (as the claim already assumes, lua/claim.lua ARGV[8]).
  * Real Redis, PostgreSQL and simulator; the activities are called directly, no workers.
  */

@@ -7,8 +7,8 @@ import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/wo
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config, type TaskQueues } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorker, WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
-import { createPollingServices } from '../../src/polling/services.js';
+import { bundleWorkflows, createWorkers, WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
+import { createPollingServices } from '../../src/polling/pollingServices.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
 import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
@@ -49,7 +49,7 @@ export interface RunningWorkers {
 export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
   const prefix = uniqueName(label);
-  const taskQueues: TaskQueues = { control: `${prefix}-control`, card: `${prefix}-card`, gateway: `${prefix}-gateway`, ingest: `${prefix}-ingest` };
+  const taskQueues: TaskQueues = { control: `${prefix}-control`, card: `${prefix}-card`, cardPriority: `${prefix}-card-priority`, gateway: `${prefix}-gateway`, ingest: `${prefix}-ingest` };
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42 });
@@ -60,6 +60,7 @@ export async function createStack(label: string, options: { seed?: number; confi
     REDIS_KEY_PREFIX: redis.namespace,
     TASK_QUEUE_CONTROL: taskQueues.control,
     TASK_QUEUE_CARD: taskQueues.card,
+    TASK_QUEUE_CARD_PRIORITY: taskQueues.cardPriority,
     TASK_QUEUE_GATEWAY: taskQueues.gateway,
     TASK_QUEUE_INGEST: taskQueues.ingest,
     WORKER_SHUTDOWN_GRACE_MS: 2000,
@@ -85,9 +86,7 @@ export async function createStack(label: string, options: { seed?: number; confi
       bundle ??= bundleWorkflows();
       const workflowBundle = await bundle;
       const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const workers = await Promise.all(
-        kinds.map((kind) => createWorker({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })),
-      );
+      const workers = (await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))).flat();
       const runs = workers.map((worker) => worker.run());
       let stopped: Promise<void> | undefined;
       const handle: RunningWorkers = {
@@ -129,6 +128,7 @@ export function stackEnv(stack: Stack): Record<string, string> {
     REDIS_KEY_PREFIX: stack.redis.namespace,
     TASK_QUEUE_CONTROL: stack.taskQueues.control,
     TASK_QUEUE_CARD: stack.taskQueues.card,
+    TASK_QUEUE_CARD_PRIORITY: stack.taskQueues.cardPriority,
     TASK_QUEUE_GATEWAY: stack.taskQueues.gateway,
     TASK_QUEUE_INGEST: stack.taskQueues.ingest,
     WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import type pg from 'pg';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { createTestRedis, type TestRedis } from '../helpers/redis.js';
@@ -269,7 +269,7 @@ test('a backlog over its threshold opens the ingest_backlog alert and tightens c
   const stack = await createStack('ingest-backpressure');
   try {
     const account = await seedAccount(stack, { name: 'bp1', qps: { status: 100 }, typeGroups: { card_status: 'status' }, cards: 30, intervalsSec: { card_status: 60 } });
-    const redis: Redis = stack.deps.redis;
+    const redis: RedisConnection = stack.deps.redis;
     const stream = new IngestStream(redis, stack.redis.namespace);
     await stream.ensureGroup();
     const thresholds = { records: 10, maxAgeMs: 600_000 };

@@ -9,8 +9,13 @@ import { claimCall } from '../../src/redis/carrierScripts.js';
 import { expectCode } from '../../src/redis/storeErrors.js';
 import { ScriptArgumentError } from '../../src/redis/storeErrors.js';
 import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';
+import { DueField } from '../../src/redis/dueFields.js';
+import { dueTypes } from '../../src/common/schedule.js';
 
 const NOW = 1_000_000;
+/** card_status and carddata in groups of their own (the saturate benchmark's layout). */
+const SPLIT_GROUPS = { card_status: 'status', carddata: 'data' };
+const INTERVALS = { card_status: 60_000, carddata: 60_000 };
 let fx: Fixture;
 let carrier = 0;
 
@@ -132,7 +137,7 @@ describe('claim', () => {
     assert.equal((await fx.hash(c, 'p')).prio, undefined);
   });
 
-  test('budget: the round stops at the first card that would exceed a group (no skipping ahead)', async () => {
+  test('budget: the round stops at the first card that would exceed its only group (no skipping ahead)', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW - 30 }); // g1: 1
     await card(c, 'b', { card_status: NOW - 20, carddata: NOW - 20 }); // g1: 2 → 3 > 2
@@ -142,6 +147,121 @@ describe('claim', () => {
     assert.equal(await fx.score(c, 'queue', 'b'), NOW - 20, 'stopped card untouched');
   });
 
+  test('budget per type: a card due for two groups, one exhausted, is claimed for the open group only; the other type stays due', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20, carddata: NOW - 20 });
+    const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 } });
+    assert.deepEqual(ids(result), ['a']);
+    const hash = await fx.hash(c, 'a');
+    assert.equal(hash['due:carddata'], String(NOW - 20), 'deferred type keeps its due');
+    assert.equal(hash.dfr, 'carddata');
+    // The execution's plan (prepareExecution: readDue + dueTypes) leaves the deferred type out.
+    const state = await fx.store.readDue(c, 'a');
+    assert.deepEqual(state?.deferred, ['carddata']);
+    assert.deepEqual(dueTypes(state, INTERVALS, NOW + 5).types, ['card_status']);
+    // Its finish writes card_status only: carddata stays due, so the card is due again at once.
+    assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+    assert.equal(await fx.store.finish({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 50, set: { [DueField.due('card_status')]: NOW + 60_000 }, del: [] }), true);
+    const done = await fx.hash(c, 'a');
+    assert.equal(done['due:carddata'], String(NOW - 20));
+    assert.equal(done.dfr, undefined, 'finish drops dfr');
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW - 20, 'rescored to the deferred due');
+    // Next round the data group has budget: claimed for carddata, nothing deferred.
+    const next = await claim(c, { now: NOW + 1_000, tokenPrefix: 'r2', typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 5 } });
+    assert.deepEqual(ids(next), ['a']);
+    assert.equal((await fx.hash(c, 'a')).dfr, '');
+    assert.deepEqual(dueTypes(await fx.store.readDue(c, 'a'), INTERVALS, NOW + 1_000).types, ['carddata']);
+  });
+
+  test('budget per type: the smaller group closes, the larger one keeps admitting its types (saturate: both groups used)', async () => {
+    const c = nextCarrier();
+    for (let i = 0; i < 6; i += 1) await card(c, `c${i}`, { card_status: NOW - 100 + i, carddata: NOW - 100 + i });
+    const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 2 } });
+    assert.deepEqual(ids(result), ['c0', 'c1', 'c2', 'c3', 'c4'], 'status gets its 5, not data\'s 2');
+    const dfr = await Promise.all(['c0', 'c1', 'c2', 'c3', 'c4'].map(async (id) => (await fx.hash(c, id)).dfr));
+    assert.deepEqual(dfr, ['', '', 'carddata', 'carddata', 'carddata']);
+    assert.equal(await fx.score(c, 'queue', 'c5'), NOW - 95, 'both groups closed: the round ended before c5');
+  });
+
+  test('budget per type: a card whose due types all wait for closed groups is skipped in place; later cards of open groups are claimed', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 40 }); // status: 1
+    await card(c, 'b', { card_status: NOW - 30, carddata: NOW - 30 }); // status would be 2 > 1: status closes; data admits
+    await card(c, 'd', { card_status: NOW - 25 }); // status closed: skipped, although it would fit
+    await card(c, 'e', { carddata: NOW - 20 }); // data open: claimed
+    const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 1, data: 5 } });
+    assert.deepEqual(ids(result), ['a', 'b', 'e']);
+    assert.equal((await fx.hash(c, 'b')).dfr, 'card_status');
+    assert.equal(await fx.score(c, 'queue', 'd'), NOW - 25, 'skipped card keeps its score');
+    assert.equal((await fx.hash(c, 'd')).clm, undefined);
+  });
+
+  test('budget per type: a closed group is closed for the rest of the round (no later, smaller card goes ahead)', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 30 }); // g1: 1
+    await card(c, 'b', { card_status: NOW - 20, carddata: NOW - 20, realname: NOW - 20 }); // g1 refuses (3 > 2); g2 admits realname
+    await card(c, 'c', { card_status: NOW - 10 }); // would fit g1, but g1 closed on b
+    await card(c, 'r', { realname: NOW - 5 });
+    const result = await claim(c, { groupBudget: { g1: 2, g2: 5 } });
+    assert.deepEqual(ids(result), ['a', 'b', 'r']);
+    assert.equal((await fx.hash(c, 'b')).dfr, 'card_status,carddata');
+    assert.equal(await fx.score(c, 'queue', 'c'), NOW - 10);
+  });
+
+  test('budget per type: unbudgeted due types (no group, realname without real-name control) are claimed beside deferred ones', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20, carddata: NOW - 20 }); // carddata has no group
+    await card(c, 'b', { realname: NOW - 10 });
+    const typeGroups = { card_status: 'status', realname: 'rn' };
+    assert.deepEqual(ids(await claim(c, { typeGroups, groupBudget: { status: 0, rn: 5 } })), ['a', 'b']);
+    assert.equal((await fx.hash(c, 'a')).dfr, 'card_status');
+    assert.equal((await fx.hash(c, 'b')).dfr, '');
+    // realname not counted: it runs while card_status waits. With every budgeted group closed, that
+    // card ends the round (as the strict rule did): b is not looked at.
+    const c2 = nextCarrier();
+    await card(c2, 'a', { card_status: NOW - 20, realname: NOW - 20 });
+    await card(c2, 'b', { carddata: NOW - 10 });
+    assert.deepEqual(ids(await claim(c2, { typeGroups, groupBudget: { status: 0, rn: 0 }, countRealname: false })), ['a']);
+    assert.equal((await fx.hash(c2, 'a')).dfr, 'card_status');
+  });
+
+  test('budget per type: skipped cards are passed over with an offset in both priority passes; priority keeps its lane when deferred', async () => {
+    const c = nextCarrier();
+    await card(c, 'p1', { carddata: NOW - 50 }, 'priority'); // data closed: skipped
+    await card(c, 'p2', { card_status: NOW - 40, carddata: NOW - 40 }, 'priority'); // status only
+    await card(c, 'p3', { card_status: NOW - 30 }, 'priority');
+    await card(c, 'n1', { carddata: NOW - 20 });
+    await card(c, 'n2', { card_status: NOW - 10 });
+    const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 10, data: 0 }, priorityRatio: 0.25, inflightLimit: 4 });
+    // Priority quota 1 (p1 skipped, p2), normal lane (n1 skipped, n2), priority again (p3).
+    assert.deepEqual(result.claimed.map((x) => [x.cardId, x.fromPriority]), [['p2', true], ['n2', false], ['p3', true]]);
+    assert.equal((await fx.hash(c, 'p2')).prio, '1', 'deferred: back to the priority lane at finish');
+    assert.equal((await fx.hash(c, 'p3')).prio, undefined);
+    assert.equal(await fx.score(c, 'prio', 'p1'), NOW - 50);
+    assert.equal(await fx.score(c, 'queue', 'n1'), NOW - 20);
+  });
+
+  test('budget per type: a round skips at most capacity + 100 cards', async () => {
+    const c = nextCarrier();
+    const skippable = 120;
+    await fx.store.upsertMany(Array.from({ length: skippable }, (_, i) => ({ carrierId: c, cardId: `d${String(i).padStart(3, '0')}`, now: NOW, dues: { carddata: NOW - 1_000 + i } })));
+    await card(c, 'late', { card_status: NOW - 1 });
+    assert.deepEqual(ids(await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 }, inflightLimit: 2 })), [], '102 skipped, then the round ends');
+    assert.deepEqual(ids(await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 }, inflightLimit: 30, tokenPrefix: 'r2' })), ['late']);
+  });
+
+  test('budget per type: every claim overwrites dfr (a stale one of an expired claim is not inherited)', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 20, carddata: NOW - 20 });
+    await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 } });
+    assert.equal((await fx.hash(c, 'a')).dfr, 'carddata');
+    // The run vanished: its lease runs out and an unbudgeted round claims the card again.
+    const again = await claim(c, { now: NOW + 1_000, tokenPrefix: 'r2' });
+    assert.deepEqual(ids(again), ['a']);
+    assert.equal(again.expired, 1);
+    assert.equal((await fx.hash(c, 'a')).dfr, '');
+  });
+
   test('budget: a group with budget > 0 admits one card even when it needs more', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW - 30, carddata: NOW - 30 }); // g1: 2 > 1
@@ -149,12 +269,19 @@ describe('claim', () => {
     assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 1 } })), ['a']);
   });
 
-  test('budget: exhausted group stops at once; cards needing no call of it pass', async () => {
+  test('budget: an exhausted group refuses at once; cards needing no call of it, or another group, pass', async () => {
     const c = nextCarrier();
     await card(c, 'pkg', { package: NOW - 30, card_status: NOW + 99 }); // no gateway call due now
-    await card(c, 'a', { card_status: NOW - 20 });
-    await card(c, 'b', { realname: NOW - 10 });
-    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 0, g2: 5 } })), ['pkg']);
+    await card(c, 'a', { card_status: NOW - 20 }); // g1 exhausted: skipped
+    await card(c, 'b', { realname: NOW - 10 }); // g2 open
+    assert.deepEqual(ids(await claim(c, { groupBudget: { g1: 0, g2: 5 } })), ['pkg', 'b']);
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW - 20);
+    // Every budgeted group exhausted: the first refused card ends the round.
+    const c2 = nextCarrier();
+    await card(c2, 'pkg', { package: NOW - 30 });
+    await card(c2, 'a', { card_status: NOW - 20 });
+    await card(c2, 'b', { package: NOW - 10 });
+    assert.deepEqual(ids(await claim(c2, { groupBudget: { g1: 0, g2: 0 } })), ['pkg']);
   });
 
   test('budget: exact fit continues; group absent from the budget is unlimited; no budget = unlimited', async () => {

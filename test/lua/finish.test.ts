@@ -55,6 +55,35 @@ describe('finish', () => {
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 50_000, 'earliest of 60 000 and 50 000');
   });
 
+  test('types the claim deferred: an owner never moves their due later, keeps their request, drops dfr; rescored to the earliest due', async () => {
+    carrier += 1;
+    const c = carrier;
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW - 10, carddata: NOW - 10 } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW - 5, cooldownMs: 0, lane: 'normal', types: ['carddata', 'card_status'] });
+    const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW, typeGroups: { card_status: 'status', carddata: 'data' }, groupBudget: { status: 1, data: 0 } });
+    assert.deepEqual(claimed.claimed.map((x) => x.cardId), ['a']);
+    assert.equal((await fx.hash(c, 'a')).dfr, 'carddata');
+    // A result that (wrongly) also writes carddata: its due is not moved later, its confirmation untouched.
+    const set = { [DueField.due('card_status')]: NOW + 60_000, [DueField.due('carddata')]: NOW + 60_000, [DueField.confirm('carddata')]: '30' };
+    assert.equal(await finish(c, { set, del: [] }), true);
+    const hash = await fx.hash(c, 'a');
+    assert.equal(hash[DueField.due('card_status')], String(NOW + 60_000));
+    assert.equal(hash[DueField.request('card_status')], undefined, 'served');
+    assert.equal(hash[DueField.due('carddata')], String(NOW - 10), 'deferred: due kept');
+    assert.equal(hash[DueField.request('carddata')], String(NOW - 5), 'deferred: request still pending');
+    assert.equal(hash[DueField.confirm('carddata')], undefined);
+    assert.equal(hash.dfr, undefined);
+    assert.equal(hash.clm, undefined);
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW - 10, 'due again at once');
+  });
+
+  test('a stale token does not read dfr as its own (the current owner\'s claim decides)', async () => {
+    const c = await executing();
+    await fx.redis.hset(fx.keys(c).due('a'), 'dfr', 'card_status');
+    assert.equal(await finish(c, { leaseLost: true }), false);
+    assert.equal((await fx.hash(c, 'a')).dfr, 'card_status', 'nothing released: the claim\'s fields stay');
+  });
+
   test('prio = 1 → priority lane', async () => {
     const c = await executing();
     await fx.redis.hset(fx.keys(c).due('a'), 'prio', '1');

@@ -2,13 +2,13 @@
  * Shared fixture for the Lua tests: a store on a fresh namespace of the real Redis, plus raw
  * readers that look at Redis directly (not through the code under test).
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import { createTestRedis } from '../helpers/redis.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import type { AccountKeys } from '../../src/redis/keys.js';
 
 export interface Fixture {
-  readonly redis: Redis;
+  readonly redis: RedisConnection;
   readonly store: CarrierQueueStore;
   readonly namespace: string;
   keys(carrierId: string | number): AccountKeys;

@@ -129,10 +129,12 @@ describe('renew', () => {
 });
 
 describe('release', () => {
-  test('owner: claim, exec, running and clm dropped; score = now in its lane', async () => {
+  test('owner: claim, exec, running, clm and dfr dropped; score = now in its lane', async () => {
     const c = await claimed();
     await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW);
+    assert.equal((await fx.hash(c, 'a')).dfr, '', 'written by the claim');
     assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + 10), true);
+    assert.equal((await fx.hash(c, 'a')).dfr, undefined);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
     assert.equal(await fx.score(c, 'running', 'r1:a'), null);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 10);

@@ -32,6 +32,8 @@ interface Issued {
   readonly token: string;
   readonly claimAt: number;
   readonly claimTrueAt: number;
+  /** Types its claim deferred (closed groups): its execution does not serve their requests. */
+  readonly deferred: readonly string[];
 }
 
 interface PendingRequest {
@@ -217,12 +219,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         tally('claim:cards', result.claimed.length);
         tally('claim:expired', result.expired);
         if (expected.stopped) tally('claim:budgetStop');
-        for (const c of result.claimed) issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow });
+        tally('claim:partial', expected.deferred.filter((d) => d.length > 0).length);
+        tally('claim:skipped', expected.skipped);
+        result.claimed.forEach((c, i) => issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow, deferred: expected.deferred[i] ?? [] }));
         if (issued.length > 16) issued.splice(0, issued.length - 16);
-        checkBudget(before.get(account)!, result.claimed.map((c) => c.cardId), input);
+        const after = await readSnapshot(fx.redis, keys, CARDS);
+        checkBudget(before.get(account)!, after.get(account)!, result.claimed.map((c) => c.cardId), input);
         if (!groupBudget && result.claimed.length < expected.capacity) {
           // I4: with capacity to spare and no budget, nothing due is left unclaimed.
-          const after = await readSnapshot(fx.redis, keys, CARDS);
           const snap = after.get(account)!;
           for (const [cardId, score] of [...Object.entries(snap.prio), ...Object.entries(snap.queue)])
             assert.ok(score > now, `I4: ${cardId} due at ${score} left unclaimed at ${now}`);
@@ -277,7 +281,8 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         tally(`finish:${owned}`);
         // I5: an execution that started after a request served it.
         if (owned) {
-          const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt;
+          // Requests of types its claim deferred are not served: they stay pending.
+          const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt && !t.deferred.includes(p.type);
           // Served by an execution that was claimed before the request was made, in true time.
           lostRequests += pending.filter((p) => served(p) && p.trueAt >= t.claimTrueAt).length;
           resolve(served);
@@ -308,26 +313,39 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
   ];
   const totalWeight = ops.reduce((sum, op) => sum + op.weight, 0);
 
-  /** I6: within a round, no group plans more calls than its budget except the one admitted card. */
+  /**
+   * I6: within a round, no group plans more calls than its budget except the one admitted card.
+   * Planned calls are the claimed cards' due types minus those the claim deferred (`dfr`, read
+   * from Redis); a deferred type was due, counts against a group of the budget, and keeps its due.
+   */
   function checkBudget(
     before: AccountSnapshot,
+    after: AccountSnapshot,
     claimed: string[],
     input: { now: number; countRealname: boolean; groupBudget?: Record<string, number> },
   ): void {
-    if (!input.groupBudget) return;
     const used = new Map<string, number>();
     for (const cardId of claimed) {
+      const hash = after.due[cardId];
+      const deferred = new Set((hash?.dfr ?? '').split(',').filter((t) => t !== ''));
+      if (hash !== undefined) assert.ok(hash.dfr !== undefined, `${cardId} claimed without dfr`);
       const need = new Map<string, number>();
       for (const [type, group] of Object.entries(TYPE_GROUPS)) {
-        if (type === 'realname' && !input.countRealname) continue;
-        const due = Number(before.due[cardId]?.[`due:${type}`] ?? NaN);
-        if (due <= input.now) need.set(group, (need.get(group) ?? 0) + 1);
+        const counted = !(type === 'realname' && !input.countRealname) && input.groupBudget?.[group] !== undefined;
+        const dueBefore = before.due[cardId]?.[`due:${type}`];
+        const dueNow = Number(dueBefore ?? NaN) <= input.now;
+        if (deferred.has(type)) {
+          assert.ok(dueNow && counted, `${cardId}: deferred ${type} was not a due budgeted type`);
+          assert.equal(hash?.[`due:${type}`], dueBefore, `${cardId}: deferred ${type} due changed by the claim`);
+          continue;
+        }
+        if (dueNow && counted) need.set(group, (need.get(group) ?? 0) + 1);
       }
+      if (!input.groupBudget) continue;
       for (const [group, n] of need) {
-        const budget = input.groupBudget[group];
-        if (budget === undefined) continue;
+        const budget = input.groupBudget[group]!;
         const u = used.get(group) ?? 0;
-        assert.ok(budget > 0, `I6: ${cardId} claimed although ${group} is exhausted`);
+        assert.ok(budget > 0, `I6: ${cardId} claimed for ${group} although it is exhausted`);
         assert.ok(u === 0 || u + n <= budget, `I6: ${group} planned ${u + n} > budget ${budget}`);
         used.set(group, u + n);
       }

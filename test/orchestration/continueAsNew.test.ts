@@ -1,5 +1,5 @@
 /**
- * continueAsNew of carrierScheduler (issue 6): with a tiny history threshold the scheduler
+ * continueAsNew of carrierScheduler: with a tiny history threshold the scheduler
  * continues-as-new every few seconds while request-checks keep arriving, both as the update and
  * as the fire-and-forget signal. Every request must still be executed from the priority lane.
  */

@@ -1,5 +1,5 @@
 /**
- * Crash (issue 6): the card worker process is killed (-9) while executions are in flight. Their
+ * Crash: the card worker process is killed (-9) while executions are in flight. Their
  * leases expire, the scheduler reclaims the cards, a fresh card worker runs them to completion;
  * the simulator's per-card call log proves no card ran twice at once, and no card is lost.
  */

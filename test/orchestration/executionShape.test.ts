@@ -1,5 +1,5 @@
 /**
- * What one card execution costs the engine (DESIGN §11.1): its history events and workflow tasks,
+ * What one card execution costs the engine: its history events and workflow tasks,
  * in each placement of the gateway steps (local activities by default, the gateway task queue as an
  * option) and each start mode (child of the scheduler by default, client start from the claim).
  */

@@ -1,5 +1,5 @@
 /**
- * Mode switch (issue 6, DESIGN §8): carrier → legacy → carrier through the pollingControl update.
+ * Mode switch: carrier → legacy → carrier through the pollingControl update.
  * In legacy, claiming stops once in-flight executions drain and lifecycle events only touch
  * PostgreSQL; switching back rebuilds Redis from PostgreSQL (here: from nothing, the namespace is
  * flushed while in legacy) and claiming resumes. No card is lost; the update is idempotent and
@@ -12,6 +12,7 @@ import { seedAccount, waitFor } from '../helpers/seed.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { controlStatus, ensurePollingControl, schedulerStatus, setMode } from '../../src/polling/temporalControl.js';
 import { accountKeys } from '../../src/redis/keys.js';
+import { deleteMatching } from '../../src/redis/connection.js';
 import type { PollingMode } from '../../src/common/orchestration.js';
 
 const CARDS = 8;
@@ -38,14 +39,8 @@ async function lanesOf(stack: Stack, carrierId: string, cardId: string): Promise
 
 /** Deletes every key of this test's namespace: a Redis loss, as far as this stack can tell. */
 async function flushNamespace(stack: Stack): Promise<number> {
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await stack.redis.redis.scan(cursor, 'MATCH', `${stack.redis.namespace}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await stack.redis.redis.unlink(...keys);
-  } while (cursor !== '0');
-  return deleted;
+  // SCAN per master on a Redis Cluster (test:cluster runs this file too), else the one server.
+  return deleteMatching(stack.redis.redis, `${stack.redis.namespace}*`);
 }
 
 test('orchestration: carrier → legacy → carrier stops and resumes claiming, lifecycle in legacy touches only PostgreSQL, Redis is rebuilt', async (t) => {

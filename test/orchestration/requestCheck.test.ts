@@ -6,6 +6,8 @@ import { ensurePollingControl, requestCheck, type OrchestrationRef } from '../..
 import { cardWorkflowId } from '../../src/common/orchestration.js';
 
 interface ExecutionRow {
+  workflow_id: string;
+  run_id: string;
   started_at: Date;
   types: string[];
   from_priority: boolean;
@@ -14,7 +16,7 @@ interface ExecutionRow {
 
 async function executionsSince(stack: Stack, cardId: string, since: Date): Promise<ExecutionRow[]> {
   const { rows } = await stack.db.pool.query<ExecutionRow>(
-    'SELECT started_at, types, from_priority, outcome FROM card_execution WHERE card_id = $1::bigint AND finished_at >= $2 ORDER BY started_at',
+    'SELECT workflow_id, run_id, started_at, types, from_priority, outcome FROM card_execution WHERE card_id = $1::bigint AND finished_at >= $2 ORDER BY started_at',
     [cardId, since],
   );
   return rows;
@@ -68,6 +70,8 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       assert.ok(execution);
       assert.equal(execution.from_priority, true);
       assert.deepEqual(execution.types, ['card_status']);
+      // It ran on the priority lane's own task queue, not behind the normal lane's runs.
+      assert.equal((await stack.client.workflow.getHandle(execution.workflow_id, execution.run_id).describe()).taskQueue, stack.taskQueues.cardPriority);
       t.diagnostic(`request → execution finished in ${Date.now() - asked.getTime()} ms`);
       // The durable priority item went pending → processing → completed, each step audited.
       const { rows: items } = await stack.db.pool.query<{ status: string; id: string }>('SELECT id::text, status FROM polling_priority_item WHERE card_id = $1::bigint', [a.id]);

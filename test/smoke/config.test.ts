@@ -6,7 +6,7 @@ test('config: defaults are loopback and task queues are defined once', () => {
   const config = loadConfig({});
   assert.equal(config.TEMPORAL_ADDRESS, '127.0.0.1:7233');
   assert.match(config.REDIS_URL, /^redis:\/\/127\.0\.0\.1:/);
-  assert.deepEqual(taskQueues(config), { control: 'polling-control', card: 'polling-card', gateway: 'polling-gateway', ingest: 'polling-ingest' });
+  assert.deepEqual(taskQueues(config), { control: 'polling-control', card: 'polling-card', cardPriority: 'polling-card-priority', gateway: 'polling-gateway', ingest: 'polling-ingest' });
 });
 
 test('config: a bad value names the variable and the value', () => {

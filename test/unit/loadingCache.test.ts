@@ -34,3 +34,32 @@ test('a failed load is not kept; refresh bypasses a fresh value', async () => {
   cache.clear();
   assert.equal(await cache.get('k', () => Promise.resolve(4)), 4);
 });
+
+test('stale-if-error: a reload that meets an unreachable database answers the last good value, logged once; other errors still fail', async () => {
+  let clock = 0;
+  const events: string[] = [];
+  const unreachable = (error: unknown): boolean => error instanceof Error && error.message === 'unreachable';
+  const cache = new LoadingCache<string, number>(1000, { now: () => clock, staleIfError: unreachable, onStale: (key, stale) => void events.push(`${key}:${stale ? 'stale' : 'fresh'}`) });
+  await assert.rejects(cache.get('k', () => Promise.reject(new Error('unreachable'))), 'nothing to fall back on yet');
+  assert.equal(await cache.get('k', () => Promise.resolve(1)), 1);
+  clock = 1000;
+  let loads = 0;
+  const away = (): Promise<number> => {
+    loads += 1;
+    return Promise.reject(new Error('unreachable'));
+  };
+  assert.equal(await cache.get('k', away), 1, 'last good value');
+  assert.equal(await cache.get('k', away), 1);
+  assert.equal(loads, 1, 'the stale value is kept for a TTL before the next attempt');
+  clock = 2000;
+  assert.equal(await cache.get('k', away), 1);
+  assert.equal(loads, 2);
+  assert.equal(cache.isStale('k'), true);
+  assert.deepEqual(events, ['k:stale'], 'one line per outage, not per call');
+  await assert.rejects(cache.get('k', () => Promise.reject(new Error('syntax error')), true), /syntax error/);
+  cache.expireAll();
+  assert.equal(await cache.get('k', away), 1, 'invalidation keeps the fallback');
+  assert.equal(await cache.get('k', () => Promise.resolve(2), true), 2);
+  assert.deepEqual(events, ['k:stale', 'k:fresh']);
+  assert.equal(cache.isStale('k'), false);
+});

@@ -1,5 +1,5 @@
 /**
- * Alerts (DESIGN §10): failure alerts (card × type) and account alerts in one list, account alerts
+ * Alerts: failure alerts (card × type) and account alerts in one list, account alerts
  * first (fewer, broader), each newest first. Ids carry their kind (`failure-12`, `account-3`)
  * because the two tables number independently; a bare number means a failure alert, the id the
  * card detail shows.

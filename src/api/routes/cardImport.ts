@@ -1,12 +1,12 @@
 /**
  * POST /v1/cards/import: JSON array or NDJSON, up to 50 000 cards, each row with its own outcome
- * (see services/cardImport.ts). `?onExisting=skip|update|reject` says what a row whose ICCID is
+ * (see ../importCards.ts). `?onExisting=skip|update|reject` says what a row whose ICCID is
  * already a card does; `skip` or `update` make re-sending the same file harmless.
  */
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { errorResponses } from '../schemas.js';
-import { IMPORT_MAX_ROWS, ON_EXISTING, importCards, parseNdjson } from '../services/cardImport.js';
+import { IMPORT_MAX_ROWS, ON_EXISTING, importCards, parseNdjson } from '../importCards.js';
 
 export const NDJSON = 'application/x-ndjson';
 /** 50 000 cards of a few hundred bytes each, with room for pretty-printed JSON. */

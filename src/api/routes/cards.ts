@@ -1,4 +1,4 @@
-/** Cards: create one, list with filters, detail, patch (through the lifecycle), delete (DESIGN §10). */
+/** Cards: create one, list with filters, detail, patch (through the lifecycle), delete. */
 import { getCard, listCards } from '../../db/cards.js';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiApp } from '../app.js';
@@ -6,7 +6,7 @@ import type { ApiContext } from '../context.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
 import { cardDetailSchema, cardPatchSchema, cardSchema, errorResponses, idParams, newCardSchema, noContent, pageOfSchema } from '../schemas.js';
 import { CARD_STATUSES } from '../../domain/card.js';
-import { cardDetail } from '../services/cardDetail.js';
+import { cardDetail } from '../queries/cardDetail.js';
 
 const listQuerySchema = {
   type: 'object',

@@ -1,9 +1,9 @@
-/** Carrier accounts: create, list, get, patch (DESIGN §10). Changes are announced to the orchestration. */
+/** Carrier accounts: create, list, get, patch. Changes are announced to the orchestration. */
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../db/carriers.js';
 import { notifyConfigChanged, reconcile } from '../../polling/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { notifyIfRunning } from '../orchestration.js';
+import { notifyIfRunning } from '../workflowCalls.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
 import { carrierPatchSchema, carrierSchema, errorResponses, idParams, newCarrierSchema, pageOfSchema } from '../schemas.js';
 

@@ -1,5 +1,5 @@
 /**
- * Ingest mode (DESIGN §7 `polling.ingest.mode`), read and switched in system_config without a
+ * Ingest mode (`polling.ingest.mode`: `sync` or `async`), read and switched in system_config without a
  * restart, with the ingest's state: backlog, oldest pending age, write rate, backpressure.
  */
 import { getIngestMode } from '../../db/systemConfig.js';

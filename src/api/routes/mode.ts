@@ -1,10 +1,10 @@
-/** Polling mode (DESIGN §8): read from system_config, switched through pollingControl's setMode update. */
+/** Polling mode (`carrier` or `legacy`): read from system_config, switched through pollingControl's setMode update. */
 import { getPollingMode } from '../../db/systemConfig.js';
 import { pollingControlWorkflowId } from '../../common/orchestration.js';
 import { setMode } from '../../polling/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { requireRunning } from '../orchestration.js';
+import { requireRunning } from '../workflowCalls.js';
 import { errorResponses, modeSchema, modeSettingSchema, modeSwitchSchema } from '../schemas.js';
 import { registerIngestModeRoutes } from './ingestMode.js';
 

@@ -1,4 +1,4 @@
-/** Polling configs: match rules → interval per check type (DESIGN §10). */
+/** Polling configs: match rules → interval per check type. */
 import { listCarriers } from '../../db/carriers.js';
 import { createPollingConfig, deletePollingConfig, getPollingConfig, listPollingConfigs, updatePollingConfig } from '../../db/pollingConfigs.js';
 import type { Intervals } from '../../domain/pollingConfig.js';
@@ -7,7 +7,7 @@ import { CHECK_TYPES, type CheckType } from '../../common/checkTypes.js';
 import { notifyConfigChanged } from '../../polling/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { notifyIfRunning } from '../orchestration.js';
+import { notifyIfRunning } from '../workflowCalls.js';
 import { requestRebuild } from '../../lifecycle/rebuild.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
 import { errorResponses, idParams, newPollingConfigSchema, noContent, pageOfSchema, pollingConfigPatchSchema, pollingConfigSchema } from '../schemas.js';

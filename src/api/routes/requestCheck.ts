@@ -1,5 +1,5 @@
 /**
- * Request-check of one card (DESIGN §9, §10): validated here with the same rules as the workflow
+ * Request-check of one card (a durable priority item, then the Redis request): validated here with the same rules as the workflow
  * update validator, then sent through the account scheduler's `requestCheck` update — never
  * around the orchestration.
  */
@@ -10,7 +10,7 @@ import { schedulerWorkflowId } from '../../common/orchestration.js';
 import { requestCheck } from '../../polling/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { requireRunning } from '../orchestration.js';
+import { requireRunning } from '../workflowCalls.js';
 import { errorResponses, idParams, requestCheckAnswerSchema, requestCheckSchema } from '../schemas.js';
 
 export function registerRequestCheckRoutes(app: ApiApp, ctx: ApiContext): void {

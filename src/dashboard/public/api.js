@@ -38,7 +38,7 @@ export function forgetToken() {
 }
 
 /**
- * The parsed answer; callers state what they expect of it (the §10 shapes).
+ * The parsed answer; callers state what they expect of it (the API's answer shapes).
  * @param {'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'} method
  * @param {string} path
  * @param {unknown} [body]

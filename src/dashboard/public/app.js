@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The dashboard page: asks for the API token once, then polls the §10 routes every two seconds for
+ * The dashboard page: asks for the API token once, then polls the API's /v1 routes every two seconds for
  * a row per carrier account, and the dashboard's history route for the 15-minute charts.
  */
 import { ApiError, Unauthorized, call, forgetToken, storeToken, storedToken } from './api.js';

@@ -33,18 +33,25 @@ export interface ModelClaimInput {
 export interface ModelClaimResult {
   expired: number;
   claimed: { cardId: string; token: string; fromPriority: boolean }[];
-  /** Calls per group of each claimed card, as planned (for I6). */
+  /** Calls per group of each claimed card, as planned (for I6): the admitted groups only. */
   needs: Map<string, number>[];
+  /** Gateway types each claimed card was claimed without (closed groups), as written to `dfr`. */
+  deferred: string[][];
   capacity: number;
   stopped: boolean;
+  /** Candidates left due because every type they needed waited for a closed group. */
+  skipped: number;
 }
 
+/** Cards a round may skip beyond its capacity (claim.lua SKIP_EXTRA). */
+export const CLAIM_SKIP_EXTRA = 100;
+
 /** Sorted like ZRANGEBYSCORE: score, then member (card ids are ASCII). */
-function dueMembers(lane: Map<string, number>, now: number, limit: number): string[] {
+function dueMembers(lane: Map<string, number>, now: number, offset: number, limit: number): string[] {
   return [...lane.entries()]
     .filter(([, score]) => score <= now)
     .sort(([a, sa], [b, sb]) => sa - sb || (a < b ? -1 : a > b ? 1 : 0))
-    .slice(0, limit)
+    .slice(offset, offset + limit)
     .map(([member]) => member);
 }
 
@@ -104,69 +111,113 @@ export class CarrierModel {
       if (cardId !== undefined) this.clearClaim(a, cardId, token);
       a.running.delete(token);
     }
-    const result: ModelClaimResult = { expired, claimed: [], needs: [], capacity: 0, stopped: false };
+    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0 };
     const capacity = input.inflightLimit - a.running.size;
     result.capacity = capacity;
     if (capacity <= 0) return result;
     const budgeted = input.groupBudget !== undefined;
     const budget = input.groupBudget ?? {};
+    // Per gateway type, the budgeted group it counts against (realname only when it counts).
+    const groupOf = (type: string): string | undefined => {
+      if (type === 'realname' && !input.countRealname) return undefined;
+      const group = input.typeGroups[type];
+      return group !== undefined && budget[group] !== undefined ? group : undefined;
+    };
+    const closed = new Set<string>();
+    let open = 0;
+    const anyBudgetedType = budgeted && GATEWAY_CHECK_TYPES.some((type) => groupOf(type) !== undefined);
+    for (const group of new Set(GATEWAY_CHECK_TYPES.map(groupOf))) {
+      if (group === undefined) continue;
+      if (budget[group]! <= 0) closed.add(group);
+      else open += 1;
+    }
     const used = new Map<string, number>();
     let taken = 0;
+    let skipped = 0;
     let stop = false;
+    const skipLimit = capacity + CLAIM_SKIP_EXTRA;
 
-    const tryClaim = (cardId: string, fromPriority: boolean, lane: Map<string, number>): boolean => {
+    const tryClaim = (cardId: string, fromPriority: boolean, lane: Map<string, number>): 'claimed' | 'handled' | 'skipped' => {
       const current = a.claim.get(cardId);
       if (current !== undefined) {
         const expiry = a.running.get(current);
         if (expiry !== undefined && expiry > now) {
           lane.set(cardId, expiry);
-          return false;
+          return 'handled';
         }
         this.clearClaim(a, cardId, current);
       }
-      const need = new Map<string, number>();
       const hash = a.due.get(cardId);
-      if (budgeted) {
-        for (const type of GATEWAY_CHECK_TYPES) {
-          if (type === 'realname' && !input.countRealname) continue;
+      const admitted = new Map<string, number>();
+      const deferred: string[] = [];
+      if (anyBudgetedType) {
+        const need = new Map<string, number>();
+        let unbudgeted = false;
+        const dueNow = GATEWAY_CHECK_TYPES.filter((type) => {
           const due = num(hash?.get(`due:${type}`));
-          const group = input.typeGroups[type];
-          if (due !== null && due <= now && group !== undefined) need.set(group, (need.get(group) ?? 0) + 1);
+          return due !== null && due <= now;
+        });
+        for (const type of dueNow) {
+          const group = groupOf(type);
+          if (group === undefined) unbudgeted = true;
+          else need.set(group, (need.get(group) ?? 0) + 1);
         }
-      }
-      for (const [group, n] of need) {
-        const b = budget[group];
-        const u = used.get(group) ?? 0;
-        if (b !== undefined && (b <= 0 || (u > 0 && u + n > b))) {
-          stop = true;
-          return false;
+        for (const [group, n] of need) {
+          if (closed.has(group)) continue;
+          const u = used.get(group) ?? 0;
+          if (u > 0 && u + n > budget[group]!) {
+            closed.add(group);
+            open -= 1;
+          } else {
+            admitted.set(group, n);
+          }
         }
+        if (need.size > 0 && admitted.size === 0 && !unbudgeted) {
+          if (open <= 0) stop = true;
+          return 'skipped';
+        }
+        for (const type of dueNow) {
+          const group = groupOf(type);
+          if (group !== undefined && !admitted.has(group)) deferred.push(type);
+        }
+        if (deferred.length > 0 && open <= 0) stop = true;
       }
       const token = `${input.tokenPrefix}:${cardId}`;
       a.claim.set(cardId, token);
-      for (const [group, n] of need) used.set(group, (used.get(group) ?? 0) + n);
+      for (const [group, n] of admitted) used.set(group, (used.get(group) ?? 0) + n);
       lane.set(cardId, now + input.leaseMs);
       a.running.set(token, now + input.leaseMs);
       if (hash) {
-        if (fromPriority) hash.delete('prio');
+        if (fromPriority && deferred.length === 0) hash.delete('prio');
         hash.set('clm', String(now));
+        hash.set('dfr', deferred.join(','));
       }
       taken += 1;
       result.claimed.push({ cardId, token, fromPriority });
-      result.needs.push(need);
-      return true;
+      result.needs.push(admitted);
+      result.deferred.push(deferred);
+      return 'claimed';
     };
 
+    const skippedIn = new Map<Map<string, number>, number>();
     const drain = (lane: Map<string, number>, fromPriority: boolean, startQuota: number): void => {
       let quota = startQuota;
+      let offset = skippedIn.get(lane) ?? 0;
       while (quota > 0 && !stop && taken < capacity) {
-        const ids = dueMembers(lane, now, quota);
-        if (ids.length === 0) return;
+        const ids = dueMembers(lane, now, offset, quota);
+        if (ids.length === 0) break;
         for (const id of ids) {
-          if (stop || quota <= 0 || taken >= capacity) return;
-          if (tryClaim(id, fromPriority, lane)) quota -= 1;
+          if (stop || quota <= 0 || taken >= capacity) break;
+          const outcome = tryClaim(id, fromPriority, lane);
+          if (outcome === 'claimed') quota -= 1;
+          else if (outcome === 'skipped') {
+            offset += 1;
+            skipped += 1;
+            if (skipped >= skipLimit) stop = true;
+          }
         }
       }
+      skippedIn.set(lane, offset);
     };
 
     let priorityQuota = capacity;
@@ -177,6 +228,7 @@ export class CarrierModel {
     drain(a.queue, false, capacity - taken);
     drain(a.prio, true, capacity - taken);
     result.stopped = stop;
+    result.skipped = skipped;
     return result;
   }
 
@@ -205,6 +257,7 @@ export class CarrierModel {
     if (this.liveExpiry(a, cardId, token, now) === null) return false;
     this.clearClaim(a, cardId, token);
     a.due.get(cardId)?.delete('clm');
+    a.due.get(cardId)?.delete('dfr');
     if (a.prio.has(cardId)) a.prio.set(cardId, now);
     if (a.queue.has(cardId)) a.queue.set(cardId, now);
     return true;
@@ -234,6 +287,8 @@ export class CarrierModel {
       return false;
     }
     const claimedAt = num(hash.get('clm')) ?? -1;
+    // Types the claim deferred did not run: an owner treats them as a stale token would.
+    const deferred = new Set(owned ? (hash.get('dfr') ?? '').split(',').filter((t) => t !== '') : []);
     const floors = new Map<string, number | null>();
     const protectedTypes = new Map<string, boolean>();
     const typeOf = (field: string): string | null => {
@@ -245,13 +300,13 @@ export class CarrierModel {
       if (known !== undefined) return known;
       const req = num(hash.get(`req:${type}`));
       let floor: number | null = null;
-      if (owned) {
+      if (owned && !deferred.has(type)) {
         if (req !== null && req >= claimedAt) floor = req;
       } else {
         floor = num(hash.get(`due:${type}`));
         if (req !== null && (floor === null || req < floor)) floor = req;
       }
-      const isProtected = floor !== null || !owned;
+      const isProtected = floor !== null || !owned || deferred.has(type);
       protectedTypes.set(type, isProtected);
       floors.set(type, floor);
       return isProtected;
@@ -271,7 +326,7 @@ export class CarrierModel {
       for (const [field, value] of [...hash]) {
         if (!field.startsWith('req:')) continue;
         const req = num(value);
-        if (req !== null && req >= claimedAt) protect(field.slice(4));
+        if ((req !== null && req >= claimedAt) || deferred.has(field.slice(4))) protect(field.slice(4));
         else hash.delete(field);
       }
     }
@@ -281,8 +336,12 @@ export class CarrierModel {
       if (due === null || due > floor) hash.set(`due:${type}`, String(floor));
     }
     if (!owned) return false;
-    this.clearClaim(a, cardId, token);
+    // The owner's finish drops the exec key whatever it holds (only the owner can hold a right).
+    a.claim.delete(cardId);
+    a.exec.delete(cardId);
+    a.running.delete(token);
     hash.delete('clm');
+    hash.delete('dfr');
     const score = earliestDue(hash) ?? now + NO_DUE_RETRY_MS;
     if (hash.get('prio') === '1') {
       a.queue.delete(cardId);

@@ -2,7 +2,7 @@
  * Reads the whole state of a few accounts and cards from Redis in one pipeline, in the model's
  * shape, so the randomized test can compare the two exactly.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../../src/redis/connection.js';
 import type { AccountKeys } from '../../../src/redis/keys.js';
 
 export interface AccountSnapshot {
@@ -21,22 +21,26 @@ function zsetRecord(flat: string[]): Record<string, number> {
 }
 
 export async function readSnapshot(
-  redis: Redis,
+  redis: RedisConnection,
   accounts: ReadonlyMap<string, AccountKeys>,
   cardIds: readonly string[],
 ): Promise<Map<string, AccountSnapshot>> {
-  const pipeline = redis.pipeline();
-  for (const keys of accounts.values()) {
-    pipeline.zrange(keys.prio, 0, -1, 'WITHSCORES');
-    pipeline.zrange(keys.queue, 0, -1, 'WITHSCORES');
-    pipeline.zrange(keys.running, 0, -1, 'WITHSCORES');
-    for (const cardId of cardIds) {
-      pipeline.get(keys.claim(cardId));
-      pipeline.get(keys.exec(cardId));
-      pipeline.hgetall(keys.due(cardId));
-    }
-  }
-  const replies = (await pipeline.exec()) ?? [];
+  // One pipeline per account: on a Redis Cluster a pipeline may not span slots.
+  const perAccount = await Promise.all(
+    [...accounts.values()].map((keys) => {
+      const pipeline = redis.pipeline();
+      pipeline.zrange(keys.prio, 0, -1, 'WITHSCORES');
+      pipeline.zrange(keys.queue, 0, -1, 'WITHSCORES');
+      pipeline.zrange(keys.running, 0, -1, 'WITHSCORES');
+      for (const cardId of cardIds) {
+        pipeline.get(keys.claim(cardId));
+        pipeline.get(keys.exec(cardId));
+        pipeline.hgetall(keys.due(cardId));
+      }
+      return pipeline.exec();
+    }),
+  );
+  const replies = perAccount.flatMap((reply) => reply ?? []);
   let i = 0;
   const next = (): unknown => {
     const [error, value] = replies[i++] ?? [new Error('missing reply'), null];

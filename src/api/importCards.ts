@@ -1,5 +1,5 @@
 /**
- * Bulk card import (DESIGN §10). Every row gets its own outcome: valid rows land even when others
+ * Bulk card import. Every row gets its own outcome: valid rows land even when others
  * in the same request are bad, and each bad row is named with its field, value and reason.
  *
  * Rows are first read and checked on their own (shape, the same ICCID twice in the request), then
@@ -13,15 +13,15 @@
  * The answer accounts for every row sent: accepted + updated + skipped + rejected + notLanded.
  */
 import type pg from 'pg';
-import { insertCardRows, updateCardsByIccid, type UpdatedCardRow } from '../../db/cards.js';
-import { existingCarrierIds } from '../../db/carriers.js';
-import { existingDeviceIds } from '../../db/devices.js';
-import { withTransaction } from '../../db/pool.js';
-import type { NewCard } from '../../domain/card.js';
-import { normaliseCard, rejectionOf, updateOf, type CardRow } from '../../domain/cardInput.js';
-import type { LifecycleService } from '../../lifecycle/service.js';
-import { loadPollingContext } from '../../lifecycle/pollingContext.js';
-import type { LifecycleStore } from '../../lifecycle/queueStore.js';
+import { insertCardRows, updateCardsByIccid, type UpdatedCardRow } from '../db/cards.js';
+import { existingCarrierIds } from '../db/carriers.js';
+import { existingDeviceIds } from '../db/devices.js';
+import { withTransaction } from '../db/pool.js';
+import type { NewCard } from '../domain/card.js';
+import { normaliseCard, rejectionOf, updateOf, type CardRow } from '../domain/cardInput.js';
+import type { LifecycleService } from '../lifecycle/service.js';
+import { loadPollingContext } from '../lifecycle/pollingContext.js';
+import type { LifecycleStore } from '../lifecycle/queueStore.js';
 
 export const IMPORT_MAX_ROWS = 50_000;
 /** Valid rows per transaction: large enough for few round trips, small enough to keep locks and a failed batch short. */
@@ -159,7 +159,7 @@ async function writeBatch(client: pg.PoolClient, batch: readonly ValidRow[], onE
 /**
  * Redis after the commit (PostgreSQL first, as every lifecycle event): new cards get their lanes,
  * updated cards whose polling changed are re-placed, a card that changed account leaving the old
- * account's keys first (briefly in neither, never in both — DESIGN §3).
+ * account's keys first (briefly in neither, never in both: a card is never claimed under two accounts).
  */
 async function syncRedis(deps: ImportDeps, result: BatchOutcome): Promise<void> {
   const changed = result.updated.filter((card) => card.pollingChanged);

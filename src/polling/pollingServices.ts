@@ -1,7 +1,7 @@
 /**
  * The polling services shared by activities and the API: request-check (durable priority item,
  * then the Redis request), the mode switch (rebuild under a lock, then persist), and the priority
- * item transitions an execution causes (DESIGN §8, §9).
+ * item transitions an execution causes.
  */
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { LifecycleService } from '../lifecycle/service.js';
@@ -25,7 +25,7 @@ import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeS
 import type { CheckType } from '../common/checkTypes.js';
 import { findCards } from '../db/cards.js';
 
-/** Error classes after which retrying a priority item cannot help (DESIGN §9 business failures). */
+/** Error classes after which retrying a priority item cannot help: the same request would fail the same way. */
 const FINAL_ERROR_CLASSES = new Set(['permanent', 'invalid_response']);
 /** How soon a priority item whose attempt failed retryably runs again. */
 const PRIORITY_RETRY_DELAY_MS = 5000;
@@ -49,7 +49,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     async requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult> {
       const lane = request.lane ?? 'priority';
       // Only types the card is polled for are requested: a due time for any other type would make
-      // the card due every second with nothing to run (DESIGN §9: capability not configured).
+      // the card due every second with nothing to run (the capability is not configured for it).
       const [card] = await findCards(pool, [request.cardId]);
       const intervals = card ? (await deps.reference.intervals()).resolve(card) : {};
       const polledTypes = request.types.filter((type) => intervals[type] !== undefined);

@@ -1,5 +1,5 @@
 /**
- * Account status (DESIGN §10): lanes, in-flight and due-now from Redis, per group the configured
+ * Account status: lanes, in-flight and due-now from Redis, per group the configured
  * and effective rate and calls in the last second, lateness over the last minute, expired leases
  * from the running scheduler, and the capacity estimate.
  */

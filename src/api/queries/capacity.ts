@@ -1,5 +1,5 @@
 /**
- * Capacity estimate of an account (DESIGN §10 status.capacity): the QPS its configured intervals
+ * Capacity estimate of an account (`capacity` in its status): the QPS its configured intervals
  * need per rate-limit group against the configured budget. Pure: the inputs are read elsewhere.
  */
 import { GATEWAY_CHECK_TYPES } from '../../common/checkTypes.js';

@@ -1,5 +1,5 @@
 /**
- * The card detail (DESIGN §10): the card plus what Redis knows (due times, failure streaks), open
+ * The card detail: the card plus what Redis knows (due times, failure streaks), open
  * failure alerts, recent executions newest first, and the Temporal Web UI link listing every run.
  */
 import { listFailureAlerts, type FailureAlert } from '../../db/alerts.js';
