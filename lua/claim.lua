@@ -20,6 +20,8 @@
 --   ARGV[9] gateway check types, comma-separated (the types that call the gateway)
 --   ARGV[10] '1' when this is a retry of a round with the same token prefix: if that prefix
 --            already holds claims (an earlier attempt landed), return those and claim nothing
+--   ARGV[11] due horizon ms (>= 0, absent = 0): cards and types due at or before now + horizon
+--            count as due this round (dispatch ahead by the engine's start lag, so runs start on time)
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
 --   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
@@ -56,6 +58,10 @@ if now == nil or lease == nil or lease <= 0 or limit == nil or ratio == nil or r
   return -2
 end
 local budgeted = ARGV[6] ~= ''
+local horizon = tonumber(ARGV[11] or '0')
+if horizon == nil or horizon < 0 then return -2 end
+-- Due means "due by the time a run claimed now starts". Leases are still judged against now.
+local dueBy = now + horizon
 -- Cards a round may leave due (skip) beyond its capacity before it ends: bounds one round's work.
 local SKIP_EXTRA = 100
 local countRealname = ARGV[8] == '1'
@@ -148,7 +154,8 @@ local function heldElsewhere(claimKey, laneKey, cardId)
   if not current then return false end
   local expiry = tonumber(redis.call('ZSCORE', runningKey, current))
   if expiry and expiry > now then
-    redis.call('ZADD', laneKey, 'XX', expiry, cardId)
+    -- Past the due range, so the round does not meet it again (the lease end, or just beyond the horizon).
+    redis.call('ZADD', laneKey, 'XX', math.max(expiry, dueBy + 1), cardId)
     return true
   end
   clearClaim(claimKey, cardKey(cardId, 'exec'), runningKey, current)
@@ -194,7 +201,7 @@ local function tryClaim(cardId, fromPriority, laneKey)
         -- Any field found proves the hash exists.
         hasHash = true
         local d = tonumber(v)
-        if d and d <= now then
+        if d and d <= dueBy then
           local g = typeGroupOf[i]
           if g then need[g] = (need[g] or 0) + 1 else unbudgeted = true end
         end
@@ -228,7 +235,7 @@ local function tryClaim(cardId, fromPriority, laneKey)
         local g = typeGroupOf[i]
         if g and need[g] and not admit[g] then
           local d = tonumber(values[i])
-          if d and d <= now then
+          if d and d <= dueBy then
             deferred = deferred == '' and gatewayTypes[i] or (deferred .. ',' .. gatewayTypes[i])
           end
         end
@@ -268,7 +275,7 @@ local skippedIn = {}
 local function drain(laneKey, fromPriority, quota)
   local offset = skippedIn[laneKey] or 0
   while quota > 0 and not stop and taken < capacity do
-    local ids = redis.call('ZRANGEBYSCORE', laneKey, '-inf', now, 'LIMIT', offset, quota)
+    local ids = redis.call('ZRANGEBYSCORE', laneKey, '-inf', dueBy, 'LIMIT', offset, quota)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
       if stop or quota <= 0 or taken >= capacity then break end

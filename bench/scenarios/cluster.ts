@@ -76,7 +76,7 @@ async function measureTarget(context: ScenarioContext, target: Target, address: 
   const pidsBefore = target === 'cluster' ? temporalClusterPids(context.config).join(',') : '';
   const run = await measureCardExecutions(targeted, spec, label);
   const pidsAfter = target === 'cluster' ? temporalClusterPids(context.config).join(',') : '';
-  const disturbed = pidsBefore !== pidsAfter ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service was restarted, its CPU before the restart is missing` : undefined;
+  const disturbed = pidsBefore !== pidsAfter ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service stopped or restarted, the window lost part of its work and CPU` : undefined;
   return { ...run, target, round, address, ...(disturbed ? { disturbed } : {}) };
 }
 
@@ -84,6 +84,8 @@ async function measureTarget(context: ScenarioContext, target: Target, address: 
 async function measureWithRetry(context: ScenarioContext, target: Target, options: TemporalClusterOptions, round: number, label: string): Promise<TargetRun> {
   const address = target === 'dev' ? context.config.TEMPORAL_ADDRESS : frontendAddress(options);
   if (target === 'dev') return measureTarget(context, target, address, round, label);
+  // A service another user stopped since the last run is started again first (about a second when all run).
+  await clusterUp(options, context.log);
   let reason: string;
   try {
     const run = await measureTarget(context, target, address, round, label);

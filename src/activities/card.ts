@@ -88,6 +88,8 @@ export interface PrepareInput {
    * is behind. Counted for the account's adaptive in-flight limit.
    */
   readonly startLagMs?: number;
+  /** The claim's due horizon: types due up to this long from now count as due (claimed ahead). */
+  readonly dueHorizonMs?: number;
 }
 
 export interface CardFinishInput extends FinishInput {
@@ -169,8 +171,10 @@ export function createCardActivities(deps: CardActivityDeps) {
       const intervals = (await deps.reference.intervals()).resolve(card);
       const now = await deps.store.clockNow();
       const state = await deps.store.readDue(input.carrierId, input.cardId);
-      const { types, earliest } = dueTypes(state, intervals, now, EXECUTION_ORDER);
-      deps.metrics?.lateness(input.carrierId, now - earliest);
+      // Claimed ahead of due by up to the horizon: those types are this run's too.
+      const { types, earliest } = dueTypes(state, intervals, now + (input.dueHorizonMs ?? 0), EXECUTION_ORDER);
+      // A run started ahead of its due time is on time, not negatively late.
+      deps.metrics?.lateness(input.carrierId, Math.max(0, now - earliest));
       // A pending request (priority lane, or a request stamp on a type) has a durable item to move;
       // not while a requested type is deferred (not run now): the run that serves it takes the item.
       const deferredRequest = state !== null && state.deferred.some((type) => state.types[type].req !== null);

@@ -63,6 +63,21 @@ export const DEFAULT_RETENTION: RetentionPolicy = { keepMonths: 3, monthsAhead: 
 /** Upper bound on how many seconds of budget one late round may plan for. */
 const MAX_ROUND_BUDGET_SECONDS = 3;
 
+/** Upper bound on how early a card is claimed before its due time. */
+export const MAX_DUE_HORIZON_MS = 5000;
+
+/**
+ * How far ahead of due a round claims: the scheduler's lookahead (the engine's start lag), at most
+ * {@link MAX_DUE_HORIZON_MS}, a quarter of the lease (a claimed card's lease end stays past the
+ * horizon, out of the round's due range) and a tenth of the shortest polling interval (a card
+ * checked early gets its next due one interval after the check, so its period shrinks by at most
+ * that much).
+ */
+export function dueHorizon(lookaheadMs: number, leaseMs: number, shortestIntervalMs: number | null): number {
+  const bounds = [MAX_DUE_HORIZON_MS, leaseMs / 4, shortestIntervalMs === null ? Number.POSITIVE_INFINITY : shortestIntervalMs / 10];
+  return Math.max(0, Math.floor(Math.min(lookaheadMs, ...bounds)));
+}
+
 /** This activity's attempt number; 1 outside an activity (direct calls in tests). */
 function activityAttempt(): number {
   try {
@@ -88,6 +103,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
       const engineLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
       const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
+      const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, (await deps.reference.intervals()).shortestMs());
       const [engine, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         deps.store.claim({
@@ -106,12 +122,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
           // to their lease. Client start mode recovers only on an activity retry: runs its first
           // attempt started would be started again.
           retry: activityAttempt() > 1 || deps.cardStarter === undefined,
+          dueHorizonMs,
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
       let startFailures = 0;
       if (deps.cardStarter && claimed.length > 0) {
-        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }) });
+        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, dueHorizonMs, ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }) });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
         startFailures = failed.length;
       }
@@ -141,6 +158,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         maxInflightLimit,
         budgetQps: carrier.groups.reduce((sum, g) => sum + g.qps, 0),
         leaseMs: carrier.leaseMs,
+        dueHorizonMs,
       };
     },
 

@@ -69,6 +69,11 @@ export interface ClaimRoundInput {
   /** The round's instant on the scheduler's workflow clock; client-started runs carry it as `claimedAt`. */
   readonly roundAt?: number;
   /**
+   * How far ahead of their due time to claim cards: the engine's expected start lag. The claim
+   * bounds it (see `dueHorizonMs` in the result); absent = 0.
+   */
+  readonly lookaheadMs?: number;
+  /**
    * Where the card runs go. Used when the control worker starts them itself with the client
    * (CARD_START_MODE=client); otherwise the scheduler starts them as children.
    */
@@ -132,6 +137,8 @@ export type ClaimRoundResult =
       /** Sum of the account's group budgets (QPS): the weight of its share of the engine. */
       readonly budgetQps: number;
       readonly leaseMs: number;
+      /** Cards due up to this long after the claim were claimed; their runs treat them as due. */
+      readonly dueHorizonMs: number;
     };
 
 export interface CardCheckInput {
@@ -145,6 +152,8 @@ export interface CardCheckInput {
    * children counts as much as a backed-up card task queue.
    */
   readonly claimedAt?: number;
+  /** The claim's due horizon: types due up to this long after the run's preparation run in it. */
+  readonly dueHorizonMs?: number;
 }
 
 /** Where gateway steps run: local activities of the card worker (default) or the gateway task queue. */

@@ -80,6 +80,17 @@ export class IntervalResolver {
     this.sorted = [...configs].filter((config) => config.enabled).sort(byPrecedence);
   }
 
+  /** The shortest interval any enabled config sets (ms), or null without one. */
+  shortestMs(): number | null {
+    let shortest: number | null = null;
+    for (const config of this.sorted) {
+      for (const seconds of Object.values(config.intervalsSec)) {
+        if (seconds !== undefined && (shortest === null || seconds * 1000 < shortest)) shortest = seconds * 1000;
+      }
+    }
+    return shortest;
+  }
+
   /** Rules match on (carrier, status) only, so results are cached per pair. */
   resolve(card: MatchSubject): Intervals {
     const key = `${card.carrierId}\u0000${card.status}`;

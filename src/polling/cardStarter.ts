@@ -28,6 +28,8 @@ export interface CardStartRequest {
   readonly placement: CardRunPlacement;
   /** The claim round's instant (scheduler workflow time), passed to the run as `claimedAt`. */
   readonly roundAt?: number;
+  /** The round's due horizon, passed to the run. */
+  readonly dueHorizonMs?: number;
 }
 
 export interface CardStarter {
@@ -44,6 +46,7 @@ export function createClientCardStarter(client: Client, log: (message: string, f
       token: card.token,
       fromPriority: card.fromPriority,
       ...(request.roundAt === undefined ? {} : { claimedAt: request.roundAt }),
+      ...(request.dueHorizonMs ? { dueHorizonMs: request.dueHorizonMs } : {}),
       taskQueues: request.placement.taskQueues,
     };
     try {

@@ -65,6 +65,8 @@ export interface ClaimInput {
   readonly countRealname: boolean;
   /** A retried round (same token prefix): returns the claims an earlier attempt made, if any. */
   readonly retry?: boolean;
+  /** Claim cards due up to this many ms after now (see claim.lua ARGV[11]). */
+  readonly dueHorizonMs?: number;
 }
 
 export interface FinishInput {

@@ -73,6 +73,11 @@ export interface ClaimArgs {
    * token prefix holds instead of claiming more (their cards are scored past now by then).
    */
   readonly retry?: boolean;
+  /**
+   * Claim cards due up to this many ms after now (default 0): dispatching ahead by the engine's
+   * start lag lets a run start at its due time instead of that long after it.
+   */
+  readonly dueHorizonMs?: number;
 }
 
 export interface ClaimedCard {
@@ -115,6 +120,7 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
       input.countRealname ? '1' : '0',
       GATEWAY_CHECK_TYPES.join(','),
       input.retry ? '1' : '0',
+      Math.max(0, Math.floor(input.dueHorizonMs ?? 0)),
     ],
   };
 }

@@ -66,7 +66,15 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
 
   let plan: Awaited<ReturnType<CardActivities['prepareExecution']>>;
   try {
-    plan = await card.prepareExecution({ carrierId: args.carrierId, cardId: args.cardId, token: args.token, execValue: info.runId, fromPriority: args.fromPriority, startLagMs });
+    plan = await card.prepareExecution({
+      carrierId: args.carrierId,
+      cardId: args.cardId,
+      token: args.token,
+      execValue: info.runId,
+      fromPriority: args.fromPriority,
+      startLagMs,
+      ...(args.dueHorizonMs === undefined ? {} : { dueHorizonMs: args.dueHorizonMs }),
+    });
   } catch {
     // Nothing ran yet: give the card back at once (it is claimed again when it can be prepared)
     // instead of failing the run and leaving the claim to its lease.

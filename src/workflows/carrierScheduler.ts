@@ -101,12 +101,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const toRelease: ClaimedCard[] = [];
   let startsInFlight = 0;
   let startFailures = status.startFailures;
-  const launch = (card: ClaimedCard, claimedAt: number): void => {
+  const launch = (card: ClaimedCard, claimedAt: number, dueHorizonMs: number): void => {
     startsInFlight += 1;
     startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
       taskQueue: cardTaskQueue(args.taskQueues, card.fromPriority),
-      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, claimedAt, taskQueues: args.taskQueues }],
+      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, claimedAt, taskQueues: args.taskQueues, ...(dueHorizonMs > 0 ? { dueHorizonMs } : {}) }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // A new run under the same id for every execution; Temporal rejects one while another runs.
       // No run timeout: every phase of the run bounds itself (step and total timeouts), except the
@@ -215,7 +215,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           refreshConfig,
           sinceLastRoundMs,
           roundAt: now,
-          ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit }),
+          ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit, lookaheadMs: lookahead(inflight, tickMs) }),
           cardRuns,
         });
         refreshConfig = false;
@@ -230,7 +230,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       } else if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        if (!result.startedByClaim) for (const card of result.claimed) launch(card, now);
+        if (!result.startedByClaim) for (const card of result.claimed) launch(card, now, result.dueHorizonMs ?? 0);
         startFailures += result.startFailures;
         inflight = nextInflightControl(inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
           ...result.engine,
@@ -296,3 +296,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
 
 
 const round1 = (value: number): number => Math.round(value * 10) / 10;
+
+/**
+ * How far ahead of due to claim: the mean start lag the engine shows now, plus half a tick (a card
+ * that falls due between two rounds waits for the next one). The claim activity bounds it.
+ */
+const lookahead = (state: InflightControlState, tickMs: number): number => Math.round(state.startLagMs + tickMs / 2);
