@@ -16,11 +16,11 @@ import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
 import type { ExecutionPlan, FinishInput, FinishResult, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { dueTypes } from '../common/schedule.js';
-import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from './finishPlan.js';
-import type { ReferenceData } from './referenceData.js';
-import type { ActivityMetrics } from './metrics.js';
+import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from '../domain/finishPlan.js';
+import type { ReferenceData } from '../runtime/referenceData.js';
+import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
-import type { PriorityClaims } from './priorityTransitions.js';
+import type { PriorityClaims } from '../polling/priorityTransitions.js';
 
 /** Order in which due types run within one execution (DESIGN §6: configured order). */
 export const EXECUTION_ORDER: readonly CheckType[] = CHECK_TYPES;

@@ -14,8 +14,8 @@ import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
 import { limitingFactor } from '../common/inflightControl.js';
 import type { CardStarter } from '../polling/cardStarter.js';
 import type { IngestPressure } from '../ingest/pressure.js';
-import type { ReferenceData } from './referenceData.js';
-import type { ActivityMetrics } from './metrics.js';
+import type { ReferenceData } from '../runtime/referenceData.js';
+import type { ActivityMetrics } from '../runtime/metrics.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
 

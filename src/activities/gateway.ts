@@ -10,7 +10,7 @@ import { GatewayError } from '../gateway/errors.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { GatewayStepInput, StepResult } from '../common/orchestration.js';
-import type { ActivityMetrics } from './metrics.js';
+import type { ActivityMetrics } from '../runtime/metrics.js';
 
 export interface GatewayActivityDeps {
   readonly client: GatewayClient;

@@ -5,7 +5,7 @@
  * written in batches (async ingest); both paths derive the same rows from it (src/ingest/rows.ts).
  */
 import type { ExecutionOutcome, FinishInput, StepResult } from '../common/orchestration.js';
-import type { TypeFinish } from '../activities/finishPlan.js';
+import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {
   readonly results: readonly StepResult[];

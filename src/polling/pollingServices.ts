@@ -20,7 +20,7 @@ import {
 import { isDomainError } from '../domain/errors.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../activities/control.js';
 import { globalKeys } from '../redis/keys.js';
-import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
+import type { PriorityClaims, PriorityTransitions } from './priorityTransitions.js';
 import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../common/orchestration.js';
 import type { CheckType } from '../common/checkTypes.js';
 import { findCards } from '../db/cards.js';

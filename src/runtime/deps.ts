@@ -10,8 +10,8 @@ import { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { RedisRateLimiter } from '../ratelimit/limiter.js';
 import { GatewayClient } from '../gateway/client.js';
 import { createPool, type Pool } from '../db/pool.js';
-import { ReferenceData } from '../activities/referenceData.js';
-import { createActivityMetrics, type ActivityMetrics } from '../activities/metrics.js';
+import { ReferenceData } from './referenceData.js';
+import { createActivityMetrics, type ActivityMetrics } from './metrics.js';
 import { createProcessLogger } from './logger.js';
 
 export interface RuntimeDeps {

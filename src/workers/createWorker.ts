@@ -15,7 +15,7 @@ import { createCardActivities } from '../activities/card.js';
 import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
-import type { PriorityClaims, PriorityTransitions } from '../activities/priorityTransitions.js';
+import type { PriorityClaims, PriorityTransitions } from '../polling/priorityTransitions.js';
 import { createClientCardStarter } from '../polling/cardStarter.js';
 import { IngestStream } from '../ingest/stream.js';
 import { createIngestPressure } from '../ingest/pressure.js';

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { insertCards } from '../../src/db/cards.js';
 import type { CheckType } from '../../src/common/checkTypes.js';
 import type { ExecutionOutcome, StepResult } from '../../src/common/orchestration.js';
-import type { TypeFinish } from '../../src/activities/finishPlan.js';
+import type { TypeFinish } from '../../src/domain/finishPlan.js';
 import { toIngestRecord, type IngestRecord } from '../../src/ingest/record.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/activities/finishPlan.js';
+import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/domain/finishPlan.js';
 import { parseDueHash } from '../../src/redis/dueState.js';
 import type { StepResult } from '../../src/common/orchestration.js';
 
