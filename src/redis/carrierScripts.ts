@@ -163,7 +163,7 @@ export function acquireExecCall(
 }
 
 export function parseAcquireExecReply(reply: unknown): AcquireExecResult {
-  const code = expectCode('acquireExec', reply, [SCRIPT_CODE.ok, SCRIPT_CODE.lost, SCRIPT_CODE.busyOrNotPolled]);
+  const code = expectCode('acquireExec', reply, [SCRIPT_CODE.ok, SCRIPT_CODE.lost, SCRIPT_CODE.execBusy]);
   if (code === SCRIPT_CODE.ok) return 'acquired';
   return code === SCRIPT_CODE.lost ? 'lost' : 'busy';
 }
@@ -285,7 +285,7 @@ export function requestCheckCall(keys: AccountKeys, input: RequestCheckArgs): Sc
 }
 
 export function parseRequestCheckReply(reply: unknown): RequestCheckResult {
-  if (reply === SCRIPT_CODE.busyOrNotPolled) return { status: 'not_polled' };
+  if (reply === SCRIPT_CODE.notPolled) return { status: 'not_polled' };
   if (typeof reply !== 'number' || reply < 0) {
     expectCode('requestCheck', reply, []);
     throw new UnexpectedScriptReplyError('requestCheck', reply);

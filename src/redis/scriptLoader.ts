@@ -10,7 +10,6 @@
  * it as EVAL to the node that owns the slot, so no SCRIPT LOAD on every node is needed.
  */
 import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RedisConnection } from './connection.js';
@@ -41,11 +40,6 @@ export interface ScriptDefinition {
   /** File name in `lua/` without the extension; also the ioredis command name. */
   readonly name: string;
   readonly numberOfKeys: number;
-}
-
-/** SHA1 of a script's resolved source, as Redis computes it. */
-export function scriptSha(name: string): string {
-  return createHash('sha1').update(loadLuaSource(name)).digest('hex');
 }
 
 /**

@@ -7,8 +7,10 @@ export const SCRIPT_CODE = {
   ok: 1,
   /** Token lost its claim (acquireExec/renew/finish/release). */
   lost: 0,
-  /** acquireExec: exec right already held; requestCheck: card not polled. */
-  busyOrNotPolled: -1,
+  /** acquireExec: another executor already holds the token's exec right. */
+  execBusy: -1,
+  /** requestCheck: the card is in no lane (not polled). The same number as execBusy, another script. */
+  notPolled: -1,
   /** A script rejected its arguments. */
   invalidArgument: -2,
 } as const;

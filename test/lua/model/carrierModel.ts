@@ -4,6 +4,7 @@
  * loops, no cleverness, so a disagreement points at the scripts.
  */
 import { GATEWAY_CHECK_TYPES } from '../../../src/common/checkTypes.js';
+import type { ClaimArgs } from '../../../src/redis/carrierScripts.js';
 
 export type Hash = Map<string, string>;
 
@@ -19,16 +20,8 @@ export class ModelAccount {
   readonly due = new Map<string, Hash>();
 }
 
-export interface ModelClaimInput {
-  readonly now: number;
-  readonly leaseMs: number;
-  readonly inflightLimit: number;
-  readonly priorityRatio: number;
-  readonly tokenPrefix: string;
-  readonly groupBudget?: Readonly<Record<string, number>>;
-  readonly typeGroups: Readonly<Record<string, string>>;
-  readonly countRealname: boolean;
-}
+/** The script's own arguments, with a numeric now; the model has no retries or due horizon. */
+export type ModelClaimInput = Omit<ClaimArgs, 'now' | 'retry' | 'dueHorizonMs'> & { readonly now: number };
 
 export interface ModelClaimResult {
   expired: number;

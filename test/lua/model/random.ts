@@ -1,17 +1,11 @@
-/** Small seeded PRNG (mulberry32) so a failing interleaving can be replayed from its seed. */
+import { createPrng } from '../../../src/simulator/random.js';
+
+/** The simulator's seeded PRNG, so a failing interleaving can be replayed from its seed. */
 export class Random {
-  private state: number;
+  readonly next: () => number;
 
   constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = createPrng(seed);
   }
 
   int(min: number, max: number): number {
