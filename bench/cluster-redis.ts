@@ -12,7 +12,15 @@ import { LOCAL_CLUSTER_NODES } from '../src/services/redisCluster.js';
 import { flagSet, flagValue, positive, rejectUnknownFlags } from './lib/options.js';
 import { RESULTS_DIR, renderTable, validityLines, type MachineLoad } from './lib/report.js';
 import { checkBeforeRun, driveProcesses, invalidReasons, startLoadMonitor } from './lib/machineLoad.js';
-import { claimExplain, claimTables, compareClaimRounds, DEFAULT_CLAIM_ACCOUNTS, DEFAULT_CLAIM_CARDS, ensureRedisCluster, redisClusterPids } from './lib/claimRounds.js';
+import {
+  claimExplain,
+  claimTables,
+  compareClaimRounds,
+  DEFAULT_CLAIM_ACCOUNTS,
+  DEFAULT_CLAIM_CARDS,
+  ensureRedisCluster,
+  redisClusterPids,
+} from './lib/claimRounds.js';
 
 const HELP = `usage: npx tsx bench/cluster-redis.ts [--cards N] [--accounts A] [--out DIR] [--allow-busy]
   --cards N     due cards per claim scenario (default ${DEFAULT_CLAIM_CARDS})
@@ -39,7 +47,9 @@ async function main(): Promise<void> {
   log('sampling the machine for 3 s before the run');
   const gate = await checkBeforeRun();
   if (gate.reasons.length > 0 && !allowBusy) {
-    process.stderr.write(`Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`);
+    process.stderr.write(
+      `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`,
+    );
     process.exitCode = 3;
     return;
   }
@@ -53,7 +63,14 @@ async function main(): Promise<void> {
     const reasons = invalidReasons(gate, load.during);
     const date = new Date(started).toISOString();
     const record = { date, valid: reasons.length === 0, invalidReasons: reasons, machineLoad: load, ...comparison };
-    const lines = [`# Claim rounds on Redis Cluster vs single Redis (${date}, Node ${process.version})`, '', ...validityLines(record.valid, reasons, load), '', claimExplain(comparison), ''];
+    const lines = [
+      `# Claim rounds on Redis Cluster vs single Redis (${date}, Node ${process.version})`,
+      '',
+      ...validityLines(record.valid, reasons, load),
+      '',
+      claimExplain(comparison),
+      '',
+    ];
     for (const table of claimTables(comparison)) lines.push(...renderTable(table), '');
     const text = `${lines.join('\n')}`;
     mkdirSync(outDir, { recursive: true });

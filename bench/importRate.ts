@@ -35,15 +35,27 @@ try {
     if (response.statusCode !== 200) throw new Error(`import answered ${response.statusCode}: ${response.body.slice(0, 300)}`);
     return { ms, answer: response.json<Answer>() };
   };
-  const carrier = await app.inject({ method: 'POST', url: '/v1/carriers', headers, payload: JSON.stringify({ name: 'import-rate', gatewayAccount: 'import-rate', groups: [{ name: 'main', qps: 50 }], typeGroups: { card_status: 'main' } }) });
+  const carrier = await app.inject({
+    method: 'POST',
+    url: '/v1/carriers',
+    headers,
+    payload: JSON.stringify({ name: 'import-rate', gatewayAccount: 'import-rate', groups: [{ name: 'main', qps: 50 }], typeGroups: { card_status: 'main' } }),
+  });
   const carrierId = carrier.json<{ id: string }>().id;
-  await app.inject({ method: 'POST', url: '/v1/polling-configs', headers, payload: JSON.stringify({ name: 'import-rate', intervalsSec: { card_status: 3600, carddata: 86_400 } }) });
+  await app.inject({
+    method: 'POST',
+    url: '/v1/polling-configs',
+    headers,
+    payload: JSON.stringify({ name: 'import-rate', intervalsSec: { card_status: 3600, carddata: 86_400 } }),
+  });
 
   const fresh: number[] = [];
   const resent: number[] = [];
   for (let run = 0; run < repeats; run += 1) {
     // Every hundredth row is bad (an ICCID that is not one), the rest new cards.
-    const file = JSON.stringify(Array.from({ length: rows }, (_, i) => (i % 100 === 42 ? { iccid: `bad-${i}`, carrierId } : { iccid: iccid(run * rows + i), carrierId })));
+    const file = JSON.stringify(
+      Array.from({ length: rows }, (_, i) => (i % 100 === 42 ? { iccid: `bad-${i}`, carrierId } : { iccid: iccid(run * rows + i), carrierId })),
+    );
     const first = await post(file);
     const again = await post(file, '?onExisting=skip');
     fresh.push((rows / first.ms) * 1000);
@@ -53,7 +65,9 @@ try {
         `re-sent with onExisting=skip: skipped ${again.answer.skipped?.length ?? 0} in ${Math.round(again.ms)} ms (${Math.round(resent[run]!)} rows/s)\n`,
     );
   }
-  process.stdout.write(`import rate, ${rows} rows with 1 % bad: best ${Math.round(Math.max(...fresh))} rows/s, median ${Math.round(median(fresh))} rows/s; re-import (skip): median ${Math.round(median(resent))} rows/s\n`);
+  process.stdout.write(
+    `import rate, ${rows} rows with 1 % bad: best ${Math.round(Math.max(...fresh))} rows/s, median ${Math.round(median(fresh))} rows/s; re-import (skip): median ${Math.round(median(resent))} rows/s\n`,
+  );
   await app.close();
 } finally {
   await stack.close();

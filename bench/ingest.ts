@@ -61,7 +61,9 @@ interface PauseSample {
 }
 
 async function rowCounts(stack: BenchStack): Promise<{ executions: number; observations: number }> {
-  const { rows } = await stack.pool.query<{ e: number; o: number }>('SELECT (SELECT count(*)::int FROM card_execution) AS e, (SELECT count(*)::int FROM card_observation) AS o');
+  const { rows } = await stack.pool.query<{ e: number; o: number }>(
+    'SELECT (SELECT count(*)::int FROM card_execution) AS e, (SELECT count(*)::int FROM card_observation) AS o',
+  );
   return { executions: rows[0]!.e, observations: rows[0]!.o };
 }
 
@@ -71,7 +73,14 @@ async function switchTo(stack: BenchStack, mode: IngestMode): Promise<void> {
   stack.deps.reference.invalidate();
 }
 
-async function measureMode(stack: BenchStack, stream: IngestStream, mode: IngestMode, warmupSec: number, durationSec: number, log: (line: string) => void): Promise<ModeFigures> {
+async function measureMode(
+  stack: BenchStack,
+  stream: IngestStream,
+  mode: IngestMode,
+  warmupSec: number,
+  durationSec: number,
+  log: (line: string) => void,
+): Promise<ModeFigures> {
   await switchTo(stack, mode);
   await sleep(warmupSec * 1000);
   const sql = countSqlStatements();
@@ -115,7 +124,15 @@ function gatewayCalls(stack: BenchStack): number {
   return calls;
 }
 
-async function sample(stack: BenchStack, stream: IngestStream, pressure: IngestPressure, inflightLimit: number, t0: number, phase: PauseSample['phase'], calls: { last: number; at: number }): Promise<PauseSample> {
+async function sample(
+  stack: BenchStack,
+  stream: IngestStream,
+  pressure: IngestPressure,
+  inflightLimit: number,
+  t0: number,
+  phase: PauseSample['phase'],
+  calls: { last: number; at: number },
+): Promise<PauseSample> {
   const backlog = await stream.backlog();
   const now = Date.now();
   const total = gatewayCalls(stack);
@@ -202,11 +219,28 @@ export const ingest: Scenario = async (context) => {
         'statements/execution: every SQL statement of the process in the window ÷ executions written.',
         `Pause: card_execution and card_observation locked (EXCLUSIVE) for ${PAUSE_SEC} s in async mode; thresholds ${settings.thresholds.records} records / ${settings.thresholds.maxAgeMs / 1000} s.`,
       ],
-      config: { cards: CARDS, intervalSec: INTERVAL_SEC, warmupSec, durationSec, pauseSec: PAUSE_SEC, concurrency: settings.concurrency, batchSize: settings.batchSize, thresholds: settings.thresholds, carrierId: account.carrier.id },
+      config: {
+        cards: CARDS,
+        intervalSec: INTERVAL_SEC,
+        warmupSec,
+        durationSec,
+        pauseSec: PAUSE_SEC,
+        concurrency: settings.concurrency,
+        batchSize: settings.batchSize,
+        thresholds: settings.thresholds,
+        carrierId: account.carrier.id,
+      },
       results: {
         sync,
         async: async_,
-        pause: { peakRecords: peak, peakOldestAgeSec: oldestPeak, minInflightLimit: minLimit, pausedCallsPerSec, drainSec: drainedAt === undefined ? null : round((drainedAt - resumedAt) / 1000, 1), samples },
+        pause: {
+          peakRecords: peak,
+          peakOldestAgeSec: oldestPeak,
+          minInflightLimit: minLimit,
+          pausedCallsPerSec,
+          drainSec: drainedAt === undefined ? null : round((drainedAt - resumedAt) / 1000, 1),
+          samples,
+        },
       },
       tables: [
         {
@@ -217,14 +251,22 @@ export const ingest: Scenario = async (context) => {
         {
           headers: ['t (s)', 'phase', 'backlog records', 'oldest (s)', 'in-flight limit', 'gateway calls/s', 'alert'],
           numeric: [true, false, true, true, true, true, false],
-          rows: samples.filter((_, i) => i % every === 0 || i === samples.length - 1).map((s) => [s.t, s.phase, s.records, s.oldestAgeSec, s.inflightLimit, s.callsPerSec, s.alertOpen ? 'open' : '—']),
+          rows: samples
+            .filter((_, i) => i % every === 0 || i === samples.length - 1)
+            .map((s) => [s.t, s.phase, s.records, s.oldestAgeSec, s.inflightLimit, s.callsPerSec, s.alertOpen ? 'open' : '—']),
         },
       ],
       // Issue 15: polling goes on through the pause (the backlog grows), and the backlog drains after it.
       verdicts: [
         atLeast('gateway calls/s while the ingest is paused (polling goes on)', pausedCallsPerSec, 1, perSecond),
         // Grows well past what async mode holds unpaused (last session's measurement: flat at 24, polling had stopped).
-        atLeast('backlog peak during the pause (records)', peak, Math.max(100, 10 * async_.backlogMax), plain, `${round(peak / Math.max(1, settings.thresholds.records), 2)}× the alert threshold`),
+        atLeast(
+          'backlog peak during the pause (records)',
+          peak,
+          Math.max(100, 10 * async_.backlogMax),
+          plain,
+          `${round(peak / Math.max(1, settings.thresholds.records), 2)}× the alert threshold`,
+        ),
         {
           what: 'backlog drained and alert resolved after the pause',
           figure: drainedAt === undefined ? `not within ${DRAIN_LIMIT_SEC} s` : `${round((drainedAt - resumedAt) / 1000, 1)} s`,

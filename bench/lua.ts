@@ -70,10 +70,29 @@ function ours(redis: Redis, namespace: string): Cycler {
   return {
     upsert: (cards) => store.upsertMany(cards.map((card) => ({ ...card, now: Date.now() }))),
     claim: async (carrierId, round, now) =>
-      (await store.claim({ carrierId, now, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `b${carrierId}-${round}`, groupBudget: GROUP_BUDGET, typeGroups: TYPE_GROUPS, countRealname: false })).claimed,
+      (
+        await store.claim({
+          carrierId,
+          now,
+          leaseMs: LEASE_MS,
+          inflightLimit: ROUND_SIZE,
+          priorityRatio: 0.5,
+          tokenPrefix: `b${carrierId}-${round}`,
+          groupBudget: GROUP_BUDGET,
+          typeGroups: TYPE_GROUPS,
+          countRealname: false,
+        })
+      ).claimed,
     acquire: async (carrierId, cardId, token, now) => (await store.acquireExec(carrierId, cardId, token, 'bench', LEASE_MS, now)) === 'acquired',
     finish: (carrierId, cardId, token, at) =>
-      store.finish({ carrierId, cardId, token, now: at, set: { [DueField.due('card_status')]: at + 3_600_000, [DueField.ok('card_status')]: at }, del: [DueField.fail('card_status')] }),
+      store.finish({
+        carrierId,
+        cardId,
+        token,
+        now: at,
+        set: { [DueField.due('card_status')]: at + 3_600_000, [DueField.ok('card_status')]: at },
+        del: [DueField.fail('card_status')],
+      }),
   };
 }
 
@@ -81,10 +100,21 @@ function seed(redis: Redis, namespace: string, scripts: SeedScripts): Cycler {
   const store = new SeedStore(redis, namespace, scripts);
   return {
     upsert: (cards) => store.upsertMany(cards),
-    claim: (carrierId, round, now) => store.claim({ carrierId, now, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `b${carrierId}-${round}`, groupBudget: GROUP_BUDGET, typeGroups: TYPE_GROUPS }),
+    claim: (carrierId, round, now) =>
+      store.claim({
+        carrierId,
+        now,
+        leaseMs: LEASE_MS,
+        inflightLimit: ROUND_SIZE,
+        priorityRatio: 0.5,
+        tokenPrefix: `b${carrierId}-${round}`,
+        groupBudget: GROUP_BUDGET,
+        typeGroups: TYPE_GROUPS,
+      }),
     acquire: async (_carrierId, cardId, token) => (await store.acquireExec(cardId, token, 'bench', LEASE_MS)) === 1,
     // The seed's finish takes the same fields: its due:/ok:/fail: prefixes are ours too.
-    finish: (carrierId, cardId, token, at) => store.finish({ carrierId, cardId, token, now: at, set: { 'due:card_status': at + 3_600_000, 'ok:card_status': at }, del: ['fail:card_status'] }),
+    finish: (carrierId, cardId, token, at) =>
+      store.finish({ carrierId, cardId, token, now: at, set: { 'due:card_status': at + 3_600_000, 'ok:card_status': at }, del: ['fail:card_status'] }),
   };
 }
 
@@ -118,7 +148,13 @@ async function drainAccount(cycler: Cycler, carrierId: string, claimLatencies: n
   }
 }
 
-async function runScenario(cyclers: readonly Cycler[], implementation: Implementation, name: string, accountCount: number, cardIds: readonly string[]): Promise<ScenarioResult> {
+async function runScenario(
+  cyclers: readonly Cycler[],
+  implementation: Implementation,
+  name: string,
+  accountCount: number,
+  cardIds: readonly string[],
+): Promise<ScenarioResult> {
   const accounts = Array.from({ length: accountCount }, (_, i) => `${name === 'one account' ? 'one' : 'many'}${i}`);
   await seedCards(cyclers[0]!, accounts, cardIds, Date.now());
   const latencies: number[] = [];
@@ -171,7 +207,17 @@ interface Ratio {
   readonly ratio: number;
 }
 
-function markdown(input: { date: string; redisVersion: string; results: readonly ScenarioResult[]; ratios: readonly Ratio[]; verdicts: readonly Verdict[]; valid: boolean; reasons: readonly string[]; load: MachineLoad; seedNotes: readonly string[] }): string {
+function markdown(input: {
+  date: string;
+  redisVersion: string;
+  results: readonly ScenarioResult[];
+  ratios: readonly Ratio[];
+  verdicts: readonly Verdict[];
+  valid: boolean;
+  reasons: readonly string[];
+  load: MachineLoad;
+  seedNotes: readonly string[];
+}): string {
   const lines = [
     `# Lua scripts benchmark, ours beside the seed's (${input.date}, Redis ${input.redisVersion}, Node ${process.version})`,
     '',
@@ -180,11 +226,14 @@ function markdown(input: { date: string; redisVersion: string; results: readonly
     'One cycle = claim (share of a 200-card round) + acquireExec + finish for one card. Both implementations: ioredis with',
     `enableAutoPipelining, scripts by SHA, the same cards, budgets and rounds; ${CONNECTIONS} connections in the 50-account run.`,
     'Claim latency: in the one-account run each round runs alone (the script itself plus one round trip);',
-    'in the 50-account run it includes queueing behind the other 49 accounts\' traffic on the same Redis.',
+    "in the 50-account run it includes queueing behind the other 49 accounts' traffic on the same Redis.",
     '',
     '| scenario | scripts | accounts | cards | cycles/s | seconds | claim rounds of 200 | claim p50 ms | claim p99 ms |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...input.results.map((r) => `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} |`),
+    ...input.results.map(
+      (r) =>
+        `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} |`,
+    ),
     '',
     '| scenario | ours cycles/s | seed cycles/s | ours ÷ seed |',
     '| --- | ---: | ---: | ---: |',
@@ -194,7 +243,7 @@ function markdown(input: { date: string; redisVersion: string; results: readonly
     '',
     ...input.verdicts.map((v) => `- ${renderVerdict(v, input.valid)}`),
     '',
-    '## The seed\'s scripts',
+    "## The seed's scripts",
     '',
     ...input.seedNotes.map((note) => `- ${note}`),
   ];
@@ -225,7 +274,9 @@ async function main(): Promise<void> {
   process.stderr.write('[bench:lua] sampling the machine for 3 s before the run\n');
   const gate = await checkBeforeRun();
   if (gate.reasons.length > 0 && !allowBusy) {
-    process.stderr.write(`Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`);
+    process.stderr.write(
+      `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`,
+    );
     process.exitCode = 3;
     return;
   }
@@ -262,20 +313,38 @@ async function main(): Promise<void> {
       }
     }
     const ratios: Ratio[] = plan.map((scenario) => {
-      const of = (implementation: Implementation): number => results.find((r) => r.scenario === scenario.name && r.implementation === implementation)?.cyclesPerSecond ?? 0;
+      const of = (implementation: Implementation): number =>
+        results.find((r) => r.scenario === scenario.name && r.implementation === implementation)?.cyclesPerSecond ?? 0;
       return { scenario: scenario.name, ours: of('ours'), seed: of('seed'), ratio: of('seed') > 0 ? Number((of('ours') / of('seed')).toFixed(3)) : 0 };
     });
-    const verdicts = ratios.map((r) => atLeast(`Redis layer, ${r.scenario}: ours ÷ seed cycles/s`, r.ratio, RATIO_TARGET, times, `${r.ours} vs ${r.seed} cycles/s`));
+    const verdicts = ratios.map((r) =>
+      atLeast(`Redis layer, ${r.scenario}: ours ÷ seed cycles/s`, r.ratio, RATIO_TARGET, times, `${r.ours} vs ${r.seed} cycles/s`),
+    );
     const load: MachineLoad = { beforeRun: gate, during: monitor.summary(started, Date.now()) };
     const reasons = invalidReasons(gate, load.during);
     const seedNotes = [
       `Read at run time from ${scripts.file} (declares ${scripts.declared.map((name) => `${name}Lua`).join(', ')}); claimLua, acquireExecLua and finishLua run here, with KEYS/ARGV as the seed's carrierqueue/store.go passes them.`,
-      ...Object.entries(scripts.commentEndsRestored).map(([name, n]) => `The document is flattened onto one line: ${name}Lua's ${n} \`--\` comment(s) would have swallowed the rest of the script, so a line break was put back where each comment's prose ends; the code is unchanged.`),
+      ...Object.entries(scripts.commentEndsRestored).map(
+        ([name, n]) =>
+          `The document is flattened onto one line: ${name}Lua's ${n} \`--\` comment(s) would have swallowed the rest of the script, so a line break was put back where each comment's prose ends; the code is unchanged.`,
+      ),
       `Not in the seed documents, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → <namespace>seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
-      'The seed\'s card keys carry no namespace or hash tag (its claim script builds them, so it would not run on Redis Cluster); card ids unique to this run keep them apart from anyone else\'s on the shared Redis, and both implementations use the same ids.',
+      "The seed's card keys carry no namespace or hash tag (its claim script builds them, so it would not run on Redis Cluster); card ids unique to this run keep them apart from anyone else's on the shared Redis, and both implementations use the same ids.",
     ];
     const date = new Date(started).toISOString();
-    const record = { date, valid: reasons.length === 0, invalidReasons: reasons, machineLoad: load, redisVersion, clientSettings: { library: 'ioredis', enableAutoPipelining: true, connections: CONNECTIONS }, seed: { file: scripts.file, declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored }, results, ratios, verdicts, seedNotes };
+    const record = {
+      date,
+      valid: reasons.length === 0,
+      invalidReasons: reasons,
+      machineLoad: load,
+      redisVersion,
+      clientSettings: { library: 'ioredis', enableAutoPipelining: true, connections: CONNECTIONS },
+      seed: { file: scripts.file, declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored },
+      results,
+      ratios,
+      verdicts,
+      seedNotes,
+    };
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, 'lua.json'), `${JSON.stringify(record, null, 2)}\n`);
     const text = markdown({ date, redisVersion, results, ratios, verdicts, valid: record.valid, reasons, load, seedNotes });

@@ -27,7 +27,10 @@ function step<T>(what: string, run: () => T): T {
 const began = Date.now();
 step('cleaned dist/', () => rmSync(DIST, { recursive: true, force: true }));
 step('compiled TypeScript', () => {
-  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', DIST], { cwd: ROOT, stdio: 'inherit' });
+  const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', DIST], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   if (tsc.status !== 0) {
     process.stderr.write('[build] tsc failed\n');
     process.exit(tsc.status ?? 1);
@@ -41,5 +44,7 @@ const started = Date.now();
 const bundle = await bundleWorkflows(join(ROOT, 'src', 'workflows', 'index.ts'));
 mkdirSync(DIST, { recursive: true });
 writeFileSync(join(DIST, 'workflow-bundle.js'), bundle.code);
-process.stdout.write(`[build] bundled workflows: ${join(DIST, 'workflow-bundle.js')}, ${Math.round(bundle.code.length / 1024)} KiB, build id wf-${workflowCodeHash(bundle.code)} (${Date.now() - started} ms)\n`);
+process.stdout.write(
+  `[build] bundled workflows: ${join(DIST, 'workflow-bundle.js')}, ${Math.round(bundle.code.length / 1024)} KiB, build id wf-${workflowCodeHash(bundle.code)} (${Date.now() - started} ms)\n`,
+);
 process.stdout.write(`[build] done in ${Date.now() - began} ms\n`);

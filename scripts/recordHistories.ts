@@ -69,7 +69,17 @@ try {
   const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
   await ensurePollingControl(ref, { reconcileEveryMs: 2000, scheduler: { maxHistoryEvents: SCHEDULER_MAX_HISTORY_EVENTS } });
   const schedulerId = schedulerWorkflowId(account.carrier.id, ref.workflowIdPrefix);
-  const firstSchedulerRun = await waitFor('the scheduler to start', async () => (await stack.client.workflow.getHandle(schedulerId).describe().catch(() => undefined))?.runId, 30_000);
+  const firstSchedulerRun = await waitFor(
+    'the scheduler to start',
+    async () =>
+      (
+        await stack.client.workflow
+          .getHandle(schedulerId)
+          .describe()
+          .catch(() => undefined)
+      )?.runId,
+    30_000,
+  );
   await waitFor(
     'two executions of every card',
     async () => {
@@ -85,14 +95,21 @@ try {
   const priority = await waitFor(
     'the priority run to be recorded',
     async () => {
-      const { rows } = await stack.db.pool.query<{ workflow_id: string; run_id: string }>('SELECT workflow_id, run_id FROM card_execution WHERE from_priority LIMIT 1');
+      const { rows } = await stack.db.pool.query<{ workflow_id: string; run_id: string }>(
+        'SELECT workflow_id, run_id FROM card_execution WHERE from_priority LIMIT 1',
+      );
       return rows[0] ? { workflowId: rows[0].workflow_id, runId: rows[0].run_id } : undefined;
     },
     60_000,
   );
   const normal = await completedRun(stack.client, `WorkflowType = "cardCheck" AND ExecutionStatus = "Completed" AND WorkflowId STARTS_WITH "${prefix}card-"`);
   // The first scheduler run holds the request-check only if it had not rolled over yet; either way it ends in continue-as-new.
-  await waitFor('the first scheduler run to continue as new', async () => (await stack.client.workflow.getHandle(schedulerId, firstSchedulerRun).describe()).status.name === 'CONTINUED_AS_NEW' || undefined, 60_000, 500);
+  await waitFor(
+    'the first scheduler run to continue as new',
+    async () => (await stack.client.workflow.getHandle(schedulerId, firstSchedulerRun).describe()).status.name === 'CONTINUED_AS_NEW' || undefined,
+    60_000,
+    500,
+  );
   await save(stack.client, 'pollingControl', pollingControlWorkflowId(prefix));
   await save(stack.client, 'carrierScheduler', schedulerId, firstSchedulerRun);
   await save(stack.client, 'carrierScheduler-current', schedulerId);

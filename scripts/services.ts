@@ -64,7 +64,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`[services] ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`[services] ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   if (error instanceof AggregateError) for (const e of error.errors) process.stderr.write(`  - ${String(e)}\n`);
   process.exitCode = 1;
 });

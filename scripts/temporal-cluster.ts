@@ -48,7 +48,8 @@ function parseFlags(flags: readonly string[]): ClusterOptionOverrides {
     const value = flags[i + 1];
     if (flag === '--port' && value !== undefined) {
       frontendPort = Number(value);
-      if (!Number.isInteger(frontendPort) || frontendPort < 1001 || frontendPort > 65_500) throw new Error(`--port: expected an integer in 1001..65500, got "${value}"`);
+      if (!Number.isInteger(frontendPort) || frontendPort < 1001 || frontendPort > 65_500)
+        throw new Error(`--port: expected an integer in 1001..65500, got "${value}"`);
       i++;
     } else if (flag === '--log-level' && value !== undefined) {
       const level = LOG_LEVELS.find((l) => l === value);
@@ -85,21 +86,33 @@ async function main(): Promise<void> {
     const result = await temporalClusterUp(options, log);
     for (const [service, how] of Object.entries(result.services)) log(`${service}: ${how}`);
     if (result.createdDatabases.length > 0) log(`created databases: ${result.createdDatabases.join(', ')}`);
-    log(`phases (ms): ${Object.entries(result.timings).map(([name, ms]) => `${name} ${ms}`).join(', ')}`);
+    log(
+      `phases (ms): ${Object.entries(result.timings)
+        .map(([name, ms]) => `${name} ${ms}`)
+        .join(', ')}`,
+    );
     log(`up in ${Date.now() - started} ms; frontend ${result.address} (TEMPORAL_ADDRESS=${result.address})`);
   } else if (command === 'down') {
     const stopped = await temporalClusterDown(options);
     for (const [service, was] of Object.entries(stopped)) log(`${service}: ${was ? 'stopped' : 'not running'}`);
   } else if (command === 'status') {
     const statuses = await temporalClusterStatus(options);
-    log(`Temporal server ${options.version}, binaries ${binariesBuilt(options) ? 'built' : 'not built'} in ${options.binDir}; frontend ${frontendAddress(options)}`);
+    log(
+      `Temporal server ${options.version}, binaries ${binariesBuilt(options) ? 'built' : 'not built'} in ${options.binDir}; frontend ${frontendAddress(options)}`,
+    );
     for (const s of statuses) {
-      log(`${s.service.padEnd(8)} ${s.pid === undefined ? 'not running' : `pid ${s.pid}`}, port ${s.grpcPort} ${s.listening ? 'listening' : 'closed'}; log ${serviceLogFile(options, s.service)}`);
+      log(
+        `${s.service.padEnd(8)} ${s.pid === undefined ? 'not running' : `pid ${s.pid}`}, port ${s.grpcPort} ${s.listening ? 'listening' : 'closed'}; log ${serviceLogFile(options, s.service)}`,
+      );
     }
     if (statuses.some((s) => s.pid === undefined)) process.exitCode = 3;
   } else if (command === 'build') {
     const binaries = await ensureServerBinaries(options, log);
-    log(binaries.builtInMs === undefined ? `already built: ${binaries.server}, ${binaries.sqlTool}` : `built in ${binaries.builtInMs} ms: ${binaries.server}, ${binaries.sqlTool}`);
+    log(
+      binaries.builtInMs === undefined
+        ? `already built: ${binaries.server}, ${binaries.sqlTool}`
+        : `built in ${binaries.builtInMs} ms: ${binaries.server}, ${binaries.sqlTool}`,
+    );
   } else {
     process.stderr.write(`unknown command "${command}"\n${HELP}\n`);
     process.exitCode = 2;

@@ -9,6 +9,7 @@ npx tsc -p .
 npx tsc -p src/dashboard/public
 # The dashboard's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/ensure-chromium.sh
+npx prettier --check .
 npx eslint --max-warnings 0 src test scripts bench
 # Files whose assertions depend on processes getting the CPU when they need it (the limiter's
 # utilisation across four caller processes, a scheduler continuing-as-new under a stream of

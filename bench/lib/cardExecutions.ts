@@ -66,7 +66,16 @@ async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly string
   const views = await Promise.all(carrierIds.map((id) => schedulerStatus(stack.ref, id).catch(() => undefined)));
   return views.flatMap((view) =>
     view
-      ? [{ carrierId: view.carrierId, limitedBy: view.orchestration.limitedBy, inflightLimit: view.orchestration.inflightLimit, startLagMs: view.orchestration.startLagMs, capacityPerSec: view.orchestration.capacityPerSec, expiredLeases: view.expiredLeases }]
+      ? [
+          {
+            carrierId: view.carrierId,
+            limitedBy: view.orchestration.limitedBy,
+            inflightLimit: view.orchestration.inflightLimit,
+            startLagMs: view.orchestration.startLagMs,
+            capacityPerSec: view.orchestration.capacityPerSec,
+            expiredLeases: view.expiredLeases,
+          },
+        ]
       : [],
   );
 }
@@ -133,9 +142,12 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
       if (delta > 0) byName[name] = delta;
     }
     const schedulers = await schedulerSnapshots(stack, carrierIds);
-    log(`schedulers: ${schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`).join('; ')}`);
+    log(
+      `schedulers: ${schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`).join('; ')}`,
+    );
     const executions = await executionsBetween(stack.pool, window.from, window.to);
-    const sumCalls = (calls: typeof window.end.calls): number => Object.values(calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);
+    const sumCalls = (calls: typeof window.end.calls): number =>
+      Object.values(calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);
     const gatewayCalls = sumCalls(window.end.calls) - sumCalls(window.start.calls);
     // Runs recorded late in the window may still be completing: a short pause before reading histories.
     await sleep(1000);
@@ -177,7 +189,9 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
 export function startModeCheck(result: CardRunResult): string | undefined {
   const h = result.history;
   if (h.sampled === 0) return `no completed ${result.shape}-type execution to sample: the start mode could not be confirmed`;
-  if (result.startMode === 'client' && h.withParent > 0) return `CARD_START_MODE=client did not take effect: ${h.withParent} of ${h.sampled} sampled runs were started as children`;
-  if (result.startMode === 'child' && h.withParent < h.sampled) return `${h.sampled - h.withParent} of ${h.sampled} sampled runs had no parent although CARD_START_MODE=child`;
+  if (result.startMode === 'client' && h.withParent > 0)
+    return `CARD_START_MODE=client did not take effect: ${h.withParent} of ${h.sampled} sampled runs were started as children`;
+  if (result.startMode === 'child' && h.withParent < h.sampled)
+    return `${h.sampled - h.withParent} of ${h.sampled} sampled runs had no parent although CARD_START_MODE=child`;
   return undefined;
 }

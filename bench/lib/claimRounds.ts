@@ -85,14 +85,33 @@ async function drainAccount(store: CarrierQueueStore, carrierId: string, latenci
   for (let round = 0; ; round += 1) {
     const now = Date.now();
     const started = performance.now();
-    const { claimed } = await store.claim({ carrierId, now, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `b${carrierId}-${round}`, typeGroups: { card_status: 'g1' }, countRealname: false });
+    const { claimed } = await store.claim({
+      carrierId,
+      now,
+      leaseMs: LEASE_MS,
+      inflightLimit: ROUND_SIZE,
+      priorityRatio: 0.5,
+      tokenPrefix: `b${carrierId}-${round}`,
+      typeGroups: { card_status: 'g1' },
+      countRealname: false,
+    });
     if (claimed.length === ROUND_SIZE) latencies.push(performance.now() - started);
     if (claimed.length === 0) return cycles;
     await Promise.all(
       claimed.map(async ({ cardId, token }) => {
         if ((await store.acquireExec(carrierId, cardId, token, 'bench', LEASE_MS, now)) !== 'acquired') throw new Error(`acquireExec ${cardId} refused`);
         const at = Date.now();
-        if (!(await store.finish({ carrierId, cardId, token, now: at, set: { [DueField.due('card_status')]: at + 3_600_000, [DueField.ok('card_status')]: at }, del: [] }))) throw new Error(`finish ${cardId} lost its claim`);
+        if (
+          !(await store.finish({
+            carrierId,
+            cardId,
+            token,
+            now: at,
+            set: { [DueField.due('card_status')]: at + 3_600_000, [DueField.ok('card_status')]: at },
+            del: [],
+          }))
+        )
+          throw new Error(`finish ${cardId} lost its claim`);
       }),
     );
     cycles += claimed.length;
@@ -100,7 +119,15 @@ async function drainAccount(store: CarrierQueueStore, carrierId: string, latenci
 }
 
 /** One scenario on one backend: seed, then drain the accounts (sequentially or concurrently). */
-async function runClaims(redis: RedisConnection, backend: Backend, scenario: string, namespace: string, accounts: readonly string[], cards: number, concurrent: boolean): Promise<ClaimRunResult> {
+async function runClaims(
+  redis: RedisConnection,
+  backend: Backend,
+  scenario: string,
+  namespace: string,
+  accounts: readonly string[],
+  cards: number,
+  concurrent: boolean,
+): Promise<ClaimRunResult> {
   const store = new CarrierQueueStore(redis, namespace);
   const now = Date.now();
   for (let start = 0; start < cards; start += UPSERT_BATCH) {
@@ -142,7 +169,12 @@ export async function compareClaimRounds(config: Config, sizes: { cards: number;
   try {
     const plan = [
       { name: 'one account', accounts: ['one'], concurrent: false, order: ['single', 'cluster'] as Backend[] },
-      { name: `${sizes.accounts} accounts`, accounts: Array.from({ length: sizes.accounts }, (_, i) => `many${i}`), concurrent: true, order: ['cluster', 'single'] as Backend[] },
+      {
+        name: `${sizes.accounts} accounts`,
+        accounts: Array.from({ length: sizes.accounts }, (_, i) => `many${i}`),
+        concurrent: true,
+        order: ['cluster', 'single'] as Backend[],
+      },
     ];
     const results: ClaimRunResult[] = [];
     for (const scenario of plan) {
@@ -197,7 +229,9 @@ export function claimTables(comparison: ClaimComparison): Table[] {
 
 /** What a reader needs beside the claim tables. */
 export function claimExplain(comparison: ClaimComparison): string {
-  const cluster = comparison.localCluster ? `the local Redis Cluster (${comparison.clusterNodes.length} nodes: 3 masters + 3 replicas on this host)` : `REDIS_CLUSTER_NODES (${comparison.clusterNodes.join(', ')})`;
+  const cluster = comparison.localCluster
+    ? `the local Redis Cluster (${comparison.clusterNodes.length} nodes: 3 masters + 3 replicas on this host)`
+    : `REDIS_CLUSTER_NODES (${comparison.clusterNodes.join(', ')})`;
   return (
     `Claim rounds: ${cluster}, appendonly ${comparison.appendonly.cluster} (every write also goes to a replica), vs single Redis (REDIS_URL), appendonly ${comparison.appendonly.single}. ` +
     `One connection per backend, auto-pipelining; claim rounds of ${comparison.roundSize} then acquireExec + finish per card (a cycle); only full rounds are timed. ` +

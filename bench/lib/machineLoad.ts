@@ -137,7 +137,9 @@ export async function checkBeforeRun(): Promise<GateResult> {
     reasons.push(`1-minute load average ${sample.loadAverage1m} > ${limits.loadAverage1m} (${LOAD_PER_CORE_LIMIT} per core × ${cores} cores) before the run`);
   }
   if (sample.othersCores > limits.othersCores) {
-    reasons.push(`other processes used ${sample.othersCores} cores over ${sample.seconds} s before the run (limit ${limits.othersCores})${describeOthers(sample)}`);
+    reasons.push(
+      `other processes used ${sample.othersCores} cores over ${sample.seconds} s before the run (limit ${limits.othersCores})${describeOthers(sample)}`,
+    );
   }
   return { sample, limits, reasons };
 }
@@ -204,7 +206,10 @@ export function startLoadMonitor(dataDir: string): LoadMonitor {
         stealMeanCores: mean((s) => s.stealCores),
         loadAverage1mMax: inside.reduce((n, s) => Math.max(n, s.loadAverage1m), 0),
         limitOthersMeanCores: OTHERS_DURING_LIMIT_CORES,
-        busiestOthers: [...byName].map(([name, cores]) => ({ name, cores: round(cores, 3) })).sort((a, b) => b.cores - a.cores).slice(0, TOP),
+        busiestOthers: [...byName]
+          .map(([name, cores]) => ({ name, cores: round(cores, 3) }))
+          .sort((a, b) => b.cores - a.cores)
+          .slice(0, TOP),
       };
     },
     stop: () => clearInterval(timer),
@@ -215,8 +220,13 @@ export function startLoadMonitor(dataDir: string): LoadMonitor {
 export function invalidReasons(gate: GateResult, during: DuringSummary): string[] {
   const reasons = [...gate.reasons];
   if (during.othersMeanCores > during.limitOthersMeanCores) {
-    const names = during.busiestOthers.filter((p) => p.cores >= 0.01).map((p) => `${p.name} ${p.cores}`).join(', ');
-    reasons.push(`other processes used ${during.othersMeanCores} cores on average during the scenario (limit ${during.limitOthersMeanCores}, max ${during.othersMaxCores})${names ? `; busiest: ${names}` : ''}`);
+    const names = during.busiestOthers
+      .filter((p) => p.cores >= 0.01)
+      .map((p) => `${p.name} ${p.cores}`)
+      .join(', ');
+    reasons.push(
+      `other processes used ${during.othersMeanCores} cores on average during the scenario (limit ${during.limitOthersMeanCores}, max ${during.othersMaxCores})${names ? `; busiest: ${names}` : ''}`,
+    );
   }
   return reasons;
 }

@@ -37,10 +37,17 @@ export interface NoopCeiling {
 
 const quiet = (): void => undefined;
 
-export async function measureNoopCeiling(config: Config, seconds: { warmupSec: number; durationSec: number }, log: (line: string) => void): Promise<NoopCeiling> {
+export async function measureNoopCeiling(
+  config: Config,
+  seconds: { warmupSec: number; durationSec: number },
+  log: (line: string) => void,
+): Promise<NoopCeiling> {
   const id = `bench-ceiling-${randomUUID().slice(0, 8)}`;
   installWorkerRuntime();
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: NOOP_PATH, logger: { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet, log: quiet } });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: NOOP_PATH,
+    logger: { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet, log: quiet },
+  });
   let started = 0;
   let completed = 0;
   let waiters: (() => void)[] = [];
@@ -124,7 +131,10 @@ export async function measureNoopCeiling(config: Config, seconds: { warmupSec: n
     for (const resolve of waiters.splice(0)) resolve();
     if (completed < started) {
       for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${id}" AND ExecutionStatus = "Running"` })) {
-        await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('bench finished').catch(() => undefined);
+        await client.workflow
+          .getHandle(execution.workflowId, execution.runId)
+          .terminate('bench finished')
+          .catch(() => undefined);
       }
     }
     if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -116,7 +116,10 @@ export function flagSet(argv: readonly string[], name: string, envValue: string 
 /** Comma-separated members of `allowed`, in the order given, without duplicates. */
 function listOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T[] {
   const out: T[] = [];
-  for (const item of raw.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const item of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     if (!(allowed as readonly string[]).includes(item)) throw new Error(`${name}: unknown value "${item}" (one of ${allowed.join(', ')})`);
     if (!out.includes(item as T)) out.push(item as T);
   }
@@ -124,7 +127,19 @@ function listOf<T extends string>(name: string, raw: string, allowed: readonly T
 }
 
 /** Flags every bench entry point accepts, and those that take a value. */
-export const VALUE_FLAGS = ['--scenario', '--warmup', '--duration', '--steady-duration', '--cards', '--import', '--request-rate', '--start-modes', '--shapes', '--rounds', '--out'];
+export const VALUE_FLAGS = [
+  '--scenario',
+  '--warmup',
+  '--duration',
+  '--steady-duration',
+  '--cards',
+  '--import',
+  '--request-rate',
+  '--start-modes',
+  '--shapes',
+  '--rounds',
+  '--out',
+];
 const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--help', '-h'];
 
 export function rejectUnknownFlags(argv: readonly string[], known: readonly string[]): void {

@@ -106,7 +106,9 @@ export function readStat(pid: number): ProcStat | undefined {
 
 /** Every process id in /proc right now. */
 export function listPids(): number[] {
-  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number);
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number);
 }
 
 /**

@@ -77,7 +77,8 @@ export function validityLines(valid: boolean, reasons: readonly string[], load: 
       : `During it (${d.samples} samples of 5 s): other processes ${d.othersMeanCores} cores on average (limit ${d.limitOthersMeanCores}), max ${d.othersMaxCores}; ` +
         `ours (bench process + services) ${d.oursMeanCores}; steal ${d.stealMeanCores}; load average 1 min up to ${d.loadAverage1mMax}.`);
   if (busyButCounting !== undefined) {
-    const busy = busyButCounting.length > 0 ? `the machine was busy (${busyButCounting.join('; ')}), which changed the run's duration only` : 'the machine was quiet';
+    const busy =
+      busyButCounting.length > 0 ? `the machine was busy (${busyButCounting.join('; ')}), which changed the run's duration only` : 'the machine was quiet';
     return [`**Valid on any machine:** these figures are counts (bytes, rows, events, actions), not rates; ${busy}. ${figures}`];
   }
   if (valid) return [`**Valid:** the machine was quiet. ${figures}`];
@@ -95,7 +96,9 @@ export function markdown(report: ScenarioReport): string {
     `Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryMb} MB; load average ${report.before.loadAverage.join(' / ')} before, ` +
       `${report.after.loadAverage.join(' / ')} after. Temporal database ${report.before.temporalDbMb ?? '?'} MB before. Wall time ${report.wallSeconds} s.`,
     `Versions: Node ${v.node}, ${v.temporalCli}, Redis ${v.redis}, PostgreSQL ${v.postgres}; code at ${v.commit}.`,
-    `Configuration: ${Object.entries(report.config).map(([k, value]) => `${k}=${typeof value === 'string' ? value : JSON.stringify(value)}`).join(', ')}.`,
+    `Configuration: ${Object.entries(report.config)
+      .map(([k, value]) => `${k}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+      .join(', ')}.`,
     '',
     ...report.explain,
     '',

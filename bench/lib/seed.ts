@@ -65,7 +65,15 @@ export async function seedAccount(stack: BenchStack, spec: AccountSpec): Promise
 }
 
 /** Adds `count` cards with the given status to an account (indexes from `firstIndex`). */
-export async function addCards(stack: BenchStack, carrierId: string, serial: number, firstIndex: number, count: number, status: CardStatus, chunk = CREATE_CHUNK): Promise<ScopedCard[]> {
+export async function addCards(
+  stack: BenchStack,
+  carrierId: string,
+  serial: number,
+  firstIndex: number,
+  count: number,
+  status: CardStatus,
+  chunk = CREATE_CHUNK,
+): Promise<ScopedCard[]> {
   const created: ScopedCard[] = [];
   for (let start = 0; start < count; start += chunk) {
     const inputs = Array.from({ length: Math.min(chunk, count - start) }, (_, i) => ({
@@ -80,4 +88,3 @@ export async function addCards(stack: BenchStack, carrierId: string, serial: num
   }
   return created;
 }
-

@@ -63,7 +63,13 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const id = `bench-${label}-${randomUUID().slice(0, 8)}`;
   const schema = id.replace(/-/g, '_');
   const namespace = `${id}:`;
-  const taskQueues: TaskQueues = { control: `${id}-control`, card: `${id}-card`, cardPriority: `${id}-card-priority`, gateway: `${id}-gateway`, ingest: `${id}-ingest` };
+  const taskQueues: TaskQueues = {
+    control: `${id}-control`,
+    card: `${id}-card`,
+    cardPriority: `${id}-card-priority`,
+    gateway: `${id}-gateway`,
+    ingest: `${id}-ingest`,
+  };
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: 42 });
   const config: Config = {
     ...base,
@@ -104,7 +110,9 @@ export async function createBenchStack(base: Config, label: string, options: Sta
       bundle ??= bundleWorkflows();
       const workflowBundle = await bundle;
       const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const all = (await Promise.all(WORKER_KINDS.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))).flat();
+      const all = (
+        await Promise.all(WORKER_KINDS.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))
+      ).flat();
       workers = { all, runs: all.map((worker) => worker.run()), connection: nativeConnection };
       await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
     },
@@ -121,9 +129,14 @@ export async function createBenchStack(base: Config, label: string, options: Sta
       let quiet = 0;
       for (let pass = 0; pass < SWEEP_PASSES && quiet < 2; pass += 1) {
         let found = 0;
-        for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
+        for await (const execution of client.workflow.list({
+          query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"`,
+        })) {
           found += 1;
-          await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('bench finished').catch(() => undefined);
+          await client.workflow
+            .getHandle(execution.workflowId, execution.runId)
+            .terminate('bench finished')
+            .catch(() => undefined);
         }
         quiet = found === 0 ? quiet + 1 : 0;
         if (quiet < 2) await new Promise((resolve) => setTimeout(resolve, SWEEP_PAUSE_MS));

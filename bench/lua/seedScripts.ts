@@ -104,7 +104,8 @@ export function readSeedScripts(file: string = findSeedDocument()): SeedScripts 
   const claim = found.get('claim')!;
   const due = cardKey(claim, ':due');
   const claimKey = cardKey(claim, ':claim');
-  if (!due || !claimKey || due.prefix !== claimKey.prefix) throw new SeedDocumentError(`${file}: the claim script's card key spelling ('…' .. cardId .. ':due' / ':claim') was not found`);
+  if (!due || !claimKey || due.prefix !== claimKey.prefix)
+    throw new SeedDocumentError(`${file}: the claim script's card key spelling ('…' .. cardId .. ':due' / ':claim') was not found`);
   return {
     file,
     scripts: { claim, acquireExec: found.get('acquireExec')!, finish: found.get('finish')! },

@@ -73,11 +73,36 @@ export class SeedStore {
   }
 
   /** claimLua: KEYS prio, queue, running; ARGV now, lease, limit, ratio (%.3f), prefix, budget, type groups, countRealname. */
-  async claim(input: { carrierId: string; now: number; leaseMs: number; inflightLimit: number; priorityRatio: number; tokenPrefix: string; groupBudget: Record<string, number>; typeGroups: Record<string, string> }): Promise<SeedClaimed[]> {
+  async claim(input: {
+    carrierId: string;
+    now: number;
+    leaseMs: number;
+    inflightLimit: number;
+    priorityRatio: number;
+    tokenPrefix: string;
+    groupBudget: Record<string, number>;
+    typeGroups: Record<string, string>;
+  }): Promise<SeedClaimed[]> {
     const keys = this.account(input.carrierId);
-    const budget = Object.entries(input.groupBudget).map(([group, n]) => `${group}=${n}`).join(';');
-    const types = Object.entries(input.typeGroups).map(([type, group]) => `${type}=${group}`).join(';');
-    const reply = await this.claimFn(keys.prio, keys.queue, keys.running, input.now, input.leaseMs, input.inflightLimit, input.priorityRatio.toFixed(3), input.tokenPrefix, budget, types, '0');
+    const budget = Object.entries(input.groupBudget)
+      .map(([group, n]) => `${group}=${n}`)
+      .join(';');
+    const types = Object.entries(input.typeGroups)
+      .map(([type, group]) => `${type}=${group}`)
+      .join(';');
+    const reply = await this.claimFn(
+      keys.prio,
+      keys.queue,
+      keys.running,
+      input.now,
+      input.leaseMs,
+      input.inflightLimit,
+      input.priorityRatio.toFixed(3),
+      input.tokenPrefix,
+      budget,
+      types,
+      '0',
+    );
     if (!Array.isArray(reply)) throw new Error(`seed claim: unexpected reply ${JSON.stringify(reply)}`);
     const claimed: SeedClaimed[] = [];
     for (let i = 1; i + 2 < reply.length; i += 3) claimed.push({ cardId: String(reply[i]), token: String(reply[i + 1]) });
@@ -90,10 +115,30 @@ export class SeedStore {
   }
 
   /** finishLua: KEYS due, claim, exec, running, prio, queue; ARGV token, card id, now, n, n field/value pairs, fields to delete → 1 finished. */
-  async finish(input: { carrierId: string; cardId: string; token: string; now: number; set: Record<string, string | number>; del: readonly string[] }): Promise<boolean> {
+  async finish(input: {
+    carrierId: string;
+    cardId: string;
+    token: string;
+    now: number;
+    set: Record<string, string | number>;
+    del: readonly string[];
+  }): Promise<boolean> {
     const keys = this.account(input.carrierId);
     const pairs = Object.entries(input.set).flatMap(([field, value]) => [field, value]);
-    const reply = await this.finishFn(this.dueKey(input.cardId), this.claimKey(input.cardId), this.execKey(input.cardId), keys.running, keys.prio, keys.queue, input.token, input.cardId, input.now, Object.keys(input.set).length, ...pairs, ...input.del);
+    const reply = await this.finishFn(
+      this.dueKey(input.cardId),
+      this.claimKey(input.cardId),
+      this.execKey(input.cardId),
+      keys.running,
+      keys.prio,
+      keys.queue,
+      input.token,
+      input.cardId,
+      input.now,
+      Object.keys(input.set).length,
+      ...pairs,
+      ...input.del,
+    );
     return Number(reply) === 1;
   }
 }

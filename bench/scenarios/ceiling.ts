@@ -23,7 +23,7 @@ export const ceiling: Scenario = async (context) => {
   context.measured.cardRuns.push({ ...card, source: 'ceiling' });
   const ratio = noop.workflowsPerSecond > 0 ? round(card.executionsPerSecond / noop.workflowsPerSecond, 3) : null;
   return {
-    title: 'the engine\'s ceiling: cheapest workflow and card-execution shape',
+    title: "the engine's ceiling: cheapest workflow and card-execution shape",
     explain: [
       `No-activity workflow: bench/workflows/noop.ts started with the client by ${noop.settings.startConcurrency} concurrent starters, at most ${noop.settings.maxOutstanding} started and not completed; completions counted in the worker (a sink: no extra event or RPC).`,
       `Card execution: the throughput workload (${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, one gateway type, budgets far above the executor) through carrierScheduler → cardCheck (${startMode} starts) → gateway → PostgreSQL records.`,
@@ -36,8 +36,24 @@ export const ceiling: Scenario = async (context) => {
         headers: ['workflow', 'completed/s', 'history events', 'workflow tasks', 'Temporal CPU ms each', 'this process CPU ms each', 'ratio to no-activity'],
         numeric: [false, true, true, true, true, true, true],
         rows: [
-          ['no activity, client start', noop.workflowsPerSecond, noop.history.events.mean, noop.history.workflowTasks.mean, noop.temporalCpuMsPerWorkflow, noop.benchCpuMsPerWorkflow, 1],
-          [`card execution, 1 type, ${startMode} start`, card.executionsPerSecond, card.history.events.mean, card.history.workflowTasks.mean, card.cost.cpuMsPerExecution.temporal, card.cost.cpuMsPerExecution.bench, ratio ?? '–'],
+          [
+            'no activity, client start',
+            noop.workflowsPerSecond,
+            noop.history.events.mean,
+            noop.history.workflowTasks.mean,
+            noop.temporalCpuMsPerWorkflow,
+            noop.benchCpuMsPerWorkflow,
+            1,
+          ],
+          [
+            `card execution, 1 type, ${startMode} start`,
+            card.executionsPerSecond,
+            card.history.events.mean,
+            card.history.workflowTasks.mean,
+            card.cost.cpuMsPerExecution.temporal,
+            card.cost.cpuMsPerExecution.bench,
+            ratio ?? '–',
+          ],
         ],
       },
     ],

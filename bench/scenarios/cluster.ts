@@ -14,7 +14,15 @@
 import os from 'node:os';
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { measureCardExecutions, startModeCheck, type CardRunResult } from '../lib/cardExecutions.js';
-import { claimExplain, claimTables, compareClaimRounds, DEFAULT_CLAIM_ACCOUNTS, DEFAULT_CLAIM_CARDS, ensureRedisCluster, redisClusterPids } from '../lib/claimRounds.js';
+import {
+  claimExplain,
+  claimTables,
+  compareClaimRounds,
+  DEFAULT_CLAIM_ACCOUNTS,
+  DEFAULT_CLAIM_CARDS,
+  ensureRedisCluster,
+  redisClusterPids,
+} from '../lib/claimRounds.js';
 import { driveProcesses } from '../lib/machineLoad.js';
 import { temporalClusterPids, usesTemporalCluster } from '../lib/processes.js';
 import { cpuNote } from '../lib/window.js';
@@ -64,7 +72,11 @@ function requireBinaries(options: TemporalClusterOptions): void {
 async function clusterUp(options: TemporalClusterOptions, log: (line: string) => void): Promise<boolean> {
   const up = await temporalClusterUp(options, (line) => log(`temporal cluster: ${line}`));
   const started = CLUSTER_SERVICES.filter((service) => up.services[service] === 'started');
-  log(`Temporal cluster at ${up.address}: ${started.length === 0 ? 'running, reused' : `started ${started.join(', ')}`} (${Object.entries(up.timings).map(([phase, ms]) => `${phase} ${ms} ms`).join(', ')})`);
+  log(
+    `Temporal cluster at ${up.address}: ${started.length === 0 ? 'running, reused' : `started ${started.join(', ')}`} (${Object.entries(up.timings)
+      .map(([phase, ms]) => `${phase} ${ms} ms`)
+      .join(', ')})`,
+  );
   return started.length === CLUSTER_SERVICES.length;
 }
 
@@ -76,7 +88,10 @@ async function measureTarget(context: ScenarioContext, target: Target, address: 
   const pidsBefore = target === 'cluster' ? temporalClusterPids(context.config).join(',') : '';
   const run = await measureCardExecutions(targeted, spec, label);
   const pidsAfter = target === 'cluster' ? temporalClusterPids(context.config).join(',') : '';
-  const disturbed = pidsBefore !== pidsAfter ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service stopped or restarted, the window lost part of its work and CPU` : undefined;
+  const disturbed =
+    pidsBefore !== pidsAfter
+      ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service stopped or restarted, the window lost part of its work and CPU`
+      : undefined;
   return { ...run, target, round, address, ...(disturbed ? { disturbed } : {}) };
 }
 
@@ -119,7 +134,18 @@ function summaryTable(runs: readonly TargetRun[]): Table {
   const cluster = figures(of('cluster'));
   const ratio = cluster.map((value, i) => (dev[i]! > 0 ? round(value / dev[i]!, 2) : '–'));
   return {
-    headers: ['Temporal', 'runs', 'executions/s', 'ratio to dev server', 'events / exec', 'workflow tasks / exec', 'Temporal CPU ms / exec', 'Temporal + its PostgreSQL CPU ms / exec', 'our CPU ms / exec (workers + sim)', 'PostgreSQL CPU ms / exec (all)'],
+    headers: [
+      'Temporal',
+      'runs',
+      'executions/s',
+      'ratio to dev server',
+      'events / exec',
+      'workflow tasks / exec',
+      'Temporal CPU ms / exec',
+      'Temporal + its PostgreSQL CPU ms / exec',
+      'our CPU ms / exec (workers + sim)',
+      'PostgreSQL CPU ms / exec (all)',
+    ],
     numeric: [false, true, true, true, true, true, true, true, true, true],
     rows: [
       [`${TARGET_NAME.dev} (mean)`, of('dev').length, dev[0]!, 1, ...dev.slice(1)],
@@ -131,7 +157,21 @@ function summaryTable(runs: readonly TargetRun[]): Table {
 
 function runsTable(runs: readonly TargetRun[]): Table {
   return {
-    headers: ['round', 'Temporal', 'address', 'executions/s', 'events / exec', 'workflow tasks / exec', 'child runs', 'Temporal CPU ms / exec', 'Temporal databases\' PostgreSQL CPU ms / exec', 'our CPU ms / exec', 'PostgreSQL CPU ms / exec', 'Redis CPU ms / exec', 'limited by'],
+    headers: [
+      'round',
+      'Temporal',
+      'address',
+      'executions/s',
+      'events / exec',
+      'workflow tasks / exec',
+      'child runs',
+      'Temporal CPU ms / exec',
+      "Temporal databases' PostgreSQL CPU ms / exec",
+      'our CPU ms / exec',
+      'PostgreSQL CPU ms / exec',
+      'Redis CPU ms / exec',
+      'limited by',
+    ],
     numeric: [true, false, false, true, true, true, false, true, true, true, true, true, false],
     rows: runs.map((run) => {
       const c = run.cost.cpuMsPerExecution;
@@ -157,7 +197,10 @@ function runsTable(runs: readonly TargetRun[]): Table {
 export const cluster: Scenario = async (context) => {
   const options = clusterOptions(context.config);
   requireBinaries(options);
-  if (usesTemporalCluster(context.config)) throw new Error(`TEMPORAL_ADDRESS=${context.config.TEMPORAL_ADDRESS} is the Temporal cluster: the scenario compares it with the dev server, unset TEMPORAL_ADDRESS (or point it at the dev server)`);
+  if (usesTemporalCluster(context.config))
+    throw new Error(
+      `TEMPORAL_ADDRESS=${context.config.TEMPORAL_ADDRESS} is the Temporal cluster: the scenario compares it with the dev server, unset TEMPORAL_ADDRESS (or point it at the dev server)`,
+    );
   const wasRunning = (await temporalClusterStatus(options)).every((service) => service.pid !== undefined && service.listening);
   const startedAll = await clusterUp(options, context.log);
   await ensureRedisCluster(context.config, context.log);
@@ -173,7 +216,9 @@ export const cluster: Scenario = async (context) => {
       // The dev server's runs are this invocation's capacity figures too; the cluster's are not.
       if (step.target === 'dev') context.measured.cardRuns.push({ ...run, source: `cluster round ${step.round} (dev server)` });
       runs.push(run);
-      context.log(`${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks, Temporal CPU ${run.cost.cpuMsPerExecution.temporal} ms per execution`);
+      context.log(
+        `${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks, Temporal CPU ${run.cost.cpuMsPerExecution.temporal} ms per execution`,
+      );
     }
     const claims = await compareClaimRounds(context.config, { cards: DEFAULT_CLAIM_CARDS, accounts: DEFAULT_CLAIM_ACCOUNTS }, context.log);
     const first = runs[0]!;
@@ -197,7 +242,7 @@ export const cluster: Scenario = async (context) => {
           `${first.startMode} starts, ${typesPerExecution(first.shape)} type(s) per execution) through a fresh stack per run, against the dev server (${context.config.TEMPORAL_ADDRESS}, one process, SQLite) and the Temporal cluster ` +
           `(${frontendAddress(options)}, ${TEMPORAL_SERVER_VERSION}, frontend + history + matching + worker as four processes, ${options.numHistoryShards} history shards, persistence and visibility on the project's PostgreSQL). ` +
           `Runs in the order ${ROUND_ORDER.map((target) => TARGET_NAME[target]).join(', ')} per round (${context.options.rounds} round(s)); figures are means over each target's runs.`,
-        'Temporal CPU: the dev server\'s process, or the cluster\'s four service processes (pids from its pid files). "Its PostgreSQL": the backends connected to the cluster\'s databases (temporal, temporal_visibility) — ' +
+        "Temporal CPU: the dev server's process, or the cluster's four service processes (pids from its pid files). \"Its PostgreSQL\": the backends connected to the cluster's databases (temporal, temporal_visibility) — " +
           'the cluster\'s persistence, which the dev server does in its own process; also counted in "PostgreSQL (all)", which includes the card_execution records of both. ' +
           'On dev-server runs that column is what the idle cluster (and its other users) did meanwhile, not added to the dev server. Our CPU: this process (four workers, simulator, bench). ' +
           'Events and workflow tasks per execution: fetchHistory of up to 20 completed runs of each window.',
@@ -218,17 +263,23 @@ export const cluster: Scenario = async (context) => {
         ...THROUGHPUT_CONFIG,
         ...first.settings,
       },
-      results: { temporal: { ratio, devExecutionsPerSecond: round(devRate, 1), clusterExecutionsPerSecond: round(clusterRate, 1), runs }, redis: claims, temporalCluster: { wasRunning, startedByScenario: startedAll } },
+      results: {
+        temporal: { ratio, devExecutionsPerSecond: round(devRate, 1), clusterExecutionsPerSecond: round(clusterRate, 1), runs },
+        redis: claims,
+        temporalCluster: { wasRunning, startedByScenario: startedAll },
+      },
       tables: [summaryTable(runs), runsTable(runs), ...claimTables(claims)],
       verdicts: [],
       notes: [
         `What the ratio (${ratio ?? '–'}) means: on this one ${cores}-core machine the cluster's four processes and the PostgreSQL holding its persistence compete with the workers, the simulator and the dev server's idle process for the same ${cores} cores — ` +
           'and every history write becomes SQL over a socket where the dev server writes SQLite in its own process. The cluster exists to scale across machines (history shards, matching and frontend spread out, PostgreSQL on its own hosts): ' +
           'one host says what the distribution costs per execution (CPU, events, tasks), not what a cluster can reach.',
-        'The cluster stays up during the dev-server runs and the dev server during the cluster runs: each idles while the other works, and both idle costs are part of the machine\'s load in every window.',
+        "The cluster stays up during the dev-server runs and the dev server during the cluster runs: each idles while the other works, and both idle costs are part of the machine's load in every window.",
         'Events and workflow tasks per execution come from the code and should match between the two servers; a difference is the server version, not the load.',
         `Redis: the local cluster's 3 masters and 3 replicas also share this machine's ${cores} cores, so a concurrent claim figure here is a lower bound of what spreading accounts over masters on separate hosts gives; the one-account figure is the per-round price of cluster routing (a round trip to the owning master).`,
-        wasRunning ? 'The Temporal cluster was running before the scenario and was reused (its other users, e.g. the cluster tests, count as its load during the windows).' : `The scenario started the Temporal cluster${startedAll ? ' and stopped it at the end' : ' (partly; left running)'}.`,
+        wasRunning
+          ? 'The Temporal cluster was running before the scenario and was reused (its other users, e.g. the cluster tests, count as its load during the windows).'
+          : `The scenario started the Temporal cluster${startedAll ? ' and stopped it at the end' : ' (partly; left running)'}.`,
         ...warnings,
         ...runs.map((run) => `Round ${run.round} ${TARGET_NAME[run.target]}: ${cpuNote(run.cpuShares)}`),
       ],
@@ -236,6 +287,9 @@ export const cluster: Scenario = async (context) => {
   } finally {
     undrive();
     // Leave the machine as found: a cluster this scenario started would load the later scenarios.
-    if (startedAll && !wasRunning) await temporalClusterDown(options).catch((error: unknown) => context.log(`temporal cluster down: ${error instanceof Error ? error.message : String(error)}`));
+    if (startedAll && !wasRunning)
+      await temporalClusterDown(options).catch((error: unknown) =>
+        context.log(`temporal cluster down: ${error instanceof Error ? error.message : String(error)}`),
+      );
   }
 };

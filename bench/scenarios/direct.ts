@@ -34,7 +34,10 @@ async function executeCard(stack: BenchStack, account: SeededAccount, cardId: st
   const started = Date.now();
   let outcome: 'ok' | 'deferred' | 'failed' = 'ok';
   try {
-    const result = await callThroughLimiter({ client: gateway, limiter }, { carrierId, group: 'status', type: 'card_status', account: account.gatewayAccount, iccid, deadline: started + STEP_TIMEOUT_MS });
+    const result = await callThroughLimiter(
+      { client: gateway, limiter },
+      { carrierId, group: 'status', type: 'card_status', account: account.gatewayAccount, iccid, deadline: started + STEP_TIMEOUT_MS },
+    );
     if (result.outcome === 'deferred') outcome = 'deferred';
   } catch {
     outcome = 'failed';
@@ -46,7 +49,10 @@ async function executeCard(stack: BenchStack, account: SeededAccount, cardId: st
     cardId,
     token,
     now,
-    set: outcome === 'ok' ? { [DueField.due('card_status')]: now + THROUGHPUT_INTERVAL_SEC * 1000, [DueField.ok('card_status')]: now } : { [DueField.due('card_status')]: now + 1000 },
+    set:
+      outcome === 'ok'
+        ? { [DueField.due('card_status')]: now + THROUGHPUT_INTERVAL_SEC * 1000, [DueField.ok('card_status')]: now }
+        : { [DueField.due('card_status')]: now + 1000 },
     del: outcome === 'ok' ? [DueField.fail('card_status')] : [],
   });
   if (outcome === 'ok') counters.executions += 1;
@@ -98,17 +104,31 @@ export const direct: Scenario = async (context) => {
     // This invocation's single-type measurements only: an old figure would compare different loads.
     const rows: (string | number)[][] = [['direct loop (no Temporal, no SQL)', round(perSecond, 1), '1']];
     const compared = context.measured.cardRuns.filter((run) => run.shape === 'single');
-    for (const run of compared) rows.push([`orchestration, ${run.startMode} starts (${run.source}, ${run.date.slice(11, 19)})`, run.executionsPerSecond, round(run.executionsPerSecond / perSecond, 3)]);
+    for (const run of compared)
+      rows.push([
+        `orchestration, ${run.startMode} starts (${run.source}, ${run.date.slice(11, 19)})`,
+        run.executionsPerSecond,
+        round(run.executionsPerSecond / perSecond, 3),
+      ]);
     const best = compared.reduce((n, run) => Math.max(n, run.executionsPerSecond), 0);
     const ratio = compared.length > 0 && perSecond > 0 ? best / perSecond : undefined;
     return {
       title: 'direct loop over the same Lua scripts (reference)',
       explain: [
         'The throughput workload, executed by claim → acquireExec → limiter + gateway client → finish in one loop per account, no Temporal and no PostgreSQL writes.',
-        'ratio = executions/s ÷ the direct loop\'s executions/s.',
+        "ratio = executions/s ÷ the direct loop's executions/s.",
       ],
       config: { ...seconds, ...THROUGHPUT_CONFIG },
-      results: { windowSeconds: round(window.seconds), executions, executionsPerSecond: round(perSecond, 1), deferred: counters.deferred, failed: counters.failed, orchestration: compared.map((run) => ({ source: run.source, startMode: run.startMode, executionsPerSecond: run.executionsPerSecond })), bestRatio: ratio === undefined ? null : round(ratio, 3), cpuShares: window.cpu },
+      results: {
+        windowSeconds: round(window.seconds),
+        executions,
+        executionsPerSecond: round(perSecond, 1),
+        deferred: counters.deferred,
+        failed: counters.failed,
+        orchestration: compared.map((run) => ({ source: run.source, startMode: run.startMode, executionsPerSecond: run.executionsPerSecond })),
+        bestRatio: ratio === undefined ? null : round(ratio, 3),
+        cpuShares: window.cpu,
+      },
       tables: [{ headers: ['executor', 'executions/s', 'ratio'], numeric: [false, true, true], rows }],
       verdicts: [],
       notes: [

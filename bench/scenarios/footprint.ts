@@ -155,10 +155,20 @@ async function measureRedis(context: ScenarioContext): Promise<RedisResult> {
     const memoryAfter = await usedMemory(context.config.REDIS_URL);
     context.log(`seeded ${REDIS_CARDS} cards with 1 type and ${REDIS_CARDS} with 4 types`);
     const seeded: RedisSeeded[] = [];
-    for (const [account, types] of [[one, 1], [four, 4]] as const) {
+    for (const [account, types] of [
+      [one, 1],
+      [four, 4],
+    ] as const) {
       const keys = await accountMemory(redis, accountKeys(stack.namespace, account.carrier.id).base);
       const perCard = totalBytes(keys, ['due', 'queue', 'prio']);
-      seeded.push({ account: account.spec.name, types, cards: REDIS_CARDS, keys, bytesPerCard: round(perCard / REDIS_CARDS, 1), keysPerCard: round((keys.due.keys + keys.claim.keys + keys.exec.keys) / REDIS_CARDS, 2) });
+      seeded.push({
+        account: account.spec.name,
+        types,
+        cards: REDIS_CARDS,
+        keys,
+        bytesPerCard: round(perCard / REDIS_CARDS, 1),
+        keysPerCard: round((keys.due.keys + keys.claim.keys + keys.exec.keys) / REDIS_CARDS, 2),
+      });
     }
     const sampleKey = accountKeys(stack.namespace, four.carrier.id).due(four.cards[0]!.id);
     const encoding = String(await redis.call('OBJECT', 'ENCODING', sampleKey));
@@ -182,7 +192,11 @@ async function measureRedis(context: ScenarioContext): Promise<RedisResult> {
       if (result.claimed.length === 0) break;
     }
     for (let start = 0; start < claimed.length; start += 500) {
-      await Promise.all(claimed.slice(start, start + 500).map((card) => stack.deps.store.acquireExec(four.carrier.id, card.cardId, card.token, `fp-run-${card.cardId}`, 120_000)));
+      await Promise.all(
+        claimed
+          .slice(start, start + 500)
+          .map((card) => stack.deps.store.acquireExec(four.carrier.id, card.cardId, card.token, `fp-run-${card.cardId}`, 120_000)),
+      );
     }
     const delta = diffBytes(await accountMemory(redis, base), before);
     context.log(`claimed ${claimed.length} cards and acquired their execution rights`);
@@ -212,7 +226,15 @@ interface TableReading {
 }
 
 async function tableReadings(pool: Pool, schema: string): Promise<Map<string, TableReading>> {
-  const { rows } = await pool.query<{ relname: string; total: string; idx: string; ins: string | null; upd: string | null; hot: string | null; del: string | null }>(
+  const { rows } = await pool.query<{
+    relname: string;
+    total: string;
+    idx: string;
+    ins: string | null;
+    upd: string | null;
+    hot: string | null;
+    del: string | null;
+  }>(
     `SELECT c.relname, pg_total_relation_size(c.oid)::text AS total, pg_indexes_size(c.oid)::text AS idx,
             s.n_tup_ins::text AS ins, s.n_tup_upd::text AS upd, s.n_tup_hot_upd::text AS hot, s.n_tup_del::text AS del
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -452,7 +474,10 @@ interface SchedulerCost {
 }
 
 async function executionsOf(pool: Pool, carrierId: string, from: Date, to: Date): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE carrier_id = $1 AND started_at >= $2 AND started_at < $3', [carrierId, from, to]);
+  const { rows } = await pool.query<{ n: string }>(
+    'SELECT count(*)::text AS n FROM card_execution WHERE carrier_id = $1 AND started_at >= $2 AND started_at < $3',
+    [carrierId, from, to],
+  );
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -461,7 +486,14 @@ async function schedulerCost(stack: BenchStack, account: SeededAccount, from: Da
   const window = countEvents(events);
   const executions = await executionsOf(stack.pool, account.carrier.id, from, to);
   // One timer per tick (the loop's wait), so timers count claim rounds.
-  return { account: account.spec.name, executions, rounds: window.timers, window, perRound: perUnit(window, window.timers), perExecution: perUnit(window, executions) };
+  return {
+    account: account.spec.name,
+    executions,
+    rounds: window.timers,
+    window,
+    perRound: perUnit(window, window.timers),
+    perExecution: perUnit(window, executions),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -563,7 +595,12 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   // Cards from the end of the list: their own schedule is not due during these seconds.
   const targets = account.cards.slice(-REQUEST_CHECKS);
   for (const card of targets) {
-    const status = await requestCheck(stack.ref, account.carrier.id, { cardId: card.id, types: ['card_status'], actor: 'bench', source: 'bench-footprint' }).then(
+    const status = await requestCheck(stack.ref, account.carrier.id, {
+      cardId: card.id,
+      types: ['card_status'],
+      actor: 'bench',
+      source: 'bench-footprint',
+    }).then(
       (result) => result.status,
       (error: unknown) => `error: ${String(error).slice(0, 80)}`,
     );
@@ -573,7 +610,8 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   await sleep(REQUEST_DRAIN_MS);
   const to = new Date();
   const after = await tableReadings(stack.pool, stack.schema);
-  const delta = (table: string, pick: (r: TableReading) => number): number => (after.get(table) ? pick(after.get(table)!) : 0) - (before.get(table) ? pick(before.get(table)!) : 0);
+  const delta = (table: string, pick: (r: TableReading) => number): number =>
+    (after.get(table) ? pick(after.get(table)!) : 0) - (before.get(table) ? pick(before.get(table)!) : 0);
   const scheduler = countEvents(await eventsInWindow(stack, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to));
   const kinds = ['update accepted', 'activity scheduled', 'activity retried'];
   const byKind = Object.fromEntries(kinds.map((kind) => [kind, round((scheduler.actionsByKind[kind] ?? 0) / REQUEST_CHECKS, 2)]));
@@ -654,7 +692,18 @@ export const footprint: Scenario = async (context) => {
     headers: ['account', 'types', 'state', 'cards', 'due hash B/card', 'lane B/card', 'claim+exec B/card', 'fin B/card', 'total B/card', 'keys/card'],
     numeric: [false, true, false, true, true, true, true, true, true, true],
     rows: [
-      ...redis.seeded.map((s) => [s.account, s.types, 'seeded (lifecycle import)', s.cards, round(s.keys.due.bytes / s.cards, 1), round((s.keys.queue.bytes + s.keys.prio.bytes) / s.cards, 1), 0, 0, s.bytesPerCard, s.keysPerCard]),
+      ...redis.seeded.map((s) => [
+        s.account,
+        s.types,
+        'seeded (lifecycle import)',
+        s.cards,
+        round(s.keys.due.bytes / s.cards, 1),
+        round((s.keys.queue.bytes + s.keys.prio.bytes) / s.cards, 1),
+        0,
+        0,
+        s.bytesPerCard,
+        s.keysPerCard,
+      ]),
       [
         'fpr4',
         4,
@@ -684,7 +733,15 @@ export const footprint: Scenario = async (context) => {
   tables.push({
     headers: ['table', 'rows / execution', 'updates / execution', 'HOT share', 'bytes / row (heap+index)', 'index bytes / row', 'bytes / execution'],
     numeric: [false, true, true, true, true, true, true],
-    rows: first.postgres.tables.map((t) => [t.table, t.rowsPerExecution, t.updatesPerExecution, t.hotUpdateShare ?? '', t.bytesPerRow ?? '', t.indexBytesPerRow ?? '', t.bytesPerExecution]),
+    rows: first.postgres.tables.map((t) => [
+      t.table,
+      t.rowsPerExecution,
+      t.updatesPerExecution,
+      t.hotUpdateShare ?? '',
+      t.bytesPerRow ?? '',
+      t.indexBytesPerRow ?? '',
+      t.bytesPerExecution,
+    ]),
   });
   const temporalRows: (string | number)[][] = [];
   for (const run of runs) {
@@ -707,12 +764,35 @@ export const footprint: Scenario = async (context) => {
     }
   }
   tables.push({
-    headers: ['start', 'types', 'runs read', 'events / run', 'workflow tasks / run', 'activity tasks / run', 'local activities / run', 'actions / run', 'scheduler events / exec', 'scheduler WFTs / exec', 'scheduler actions / exec', 'actions / execution (total)'],
+    headers: [
+      'start',
+      'types',
+      'runs read',
+      'events / run',
+      'workflow tasks / run',
+      'activity tasks / run',
+      'local activities / run',
+      'actions / run',
+      'scheduler events / exec',
+      'scheduler WFTs / exec',
+      'scheduler actions / exec',
+      'actions / execution (total)',
+    ],
     numeric: [false, true, true, true, true, true, true, true, true, true, true, true],
     rows: temporalRows,
   });
   tables.push({
-    headers: ['start', 'account', 'claim rounds', 'executions', 'executions / round', 'events / round', 'workflow tasks / round', 'actions / round', 'actions by kind / round'],
+    headers: [
+      'start',
+      'account',
+      'claim rounds',
+      'executions',
+      'executions / round',
+      'events / round',
+      'workflow tasks / round',
+      'actions / round',
+      'actions by kind / round',
+    ],
     numeric: [false, false, true, true, true, true, true, true, false],
     rows: runs.flatMap((run) =>
       run.schedulers.map((s) => [
@@ -724,16 +804,34 @@ export const footprint: Scenario = async (context) => {
         s.perRound.events,
         s.perRound.workflowTasks,
         s.perRound.actions,
-        Object.entries(s.perRound.actionsByKind).map(([kind, n]) => `${kind} ${n}`).join(', '),
+        Object.entries(s.perRound.actionsByKind)
+          .map(([kind, n]) => `${kind} ${n}`)
+          .join(', '),
       ]),
     ),
   });
   const rc = first.requestChecks;
   if (rc) {
     tables.push({
-      headers: ['request-checks', 'answers', 'priority item rows / request', 'priority item updates / request', 'audit rows / request', 'scheduler actions / request'],
+      headers: [
+        'request-checks',
+        'answers',
+        'priority item rows / request',
+        'priority item updates / request',
+        'audit rows / request',
+        'scheduler actions / request',
+      ],
       numeric: [true, false, true, true, true, true],
-      rows: [[rc.sent, JSON.stringify(rc.answered), rc.priorityItemRowsPerRequest, rc.priorityItemUpdatesPerRequest, rc.auditRowsPerRequest, rc.schedulerActionsPerRequest]],
+      rows: [
+        [
+          rc.sent,
+          JSON.stringify(rc.answered),
+          rc.priorityItemRowsPerRequest,
+          rc.priorityItemUpdatesPerRequest,
+          rc.auditRowsPerRequest,
+          rc.schedulerActionsPerRequest,
+        ],
+      ],
     });
   }
   const exec = first.widths;
@@ -741,12 +839,12 @@ export const footprint: Scenario = async (context) => {
   return {
     title: 'per-unit costs for the capacity model (Redis bytes per card, PostgreSQL rows and bytes per execution, Temporal events and actions per execution)',
     explain: [
-      'These figures count bytes, rows, history events and actions, not time: they do not depend on how fast or busy the machine is (only the run\'s duration does).',
+      "These figures count bytes, rows, history events and actions, not time: they do not depend on how fast or busy the machine is (only the run's duration does).",
       `Redis: ${REDIS_CARDS} cards with 1 type (card_status) and ${REDIS_CARDS} with 4 (card_status, carddata, realname, package), created through LifecycleService.createCards (PostgreSQL rows, then upsert.lua); MEMORY USAGE … SAMPLES 0 summed over every key of the account (SCAN of its hash-tagged prefix), by kind of key (src/redis/keys.ts). "claimed + exec right": claim.lua rounds took all 4-type cards and acquireExec.lua gave each an execution right — the bytes those add per card while a run holds it.`,
       `Polling run: 2 accounts × ${POLL_CARDS} cards, every type every ${POLL_INTERVAL_SEC} s (dues spread over the interval; the 3-type account's types due together so each execution runs all three), budgets ${POLL_QPS} QPS per group, simulator latency p50 20 ms, error rate 0, sync ingest; the real stack (bench/lib/stack.ts: carrierScheduler, cardCheck, gateway steps as local activities, PostgreSQL records).`,
-      'PostgreSQL: per table of the run\'s schema, exact row counts and pg_total_relation_size (heap + TOAST + indexes) at the window\'s start and end; updates from pg_stat_user_tables divided by card_execution inserts from the same statistics. Bytes per execution = size growth ÷ executions recorded in the window.',
+      "PostgreSQL: per table of the run's schema, exact row counts and pg_total_relation_size (heap + TOAST + indexes) at the window's start and end; updates from pg_stat_user_tables divided by card_execution inserts from the same statistics. Bytes per execution = size growth ÷ executions recorded in the window.",
       `Temporal: up to ${HISTORY_SAMPLE} completed successful card runs per shape, fetchHistory (events, WorkflowTaskCompleted, ActivityTaskStarted, MarkerRecorded = local activities); the schedulers' events inside the window (every run, continue-as-new included) ÷ the account's executions started in it; claim rounds = the loop's timers.`,
-      'Actions (Temporal Cloud\'s billing unit, https://docs.temporal.io/cloud/actions): workflow started 1 (client, child, continue-as-new); a child start\'s intent 1 more (the doc counts 2 per child start); activity scheduled 1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts; timer 1; signal 1; accepted update 1; search-attribute upsert 1 (those given at start are free). Queries (status, dashboard) and workflow-task heartbeats are billed too but are not in history.',
+      "Actions (Temporal Cloud's billing unit, https://docs.temporal.io/cloud/actions): workflow started 1 (client, child, continue-as-new); a child start's intent 1 more (the doc counts 2 per child start); activity scheduled 1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts; timer 1; signal 1; accepted update 1; search-attribute upsert 1 (those given at start are free). Queries (status, dashboard) and workflow-task heartbeats are billed too but are not in history.",
     ],
     config: {
       redisCards: REDIS_CARDS,
@@ -765,12 +863,29 @@ export const footprint: Scenario = async (context) => {
     notes: [
       `Due hashes are ${redis.encoding}-encoded (small hashes); a card's hash grows after its first checks (ok:t per type, fail/err/ffail on failures), so the "after polling" rows are the steady-state figure and the seeded rows the floor.`,
       `INFO used_memory grew ${redis.usedMemoryDeltaPerCard} B per seeded card (the shared Redis also serves other users, so this is a cross-check: it adds the keyspace's hash-table slots and expiry entries that MEMORY USAGE leaves out).`,
-      `Observation rows per execution by account: ${Object.entries(exec.observationsPerExecution).map(([name, n]) => `${name} ${n}`).join(', ')}; row datum sizes: card_execution ${Object.entries(exec.executionByTypes).map(([n, w]) => `${n} type(s) ${w.meanBytes} B`).join(', ')}; card_observation ${Object.entries(exec.observationByType).map(([type, w]) => `${type} ${w.meanBytes} B`).join(', ')}.`,
+      `Observation rows per execution by account: ${Object.entries(exec.observationsPerExecution)
+        .map(([name, n]) => `${name} ${n}`)
+        .join(', ')}; row datum sizes: card_execution ${Object.entries(exec.executionByTypes)
+        .map(([n, w]) => `${n} type(s) ${w.meanBytes} B`)
+        .join(', ')}; card_observation ${Object.entries(exec.observationByType)
+        .map(([type, w]) => `${type} ${w.meanBytes} B`)
+        .join(', ')}.`,
       `Observation partitions in the schema: ${exec.partitions.map((p) => `${p.name} ${p.bound}`).join('; ')} — created by the migration (3 months from the day it ran) plus DEFAULT; nothing in the code creates later months or drops old ones (see docs/capacity.md).`,
       `Per account, not per card, after polling: ${first.redis.map((r) => `${r.account} running ${r.keys.running.bytes} B, rate limiter ${r.keys.rateLimit.bytes} B (${r.keys.rateLimit.keys} keys), engine ${r.keys.engine.bytes} B`).join('; ')}. The limiter ZSET holds about one member per call of the last second, so it grows with the group's QPS, not with cards.`,
-      `pollingControl over the window (${control.windowSeconds} s): ${control.counts.events} events, ${control.counts.workflowTasks} workflow tasks, ${control.counts.actions} actions (${Object.entries(control.counts.actionsByKind).map(([kind, n]) => `${kind} ${n}`).join(', ')}) — per deployment, not per card.`,
-      ...(rc ? [`Request-checks: scheduler actions per request by kind ${JSON.stringify(rc.schedulerActionsByKind)}; the execution each request causes costs what any execution costs.`] : []),
-      ...runs.map((run) => `${run.startMode}: ${run.executions} executions in ${run.windowSeconds} s (${run.executionsPerSecond}/s offered ~${round((2 * POLL_CARDS) / POLL_INTERVAL_SEC, 1)}/s). ${run.cpu}`),
+      `pollingControl over the window (${control.windowSeconds} s): ${control.counts.events} events, ${control.counts.workflowTasks} workflow tasks, ${control.counts.actions} actions (${Object.entries(
+        control.counts.actionsByKind,
+      )
+        .map(([kind, n]) => `${kind} ${n}`)
+        .join(', ')}) — per deployment, not per card.`,
+      ...(rc
+        ? [
+            `Request-checks: scheduler actions per request by kind ${JSON.stringify(rc.schedulerActionsByKind)}; the execution each request causes costs what any execution costs.`,
+          ]
+        : []),
+      ...runs.map(
+        (run) =>
+          `${run.startMode}: ${run.executions} executions in ${run.windowSeconds} s (${run.executionsPerSecond}/s offered ~${round((2 * POLL_CARDS) / POLL_INTERVAL_SEC, 1)}/s). ${run.cpu}`,
+      ),
     ],
   };
 };

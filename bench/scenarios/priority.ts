@@ -57,7 +57,14 @@ async function addRequestCards(stack: BenchStack, account: SeededAccount, count:
  * Returns once the last request is sent: the window must not stretch while slow updates answer,
  * so their answers go to `inFlight` for the caller to await afterwards.
  */
-async function sendRequests(stack: BenchStack, pools: { carrierId: string; cards: ScopedCard[] }[], rate: number, until: number, sent: Pending[], inFlight: Promise<void>[]): Promise<void> {
+async function sendRequests(
+  stack: BenchStack,
+  pools: { carrierId: string; cards: ScopedCard[] }[],
+  rate: number,
+  until: number,
+  sent: Pending[],
+  inFlight: Promise<void>[],
+): Promise<void> {
   const everyMs = 1000 / rate;
   for (let i = 0; Date.now() < until; i += 1) {
     const target = pools[i % pools.length]!;
@@ -137,8 +144,13 @@ export const priority: Scenario = async (context) => {
     const watcher = watchFirstCalls(stack, sent);
     context.log(`window with ${rate} request-checks/s`);
     const answers: Promise<void>[] = [];
-    const backlogWatch = watchBacklog(stack, accounts.map((a) => a.carrier.id));
-    const loaded = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log, (until) => sendRequests(stack, pools, rate, until, sent, answers));
+    const backlogWatch = watchBacklog(
+      stack,
+      accounts.map((a) => a.carrier.id),
+    );
+    const loaded = await measureWindow(stack, { warmupSec: 0, durationSec: seconds.durationSec }, context.log, (until) =>
+      sendRequests(stack, pools, rate, until, sent, answers),
+    );
     const backlog = backlogWatch.stop();
     await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
@@ -170,11 +182,22 @@ export const priority: Scenario = async (context) => {
       answered.length === 0
         ? notChecked(what, `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)}`, 'no request was answered')
         : backlogShare < BACKLOG_SAMPLES_MIN
-          ? notChecked(what, `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)} with a normal-lane backlog`, `the condition did not hold: ${backlogText}; p99 was ${inSeconds(toCall.p99)}`)
+          ? notChecked(
+              what,
+              `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)} with a normal-lane backlog`,
+              `the condition did not hold: ${backlogText}; p99 was ${inSeconds(toCall.p99)}`,
+            )
           : atMost(what, toCall.p99, PRIORITY_P99_LIMIT_MS, inSeconds, `${toCall.n} requests; ${backlogText}`),
       none(`requested cards without a gateway call ${DRAIN_MS / 1000} s after the window`, requested.length - answered.length, `of ${requested.length}`),
     ];
-    const lateRow = (label: string, w: typeof normalBefore): (string | number)[] => [label, w.executions, w.latenessMs.p50, w.latenessMs.p95, w.latenessMs.p99, w.latenessMs.max];
+    const lateRow = (label: string, w: typeof normalBefore): (string | number)[] => [
+      label,
+      w.executions,
+      w.latenessMs.p50,
+      w.latenessMs.p95,
+      w.latenessMs.p99,
+      w.latenessMs.max,
+    ];
     return {
       title: 'request-check latency and its effect on the normal lane',
       explain: [
@@ -182,8 +205,28 @@ export const priority: Scenario = async (context) => {
           `Plus ${rate} request-checks/s (requestCheck update on the carrier scheduler, card_status) on cards otherwise polled daily, alternating the two accounts; each card requested once.`,
         `Request → first call: from just before the update is sent to the call's arrival at the simulator (per-card last-call time, read every ${WATCH_EVERY_MS} ms). Request → start: to card_execution.started_at of the priority execution.`,
       ],
-      config: { ...seconds, baselineSec, requestRate: rate, requestCardIntervalSec: REQUEST_CARD_INTERVAL_SEC, normalLoad: NORMAL_LOAD, capacityPerSecond: capacity.perSecond, feasibleQps: feasible.feasibleQps },
-      results: { sent: sent.length, statuses, answered: answered.length, requestToFirstCallMs: toCall, requestToStartMs: toStart, backlog, capacity, feasible, normalBefore, normalDuring, cpuShares: loaded.cpu },
+      config: {
+        ...seconds,
+        baselineSec,
+        requestRate: rate,
+        requestCardIntervalSec: REQUEST_CARD_INTERVAL_SEC,
+        normalLoad: NORMAL_LOAD,
+        capacityPerSecond: capacity.perSecond,
+        feasibleQps: feasible.feasibleQps,
+      },
+      results: {
+        sent: sent.length,
+        statuses,
+        answered: answered.length,
+        requestToFirstCallMs: toCall,
+        requestToStartMs: toStart,
+        backlog,
+        capacity,
+        feasible,
+        normalBefore,
+        normalDuring,
+        cpuShares: loaded.cpu,
+      },
       tables: [
         {
           headers: ['request-checks', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'],
@@ -196,14 +239,25 @@ export const priority: Scenario = async (context) => {
         {
           headers: ['normal-lane lateness', 'executions', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'],
           numeric: [false, true, true, true, true, true],
-          rows: [lateRow(`without requests (${round(baseline.seconds)} s)`, normalBefore), lateRow(`with ${rate}/s requests (${round(loaded.seconds)} s)`, normalDuring)],
+          rows: [
+            lateRow(`without requests (${round(baseline.seconds)} s)`, normalBefore),
+            lateRow(`with ${rate}/s requests (${round(loaded.seconds)} s)`, normalDuring),
+          ],
         },
       ],
       verdicts,
       notes: [
-        `Request statuses: ${Object.entries(statuses).map(([s, n]) => `${s} ${n}`).join(', ')}. A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), so about 500 ms of the median is the tick phase.`,
+        `Request statuses: ${Object.entries(statuses)
+          .map(([s, n]) => `${s} ${n}`)
+          .join(
+            ', ',
+          )}. A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), so about 500 ms of the median is the tick phase.`,
         'Normal-lane lateness grows in both windows by design (the lane is in backlog); the comparison shows what the requests take from it.',
-        capacityNote(capacity, (normalDuring.executions + toStart.n) / loaded.seconds, (accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC) + rate),
+        capacityNote(
+          capacity,
+          (normalDuring.executions + toStart.n) / loaded.seconds,
+          accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC + rate,
+        ),
         cpuNote(loaded.cpu),
       ],
     };

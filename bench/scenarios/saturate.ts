@@ -43,7 +43,10 @@ function scaledBudgets(capacityPerSecond: number): { factor: number; budgets: { 
   const factor = Math.min(1, (CAPACITY_HEADROOM * capacityPerSecond) / total);
   return {
     factor: round(factor, 3),
-    budgets: BUDGETS.map((b) => ({ name: b.name, qps: Object.fromEntries(Object.entries(b.qps).map(([group, qps]) => [group, Math.max(1, Math.round(qps * factor))])) })),
+    budgets: BUDGETS.map((b) => ({
+      name: b.name,
+      qps: Object.fromEntries(Object.entries(b.qps).map(([group, qps]) => [group, Math.max(1, Math.round(qps * factor))])),
+    })),
   };
 }
 
@@ -85,7 +88,9 @@ export const saturate: Scenario = async (context) => {
         const calls = (after?.calls ?? 0) - (before?.calls ?? 0);
         const perSecond = calls / window.seconds;
         const utilisation = perSecond / qps;
-        const types = Object.entries(account.spec.typeGroups).filter(([, g]) => g === group).map(([type]) => type);
+        const types = Object.entries(account.spec.typeGroups)
+          .filter(([, g]) => g === group)
+          .map(([type]) => type);
         const deferrals = types.reduce((n, type) => n + deferralsDuring(window, account.carrier.id, type), 0);
         const figures = {
           account: account.spec.name,
@@ -113,8 +118,14 @@ export const saturate: Scenario = async (context) => {
     const notes = [
       `The limiter counts each grant in a window of 1 s + ${DEFAULT_WINDOW_MARGIN_MS} ms (DEFAULT_WINDOW_MARGIN_MS, the margin against grant→arrival jitter): ` +
         `its steady ceiling is ${round(ceiling * 100, 1)} % of the budget.`,
-      `Executions in the window: ${executions.executions} (${Object.entries(executions.outcomes).map(([o, n]) => `${o} ${n}`).join(', ')}); a deferral is a limiter wait that would pass the step's deadline.`,
-      capacityNote(capacity, executions.executions / window.seconds, accounts.reduce((n, a) => n + Object.values(a.spec.qps).reduce((m, q) => m + q, 0), 0)),
+      `Executions in the window: ${executions.executions} (${Object.entries(executions.outcomes)
+        .map(([o, n]) => `${o} ${n}`)
+        .join(', ')}); a deferral is a limiter wait that would pass the step's deadline.`,
+      capacityNote(
+        capacity,
+        executions.executions / window.seconds,
+        accounts.reduce((n, a) => n + Object.values(a.spec.qps).reduce((m, q) => m + q, 0), 0),
+      ),
       cpuNote(window.cpu),
     ];
     return {
@@ -122,9 +133,17 @@ export const saturate: Scenario = async (context) => {
       explain: [
         `Budgets ${BUDGETS.map((b) => `${b.name}:${JSON.stringify(b.qps)}`).join(' ')} scaled × ${factor} so their sum stays within ${CAPACITY_HEADROOM * 100} % of the orchestration capacity, ${capacity.perSecond} executions/s (${capacity.source}).`,
         `Cards due ${OVERLOAD}× faster than the busiest group's budget (interval ${INTERVAL_SEC} s). Utilisation = accepted gateway calls per second in the window ÷ budget, from the simulator's counters.`,
-        'max/s = the simulator\'s highest count in any sliding one-second window over the whole run (warm-up included); rejected = calls over the limit (whole run, must be 0); deferrals = rate-limit deferrals in the window.',
+        "max/s = the simulator's highest count in any sliding one-second window over the whole run (warm-up included); rejected = calls over the limit (whole run, must be 0); deferrals = rate-limit deferrals in the window.",
       ],
-      config: { ...seconds, intervalSec: INTERVAL_SEC, overload: OVERLOAD, latencyMs: LATENCY, capacityPerSecond: capacity.perSecond, budgetFactor: factor, budgets: budgets.map((b) => `${b.name}:${JSON.stringify(b.qps)}`).join(' ') },
+      config: {
+        ...seconds,
+        intervalSec: INTERVAL_SEC,
+        overload: OVERLOAD,
+        latencyMs: LATENCY,
+        capacityPerSecond: capacity.perSecond,
+        budgetFactor: factor,
+        budgets: budgets.map((b) => `${b.name}:${JSON.stringify(b.qps)}`).join(' '),
+      },
       results: { windowSeconds: round(window.seconds), capacity, budgetFactor: factor, groups, executions, cpuShares: window.cpu },
       tables: [
         {

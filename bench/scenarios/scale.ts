@@ -54,7 +54,14 @@ export const scale: Scenario = async (context) => {
     if (mode === 'lifecycle') {
       for (let a = 0; a < ACCOUNTS; a += 1) {
         const count = Math.min(perAccount, cards - a * perAccount);
-        const account = await seedAccount(stack, { name: `sc${a + 1}`, qps: { status: 100 }, typeGroups: { card_status: 'status' }, cards: 0, intervalsSec: { card_status: INTERVAL_SEC }, latencyMs: { p50: 5, p99: 20 } });
+        const account = await seedAccount(stack, {
+          name: `sc${a + 1}`,
+          qps: { status: 100 },
+          typeGroups: { card_status: 'status' },
+          cards: 0,
+          intervalsSec: { card_status: INTERVAL_SEC },
+          latencyMs: { p50: 5, p99: 20 },
+        });
         carrierIds.push(account.carrier.id);
         if (count > 0) await addCards(stack, account.carrier.id, account.serial, 0, count, 'active', IMPORT_CHUNK);
         context.log(`imported ${Math.min(cards, (a + 1) * perAccount)} cards`);
@@ -78,7 +85,16 @@ export const scale: Scenario = async (context) => {
     for (let round = 0; round < rounds; round += 1) {
       const carrierId = carrierIds[round % carrierIds.length]!;
       const started = performance.now();
-      const result = await store.claim({ carrierId, leaseMs: LEASE_MS, inflightLimit: ROUND_SIZE, priorityRatio: 0.5, tokenPrefix: `scale-${round}`, groupBudget: { status: ROUND_SIZE }, typeGroups: { card_status: 'status' }, countRealname: false });
+      const result = await store.claim({
+        carrierId,
+        leaseMs: LEASE_MS,
+        inflightLimit: ROUND_SIZE,
+        priorityRatio: 0.5,
+        tokenPrefix: `scale-${round}`,
+        groupBudget: { status: ROUND_SIZE },
+        typeGroups: { card_status: 'status' },
+        countRealname: false,
+      });
       latencies.push(performance.now() - started);
       claimedTotal += result.claimed.length;
       // Untimed: execute the claimed cards so the next round of this account has room again.
@@ -86,7 +102,14 @@ export const scale: Scenario = async (context) => {
         result.claimed.map(async ({ cardId, token }) => {
           if ((await store.acquireExec(carrierId, cardId, token, 'scale', LEASE_MS)) !== 'acquired') return;
           const now = Date.now();
-          await store.finish({ carrierId, cardId, token, now, set: { [DueField.due('card_status')]: now + 3_600_000, [DueField.ok('card_status')]: now }, del: [] });
+          await store.finish({
+            carrierId,
+            cardId,
+            token,
+            now,
+            set: { [DueField.due('card_status')]: now + 3_600_000, [DueField.ok('card_status')]: now },
+            del: [],
+          });
         }),
       );
     }
@@ -97,11 +120,20 @@ export const scale: Scenario = async (context) => {
       title: `${cards} cards in Redis`,
       explain: [
         `Import: ${mode === 'lifecycle' ? `LifecycleService.createCards in chunks of ${IMPORT_CHUNK} (PostgreSQL INSERT + one Redis pipeline of upsert.lua per chunk)` : `CarrierQueueStore.upsertMany in chunks of ${IMPORT_CHUNK} (Redis only)`}, ${ACCOUNTS} accounts.`,
-        'Memory per card = INFO memory used_memory after − before, ÷ cards (the shared Redis also holds other users\' keys, which may move in between).',
+        "Memory per card = INFO memory used_memory after − before, ÷ cards (the shared Redis also holds other users' keys, which may move in between).",
         `Claim round = one claim.lua call for up to ${ROUND_SIZE} due cards of one account (alone, one round trip), ${rounds} rounds over the accounts.`,
       ],
       config: { cards, importMode: mode, accounts: ACCOUNTS, importChunk: IMPORT_CHUNK, intervalSec: INTERVAL_SEC, claimRounds: rounds, roundSize: ROUND_SIZE },
-      results: { importSeconds: round(importSeconds), cardsPerSecond: Math.round(cards / importSeconds), memoryBefore, memoryAfter, bytesPerCard: Math.round(bytesPerCard), inRedis, claimedTotal, claimMs: claim },
+      results: {
+        importSeconds: round(importSeconds),
+        cardsPerSecond: Math.round(cards / importSeconds),
+        memoryBefore,
+        memoryAfter,
+        bytesPerCard: Math.round(bytesPerCard),
+        inRedis,
+        claimedTotal,
+        claimMs: claim,
+      },
       tables: [
         {
           headers: ['cards', 'import', 'import s', 'cards/s', 'Redis bytes/card', 'claim rounds', 'claim p50 ms', 'claim p99 ms', 'claim max ms'],

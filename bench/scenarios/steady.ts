@@ -25,7 +25,9 @@ export const steady: Scenario = async (context) => {
   const seconds = { ...base, durationSec: context.options.steadyDurationSec ?? base.durationSec };
   const capacity = await orchestrationCapacity(context);
   const feasible = feasibleLoad(capacity.perSecond);
-  context.log(`capacity ${capacity.perSecond}/s, budgets ${feasible.budgetQps} QPS → feasible ${feasible.feasibleQps}/s (limited by ${feasible.limitedBy}); offering ${STEADY_LOAD * 100} %`);
+  context.log(
+    `capacity ${capacity.perSecond}/s, budgets ${feasible.budgetQps} QPS → feasible ${feasible.feasibleQps}/s (limited by ${feasible.limitedBy}); offering ${STEADY_LOAD * 100} %`,
+  );
   const stack = await createBenchStack(context.config, 'steady');
   try {
     const accounts = [];
@@ -44,7 +46,18 @@ export const steady: Scenario = async (context) => {
       const offered = account.cards.length / STEADY_INTERVAL_SEC;
       perAccount.push({ account: account.spec.name, budgetQps: qps, offeredPerSecond: offered, callsPerSecond: round(calls / window.seconds), ...lateness });
       const l = lateness.latenessMs;
-      rows.push([account.spec.name, qps, round(qps * feasible.feasibleShare, 1), round(offered, 1), round(calls / window.seconds), lateness.executions, l.p50, l.p95, l.p99, l.max]);
+      rows.push([
+        account.spec.name,
+        qps,
+        round(qps * feasible.feasibleShare, 1),
+        round(offered, 1),
+        round(calls / window.seconds),
+        lateness.executions,
+        l.p50,
+        l.p95,
+        l.p99,
+        l.max,
+      ]);
     }
     const l = all.latenessMs;
     const offeredTotal = accounts.reduce((n, a) => n + a.cards.length, 0) / STEADY_INTERVAL_SEC;
@@ -55,7 +68,13 @@ export const steady: Scenario = async (context) => {
       atMost('lateness p99', l.p99, LATENESS_P99_LIMIT_MS, inSeconds, `${all.executions} executions in ${round(window.seconds)} s`),
       none('expired leases (whole run)', expired),
       none('calls rejected by the simulator (whole run)', rejected),
-      atLeast('executions ÷ due in the window', expected > 0 ? all.executions / expected : 0, KEEP_UP_SHARE, percent, `${all.executions} of ${expected}: below this the orchestration fell behind the offered load`),
+      atLeast(
+        'executions ÷ due in the window',
+        expected > 0 ? all.executions / expected : 0,
+        KEEP_UP_SHARE,
+        percent,
+        `${all.executions} of ${expected}: below this the orchestration fell behind the offered load`,
+      ),
     ];
     return {
       title: `lateness at ${STEADY_LOAD * 100} % of the feasible load`,
@@ -63,8 +82,25 @@ export const steady: Scenario = async (context) => {
         `Feasible = min(budget, orchestration capacity): capacity ${capacity.perSecond} executions/s (${capacity.source}) against ${feasible.budgetQps} QPS of budgets, shared by budget → ${feasible.feasibleQps}/s, limited by ${feasible.limitedBy}.`,
         `Cards = ${STEADY_LOAD} × feasible QPS × ${STEADY_INTERVAL_SEC} s interval, one card_status call each per interval. Lateness = execution start − earliest due (card_execution.details.latenessMs), ms, executions that started in the window.`,
       ],
-      config: { ...seconds, intervalSec: STEADY_INTERVAL_SEC, load: STEADY_LOAD, budgets: STEADY_BUDGETS.map((b) => `${b.name}:${b.qps}`).join(' '), capacityPerSecond: capacity.perSecond, feasibleQps: feasible.feasibleQps },
-      results: { windowSeconds: round(window.seconds), capacity, feasible, all, perAccount, expectedExecutions: expected, expiredLeases: expired, rejected, cpuShares: window.cpu },
+      config: {
+        ...seconds,
+        intervalSec: STEADY_INTERVAL_SEC,
+        load: STEADY_LOAD,
+        budgets: STEADY_BUDGETS.map((b) => `${b.name}:${b.qps}`).join(' '),
+        capacityPerSecond: capacity.perSecond,
+        feasibleQps: feasible.feasibleQps,
+      },
+      results: {
+        windowSeconds: round(window.seconds),
+        capacity,
+        feasible,
+        all,
+        perAccount,
+        expectedExecutions: expected,
+        expiredLeases: expired,
+        rejected,
+        cpuShares: window.cpu,
+      },
       tables: [
         {
           headers: ['account', 'budget QPS', 'feasible/s', 'offered/s', 'calls/s', 'executions', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'],

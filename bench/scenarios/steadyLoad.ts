@@ -26,7 +26,12 @@ export interface FeasibleLoad {
 export function feasibleLoad(capacityPerSecond: number): FeasibleLoad {
   const budgetQps = STEADY_BUDGETS.reduce((n, b) => n + b.qps, 0);
   const feasibleShare = Math.min(1, capacityPerSecond / budgetQps);
-  return { budgetQps, feasibleQps: round(budgetQps * feasibleShare, 1), feasibleShare: round(feasibleShare, 3), limitedBy: feasibleShare < 1 ? 'orchestration capacity' : 'budget' };
+  return {
+    budgetQps,
+    feasibleQps: round(budgetQps * feasibleShare, 1),
+    feasibleShare: round(feasibleShare, 3),
+    limitedBy: feasibleShare < 1 ? 'orchestration capacity' : 'budget',
+  };
 }
 
 export function steadySpecs(prefix: string, feasible: FeasibleLoad, load: number = STEADY_LOAD): AccountSpec[] {

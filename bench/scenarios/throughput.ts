@@ -46,7 +46,8 @@ function rateVerdicts(runs: readonly (CardRunResult & { round: number })[], mode
     if (problem && mode === 'client') return notChecked(what, `≥ ${target}/s`, problem);
     const rate = mean(mine.map((run) => run.executionsPerSecond));
     const each = mine.length > 1 ? `, runs ${mine.map((run) => run.executionsPerSecond).join(' / ')}` : '';
-    const ratio = ceilingPerSecond > 0 ? `${round(rate / ceilingPerSecond, 2)}× the no-activity ceiling of ${ceilingPerSecond}/s${each}` : `no ceiling figure${each}`;
+    const ratio =
+      ceilingPerSecond > 0 ? `${round(rate / ceilingPerSecond, 2)}× the no-activity ceiling of ${ceilingPerSecond}/s${each}` : `no ceiling figure${each}`;
     return atLeast(what, rate, target, perSecond, problem ? `${ratio}; ${problem}` : ratio);
   });
 }
@@ -64,7 +65,9 @@ function shapeVerdicts(runs: readonly CardRunResult[]): Verdict[] {
       verdicts.push(atMost(`workflow tasks per single-type execution (${mode}, mean)`, tasks(single), SINGLE_TASKS_MAX, plain));
     }
     if (single.length > 0 && three.length > 0) {
-      verdicts.push(atMost(`history events per three-type execution (${mode}, mean)`, events(three), events(single) + 2, plain, 'single-type + 1 per further type'));
+      verdicts.push(
+        atMost(`history events per three-type execution (${mode}, mean)`, events(three), events(single) + 2, plain, 'single-type + 1 per further type'),
+      );
       verdicts.push(atMost(`workflow tasks per three-type execution (${mode}, mean)`, tasks(three), tasks(single), plain, 'no task per further type'));
     }
   }
@@ -81,7 +84,9 @@ export const throughput: Scenario = async (context) => {
     const run = await measureCardExecutions(context, { startMode: variant.startMode, shape: variant.shape, ...seconds }, label);
     context.measured.cardRuns.push({ ...run, source: `throughput round ${variant.round}` });
     runs.push({ ...run, round: variant.round });
-    context.log(`${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks per execution`);
+    context.log(
+      `${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks per execution`,
+    );
   }
   const ratio = (run: CardRunResult): number | string => (noop.workflowsPerSecond > 0 ? round(run.executionsPerSecond / noop.workflowsPerSecond, 3) : '–');
   const c = (run: CardRunResult): CardRunResult['cost']['cpuMsPerExecution'] => run.cost.cpuMsPerExecution;
@@ -95,11 +100,35 @@ export const throughput: Scenario = async (context) => {
       'Events and workflow tasks (WorkflowTaskCompleted) per execution: fetchHistory of up to 20 completed runs of the window that ran all the shape\'s types; "child" = sampled runs that have a parent workflow. ' +
         'Redis commands and SQL statements: sent by this process (the four workers run in it). CPU ms per execution: process CPU in the window ÷ executions.',
     ],
-    config: { ...seconds, rounds: context.options.rounds, startModes: context.options.startModes.join(','), shapes: context.options.shapes.join(','), ...THROUGHPUT_CONFIG, ...runs[0]?.settings, CARD_START_MODE: 'per variant' },
+    config: {
+      ...seconds,
+      rounds: context.options.rounds,
+      startModes: context.options.startModes.join(','),
+      shapes: context.options.shapes.join(','),
+      ...THROUGHPUT_CONFIG,
+      ...runs[0]?.settings,
+      CARD_START_MODE: 'per variant',
+    },
     results: { noopCeiling: noop, variants: runs.map((run) => ({ ...run, ratioToNoActivity: ratio(run) })) },
     tables: [
       {
-        headers: ['round', 'start', 'types', 'executions/s', 'ratio to no-activity', 'gateway calls/s', 'events / exec', 'workflow tasks / exec', 'child runs', 'Redis cmds / exec', 'SQL stmts / exec', 'Temporal CPU ms / exec', 'workers+sim CPU ms / exec', 'PostgreSQL CPU ms / exec', 'Redis CPU ms / exec'],
+        headers: [
+          'round',
+          'start',
+          'types',
+          'executions/s',
+          'ratio to no-activity',
+          'gateway calls/s',
+          'events / exec',
+          'workflow tasks / exec',
+          'child runs',
+          'Redis cmds / exec',
+          'SQL stmts / exec',
+          'Temporal CPU ms / exec',
+          'workers+sim CPU ms / exec',
+          'PostgreSQL CPU ms / exec',
+          'Redis CPU ms / exec',
+        ],
         numeric: [true, false, true, true, true, true, true, true, false, true, true, true, true, true, true],
         rows: runs.map((run) => [
           run.round,
@@ -124,15 +153,33 @@ export const throughput: Scenario = async (context) => {
         headers: ['round', 'start', 'types', 'account', 'limited by', 'in-flight limit', 'start lag ms', 'engine capacity /s', 'expired leases'],
         numeric: [true, false, true, false, false, true, true, true, true],
         rows: runs.flatMap((run) =>
-          run.schedulers.map((s) => [run.round, run.startMode, typesPerExecution(run.shape), s.carrierId, s.limitedBy, s.inflightLimit, s.startLagMs, s.capacityPerSec ?? '-', s.expiredLeases]),
+          run.schedulers.map((s) => [
+            run.round,
+            run.startMode,
+            typesPerExecution(run.shape),
+            s.carrierId,
+            s.limitedBy,
+            s.inflightLimit,
+            s.startLagMs,
+            s.capacityPerSec ?? '-',
+            s.expiredLeases,
+          ]),
         ),
       },
     ],
     verdicts: [...rateVerdicts(runs, context.options.startModes, noop.workflowsPerSecond), ...shapeVerdicts(runs)],
     notes: [
       ...warnings.map(([run, message]) => `Round ${run.round} ${run.startMode}/${run.shape}: ${message}.`),
-      ...runs.map((run) => `Round ${run.round} ${run.startMode}/${run.shape}: executions by types run ${JSON.stringify(run.typesPerExecution)}; events ${run.history.events.min}–${run.history.events.max}, workflow tasks ${run.history.workflowTasks.min}–${run.history.workflowTasks.max} (${run.history.sampled} runs). ${cpuNote(run.cpuShares)}`),
-      ...runs.slice(0, 1).map((run) => `Redis per execution (this process, ${run.startMode}/${run.shape}): ${Object.entries(run.cost.redisCommandsByName).map(([name, n]) => `${name} ${n}`).join(', ')}; server-wide ${run.cost.serverWideRedisCallsPerExecution} calls/execution including other users.`),
+      ...runs.map(
+        (run) =>
+          `Round ${run.round} ${run.startMode}/${run.shape}: executions by types run ${JSON.stringify(run.typesPerExecution)}; events ${run.history.events.min}–${run.history.events.max}, workflow tasks ${run.history.workflowTasks.min}–${run.history.workflowTasks.max} (${run.history.sampled} runs). ${cpuNote(run.cpuShares)}`,
+      ),
+      ...runs.slice(0, 1).map(
+        (run) =>
+          `Redis per execution (this process, ${run.startMode}/${run.shape}): ${Object.entries(run.cost.redisCommandsByName)
+            .map(([name, n]) => `${name} ${n}`)
+            .join(', ')}; server-wide ${run.cost.serverWideRedisCallsPerExecution} calls/execution including other users.`,
+      ),
     ],
   };
 };

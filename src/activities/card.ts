@@ -125,7 +125,12 @@ export function createCardActivities(deps: CardActivityDeps) {
   /** Gives the claim back for a while and ends the preparation (the run's outcome: `unprepared`). */
   async function notNow(input: PrepareInput, why: string, cause: unknown): Promise<never> {
     await deps.store.release(input.carrierId, input.cardId, input.token, undefined, UNREACHABLE_RETRY_MS);
-    throw ApplicationFailure.create({ type: 'database_unreachable', message: `card ${input.cardId} not prepared: ${why}`, nonRetryable: true, cause: cause instanceof Error ? cause : undefined });
+    throw ApplicationFailure.create({
+      type: 'database_unreachable',
+      message: `card ${input.cardId} not prepared: ${why}`,
+      nonRetryable: true,
+      cause: cause instanceof Error ? cause : undefined,
+    });
   }
 
   /**
@@ -143,8 +148,12 @@ export function createCardActivities(deps: CardActivityDeps) {
       if (mode !== 'async') throw error;
       const row = remembered.get(input.cardId);
       // Only a row that says "polled here" is run; anything else waits for PostgreSQL to decide.
-      if (!row || !row.polled || row.carrierId !== input.carrierId) return notNow(input, 'PostgreSQL unreachable and no remembered row of the card polled in this account', error);
-      if (!fallingBack) log(`card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their remembered rows, records go to the async ingest`);
+      if (!row || !row.polled || row.carrierId !== input.carrierId)
+        return notNow(input, 'PostgreSQL unreachable and no remembered row of the card polled in this account', error);
+      if (!fallingBack)
+        log(
+          `card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their remembered rows, records go to the async ingest`,
+        );
       fallingBack = true;
       return { card: row, remembered: true };
     }
@@ -260,17 +269,37 @@ export function createCardActivities(deps: CardActivityDeps) {
         if (evaluated && input.plan.types.includes('package')) results.push(evaluated);
       }
       // The intervals resolved when the execution started: no second card read on the hot path.
-      const planned = planFinish({ state, results, intervalsMs: input.plan.intervalsMs, backoffBaseMs: carrier?.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS, now, random });
+      const planned = planFinish({
+        state,
+        results,
+        intervalsMs: input.plan.intervalsMs,
+        backoffBaseMs: carrier?.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS,
+        now,
+        random,
+      });
       const packageIntervalMs = input.plan.intervalsMs.package;
       let plan = planned;
       if (packageDeferred && packageIntervalMs !== undefined) {
         // A plain deferral is due again in 1–2 s: far too soon for a database outage.
         const delay = Math.min(packageIntervalMs, PACKAGE_DEFER_MS);
         const due = now + Math.round(delay / 2 + random() * (delay / 2));
-        plan = { ...planned, set: { ...planned.set, [DueField.due('package')]: due }, types: planned.types.map((t) => (t.type === 'package' ? { ...t, nextDue: due } : t)) };
+        plan = {
+          ...planned,
+          set: { ...planned.set, [DueField.due('package')]: due },
+          types: planned.types.map((t) => (t.type === 'package' ? { ...t, nextDue: due } : t)),
+        };
       }
       const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}) });
-      const finished = await deps.store.finishWithRecord({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, now, set: plan.set, del: plan.del, record, leaseLost });
+      const finished = await deps.store.finishWithRecord({
+        carrierId: input.carrierId,
+        cardId: input.cardId,
+        token: input.token,
+        now,
+        set: plan.set,
+        del: plan.del,
+        record,
+        leaseLost,
+      });
       const recorded = (extra: StepResult | undefined): StepResult[] => (extra ? [...input.results, extra] : [...input.results]);
       if (finished.replayed !== null) {
         // This token's finish already landed (an earlier attempt): its result, nothing counted twice.

@@ -9,7 +9,15 @@ import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
-import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, GroupBudgetView, PollingMode, RequestCheckInput, RequestCheckResult } from '../common/orchestration.js';
+import type {
+  ClaimRoundInput,
+  ClaimRoundResult,
+  ClaimedCard,
+  GroupBudgetView,
+  PollingMode,
+  RequestCheckInput,
+  RequestCheckResult,
+} from '../common/orchestration.js';
 import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
 import { limitingFactor } from '../common/inflightControl.js';
 import type { CardStarter } from '../polling/cardStarter.js';
@@ -128,7 +136,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
       let startFailures = 0;
       if (deps.cardStarter && claimed.length > 0) {
-        const failed = await deps.cardStarter.start({ carrierId: input.carrierId, cards: claimed, placement: input.cardRuns, dueHorizonMs, ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }) });
+        const failed = await deps.cardStarter.start({
+          carrierId: input.carrierId,
+          cards: claimed,
+          placement: input.cardRuns,
+          dueHorizonMs,
+          ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
+        });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
         startFailures = failed.length;
       }
@@ -139,7 +153,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
         qpsEffective: rates[g.name] ?? g.qps,
         remaining: budget[g.name] ?? 0,
       }));
-      const factor = limitingFactor({ dueLeft, running: depths.running, limit: inflightLimit, adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY, maxLimit: maxInflightLimit });
+      const factor = limitingFactor({
+        dueLeft,
+        running: depths.running,
+        limit: inflightLimit,
+        adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY,
+        maxLimit: maxInflightLimit,
+      });
       // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
       const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
@@ -196,7 +216,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
         throw error;
       }
       for (const item of due) {
-        await deps.requests.requestCheck(input.carrierId, { cardId: item.cardId, types: item.types, lane: item.lane, actor: 'carrierScheduler', source: 'priority-retry' });
+        await deps.requests.requestCheck(input.carrierId, {
+          cardId: item.cardId,
+          types: item.types,
+          lane: item.lane,
+          actor: 'carrierScheduler',
+          source: 'priority-retry',
+        });
       }
       return due.length;
     },

@@ -30,7 +30,15 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
         // A type without a rate-limit group is not budgeted on this account: no limiter in front.
         const outcome =
           input.group === undefined
-            ? { outcome: 'ok' as const, result: await deps.client.check(input.type, { account: input.gatewayAccount, iccid: input.iccid }, { deadline: input.deadlineMs, ...(signal ? { signal } : {}) }), waitedMs: 0 }
+            ? {
+                outcome: 'ok' as const,
+                result: await deps.client.check(
+                  input.type,
+                  { account: input.gatewayAccount, iccid: input.iccid },
+                  { deadline: input.deadlineMs, ...(signal ? { signal } : {}) },
+                ),
+                waitedMs: 0,
+              }
             : await callThroughLimiter(deps, {
                 carrierId: input.carrierId,
                 group: input.group,
@@ -66,7 +74,13 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
         if (error.errorClass === 'transient' && Date.now() < input.deadlineMs - 100) {
           throw ApplicationFailure.retryable(error.message, 'transient', { reason: error.reason });
         }
-        return { type: input.type, outcome: 'failure', errorClass: error.errorClass, message: `${error.reason}: ${error.message}`.slice(0, 500), gatewayMs: Date.now() - started };
+        return {
+          type: input.type,
+          outcome: 'failure',
+          errorClass: error.errorClass,
+          message: `${error.reason}: ${error.message}`.slice(0, 500),
+          gatewayMs: Date.now() - started,
+        };
       }
     },
   };

@@ -8,7 +8,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyTypeProvider, RawServerDefault } from 'fastify';
 import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 
-type DeepReadonly<T> = T extends Date ? T : T extends readonly (infer E)[] ? readonly DeepReadonly<E>[] : T extends object ? { readonly [K in keyof T]: DeepReadonly<T[K]> } : T;
+type DeepReadonly<T> = T extends Date
+  ? T
+  : T extends readonly (infer E)[]
+    ? readonly DeepReadonly<E>[]
+    : T extends object
+      ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+      : T;
 
 type AnswerOptions = { deserialize: [{ pattern: { type: 'string'; format: 'date-time' }; output: Date }] };
 

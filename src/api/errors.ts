@@ -64,11 +64,14 @@ function validationBody(error: FastifyError): ErrorBody {
   const field = fieldOfAjvError(first, context);
   const allowed = first.params.allowedValues;
   const reason =
-    first.keyword === 'additionalProperties' ? 'is not a known field'
-    : first.keyword === 'required' ? 'is required'
-    // Name the allowed values: "must be equal to one of the allowed values" alone does not help.
-    : first.keyword === 'enum' && Array.isArray(allowed) ? `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`
-    : (first.message ?? 'is invalid');
+    first.keyword === 'additionalProperties'
+      ? 'is not a known field'
+      : first.keyword === 'required'
+        ? 'is required'
+        : // Name the allowed values: "must be equal to one of the allowed values" alone does not help.
+          first.keyword === 'enum' && Array.isArray(allowed)
+          ? `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`
+          : (first.message ?? 'is invalid');
   return errorBody('invalid', `${field} ${reason}`, field);
 }
 

@@ -129,7 +129,8 @@ async function referenceProblems(client: pg.PoolClient, batch: readonly ValidRow
   const problems = new Map<number, RowOutcome>();
   for (const { row, input, card } of batch) {
     if (!carriers.has(card.carrierId)) problems.set(row, outcome(row, input, 'carrierId', `carrier account ${card.carrierId} does not exist`));
-    else if (card.deviceId !== null && !devices.has(card.deviceId)) problems.set(row, outcome(row, input, 'deviceId', `device ${card.deviceId} does not exist`));
+    else if (card.deviceId !== null && !devices.has(card.deviceId))
+      problems.set(row, outcome(row, input, 'deviceId', `device ${card.deviceId} does not exist`));
   }
   return problems;
 }
@@ -138,14 +139,20 @@ async function referenceProblems(client: pg.PoolClient, batch: readonly ValidRow
 async function writeBatch(client: pg.PoolClient, batch: readonly ValidRow[], onExisting: OnExisting): Promise<BatchOutcome> {
   const problems = await referenceProblems(client, batch);
   const writable = batch.filter(({ row }) => !problems.has(row));
-  const created = await insertCardRows(client, writable.map(({ card }) => card));
+  const created = await insertCardRows(
+    client,
+    writable.map(({ card }) => card),
+  );
   const existing = writable.filter(({ card }) => !created.has(card.iccid));
   const result: BatchOutcome = { createdIds: [...created.values()], updated: [], rejected: [...problems.values()], skipped: [], notLanded: [] };
   const taken = ({ row, input, card }: ValidRow, what: string): RowOutcome => outcome(row, input, 'iccid', `iccid ${card.iccid} ${what}`);
   if (onExisting === 'reject') result.rejected.push(...existing.map((entry) => taken(entry, 'already exists')));
   if (onExisting === 'skip') result.skipped.push(...existing.map((entry) => taken(entry, 'already exists; left as it is')));
   if (onExisting === 'update' && existing.length > 0) {
-    const updated = await updateCardsByIccid(client, existing.map(({ input, card }) => updateOf(input, card)));
+    const updated = await updateCardsByIccid(
+      client,
+      existing.map(({ input, card }) => updateOf(input, card)),
+    );
     result.updated.push(...updated);
     const matched = new Set(updated.map((card) => card.iccid));
     // Existed at the insert, gone at the update: deleted by someone else meanwhile.

@@ -174,14 +174,31 @@ export function pageOfSchema<const S>(item: S) {
 export const carrierSchema = {
   type: 'object',
   required: [
-    'id', 'name', 'gatewayAccount', 'enabled', 'inflightLimit', 'priorityRatio', 'leaseMs', 'stepTimeoutMs', 'totalTimeoutMs', 'realnameControl',
-    'backoffBaseMs', 'failureAlertThreshold', 'accountAlertThreshold', 'accountAlertWindowMs', 'groups', 'typeGroups',
+    'id',
+    'name',
+    'gatewayAccount',
+    'enabled',
+    'inflightLimit',
+    'priorityRatio',
+    'leaseMs',
+    'stepTimeoutMs',
+    'totalTimeoutMs',
+    'realnameControl',
+    'backoffBaseMs',
+    'failureAlertThreshold',
+    'accountAlertThreshold',
+    'accountAlertWindowMs',
+    'groups',
+    'typeGroups',
   ],
   additionalProperties: false,
   properties: {
     id: idString,
     ...carrierProperties,
-    groups: { type: 'array', items: { type: 'object', required: ['name', 'qps'], additionalProperties: false, properties: { name: { type: 'string' }, qps: { type: 'number' } } } },
+    groups: {
+      type: 'array',
+      items: { type: 'object', required: ['name', 'qps'], additionalProperties: false, properties: { name: { type: 'string' }, qps: { type: 'number' } } },
+    },
   },
 } as const;
 
@@ -242,7 +259,12 @@ export const cardDetailSchema = {
   additionalProperties: false,
   properties: {
     ...cardProperties,
-    due: { type: 'object', additionalProperties: false, description: 'per type, epoch ms the next check is due', properties: propertiesOf(CHECK_TYPES, { type: 'number' } as const) },
+    due: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'per type, epoch ms the next check is due',
+      properties: propertiesOf(CHECK_TYPES, { type: 'number' } as const),
+    },
     failures: {
       type: 'object',
       additionalProperties: false,
@@ -283,14 +305,32 @@ const limitedBy = { type: 'string', enum: ['none', 'budget', 'inflight', 'orches
 
 export const carrierStatusSchema = {
   type: 'object',
-  required: ['carrierId', 'mode', 'paused', 'inflight', 'lanes', 'dueNow', 'groups', 'latenessMs', 'expiredLeases', 'capacity', 'limitedBy', 'schedulerRunning'],
+  required: [
+    'carrierId',
+    'mode',
+    'paused',
+    'inflight',
+    'lanes',
+    'dueNow',
+    'groups',
+    'latenessMs',
+    'expiredLeases',
+    'capacity',
+    'limitedBy',
+    'schedulerRunning',
+  ],
   additionalProperties: false,
   properties: {
     carrierId: idString,
     mode: { type: 'string', enum: ['carrier', 'legacy'] },
     paused: { type: 'boolean' },
     inflight: { type: 'integer' },
-    lanes: { type: 'object', required: ['priority', 'normal'], additionalProperties: false, properties: { priority: { type: 'integer' }, normal: { type: 'integer' } } },
+    lanes: {
+      type: 'object',
+      required: ['priority', 'normal'],
+      additionalProperties: false,
+      properties: { priority: { type: 'integer' }, normal: { type: 'integer' } },
+    },
     dueNow: { type: 'integer' },
     groups: {
       type: 'array',
@@ -385,13 +425,20 @@ export const requestCheckAnswerSchema = {
   properties: {
     status: { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] },
     requested: { type: 'integer', description: 'number of types requested' },
-    types: { type: 'object', additionalProperties: false, properties: propertiesOf(CHECK_TYPES, { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] } as const) },
+    types: {
+      type: 'object',
+      additionalProperties: false,
+      properties: propertiesOf(CHECK_TYPES, { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] } as const),
+    },
   },
 } as const;
 
 /** Answers every route may give besides its success: 400 invalid, 404 not found, 409 conflict, … */
 export const errorResponses = {
-  '4xx': { description: '{ error: { code, message, field? } }: 400 invalid, 401 no or wrong token, 404 not found, 409 conflict, 413 too large, 415 wrong content type', ...errorSchema },
+  '4xx': {
+    description: '{ error: { code, message, field? } }: 400 invalid, 401 no or wrong token, 404 not found, 409 conflict, 413 too large, 415 wrong content type',
+    ...errorSchema,
+  },
   '5xx': { description: '500 internal, 503 a dependency or the orchestration is unavailable', ...errorSchema },
 } as const;
 

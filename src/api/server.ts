@@ -43,7 +43,9 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
     },
   }).withTypeProvider<ApiTypeProvider>();
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) => reply.status(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?', 1)[0] ?? ''}`)));
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?', 1)[0] ?? ''}`)),
+  );
   registerAuth(app, ctx.config.API_TOKEN);
   registerHttpMetrics(app, ctx.deps.registry);
   await registerOpenApi(app);

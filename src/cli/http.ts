@@ -44,7 +44,11 @@ export class ApiClient {
     try {
       response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
     } catch (error) {
-      throw new ApiCallError(0, 'unreachable', `cannot reach the API at ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+      throw new ApiCallError(
+        0,
+        'unreachable',
+        `cannot reach the API at ${url}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+      );
     }
     const text = await response.text();
     const parsed: unknown = text === '' ? undefined : response.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;

@@ -83,7 +83,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       return EXIT_USAGE;
     }
     if (error instanceof ApiCallError) {
-      process.stderr.write(`error: ${error.message}${error.field === undefined ? '' : ` (field: ${error.field})`} [${error.status || 'no answer'} ${error.code}]\n`);
+      process.stderr.write(
+        `error: ${error.message}${error.field === undefined ? '' : ` (field: ${error.field})`} [${error.status || 'no answer'} ${error.code}]\n`,
+      );
       return EXIT_API_ERROR;
     }
     throw error;

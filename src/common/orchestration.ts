@@ -202,7 +202,12 @@ export type StepResult =
   | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
   /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
   /** `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts). */
-  | { readonly type: CheckType; readonly outcome: 'deferred'; readonly reason: 'rate_limit_wait' | 'carrier_rate_limited' | 'store_unavailable'; readonly gatewayMs: number }
+  | {
+      readonly type: CheckType;
+      readonly outcome: 'deferred';
+      readonly reason: 'rate_limit_wait' | 'carrier_rate_limited' | 'store_unavailable';
+      readonly gatewayMs: number;
+    }
   | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
 
 export interface GatewayStepInput {

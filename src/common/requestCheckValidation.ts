@@ -20,21 +20,30 @@ export const MAX_CONFIRM_DELAY_SEC = 3600;
 
 /** Throws {@link RequestCheckInvalid} naming the first bad field. */
 export function validateRequestCheck(input: RequestCheckInput): void {
-  if (typeof input.cardId !== 'string' || !/^\d+$/.test(input.cardId)) throw new RequestCheckInvalid('cardId', `must be a numeric id, got ${JSON.stringify(input.cardId)}`);
+  if (typeof input.cardId !== 'string' || !/^\d+$/.test(input.cardId))
+    throw new RequestCheckInvalid('cardId', `must be a numeric id, got ${JSON.stringify(input.cardId)}`);
   if (!Array.isArray(input.types) || input.types.length === 0) throw new RequestCheckInvalid('types', 'must be a non-empty array of check types');
   for (const type of input.types) {
     if (!isCheckType(type)) throw new RequestCheckInvalid('types', `unknown check type ${JSON.stringify(type)} (card_status, carddata, realname, package)`);
   }
-  if (input.lane !== undefined && input.lane !== 'priority' && input.lane !== 'normal') throw new RequestCheckInvalid('lane', `must be "priority" or "normal", got ${JSON.stringify(input.lane)}`);
-  if (input.cooldownMs !== undefined && (!Number.isInteger(input.cooldownMs) || input.cooldownMs < 0)) throw new RequestCheckInvalid('cooldownMs', 'must be a non-negative integer');
+  if (input.lane !== undefined && input.lane !== 'priority' && input.lane !== 'normal')
+    throw new RequestCheckInvalid('lane', `must be "priority" or "normal", got ${JSON.stringify(input.lane)}`);
+  if (input.cooldownMs !== undefined && (!Number.isInteger(input.cooldownMs) || input.cooldownMs < 0))
+    throw new RequestCheckInvalid('cooldownMs', 'must be a non-negative integer');
   if (input.confirmDelaysSec !== undefined) {
-    if (!Array.isArray(input.confirmDelaysSec) || input.confirmDelaysSec.length > MAX_CONFIRM_DELAYS) throw new RequestCheckInvalid('confirmDelaysSec', `must be an array of at most ${MAX_CONFIRM_DELAYS} delays`);
+    if (!Array.isArray(input.confirmDelaysSec) || input.confirmDelaysSec.length > MAX_CONFIRM_DELAYS)
+      throw new RequestCheckInvalid('confirmDelaysSec', `must be an array of at most ${MAX_CONFIRM_DELAYS} delays`);
     for (const delay of input.confirmDelaysSec) {
-      if (!Number.isInteger(delay) || delay <= 0 || delay > MAX_CONFIRM_DELAY_SEC) throw new RequestCheckInvalid('confirmDelaysSec', `each delay must be an integer in 1..${MAX_CONFIRM_DELAY_SEC} seconds`);
+      if (!Number.isInteger(delay) || delay <= 0 || delay > MAX_CONFIRM_DELAY_SEC)
+        throw new RequestCheckInvalid('confirmDelaysSec', `each delay must be an integer in 1..${MAX_CONFIRM_DELAY_SEC} seconds`);
     }
-    if (input.confirmDelaysSec.length > 0 && (input.expected === undefined || input.expected === '')) throw new RequestCheckInvalid('expected', 'is required when confirmDelaysSec is given');
+    if (input.confirmDelaysSec.length > 0 && (input.expected === undefined || input.expected === ''))
+      throw new RequestCheckInvalid('expected', 'is required when confirmDelaysSec is given');
   }
-  if (input.expected !== undefined && (typeof input.expected !== 'string' || input.expected.length > 64 || input.expected.includes('|') || input.expected.includes(','))) {
+  if (
+    input.expected !== undefined &&
+    (typeof input.expected !== 'string' || input.expected.length > 64 || input.expected.includes('|') || input.expected.includes(','))
+  ) {
     throw new RequestCheckInvalid('expected', 'must be a short state name such as "offline"');
   }
 }

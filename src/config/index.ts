@@ -69,7 +69,10 @@ const schema = z.object({
   TASK_QUEUE_GATEWAY: nonEmpty.default('polling-gateway'),
   TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
   /** Prepended to workflow ids (`<prefix>card-<id>`); empty in production, unique per test stack. */
-  WORKFLOW_ID_PREFIX: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"').default(''),
+  WORKFLOW_ID_PREFIX: z
+    .string()
+    .regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"')
+    .default(''),
   /**
    * Where card executions run their gateway steps: `local` activities of the card worker (no task
    * or extra events per step; the default) or the `polling-gateway` task queue (`queue`: gateway
@@ -112,7 +115,10 @@ const schema = z.object({
   WORKER_VERSIONING: z.enum(['off', 'on']).default('off'),
   WORKER_DEPLOYMENT_NAME: nonEmpty.default('card-poller'),
   /** Build id of this deployment version; empty derives it from the workflow bundle's content. */
-  WORKER_BUILD_ID: z.string().regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"').default(''),
+  WORKER_BUILD_ID: z
+    .string()
+    .regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"')
+    .default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Folder for service data (database files, Redis AOF), relative to the project root. */
   DATA_DIR: nonEmpty.default('.data'),

@@ -25,7 +25,8 @@ const DEFAULT_SAMPLE_EVERY_MS = 5000;
  * Only HTML, scripts and styles of this origin; the page talks to this API only. The token lives
  * in the page's storage, so no foreign script may run beside it.
  */
-const CONTENT_SECURITY_POLICY = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 const historyQuery = {
   type: 'object',
@@ -105,20 +106,51 @@ export async function registerDashboard(app: ApiApp, ctx: ApiContext, options: D
   app.get('/', { schema: { hide: true }, config: { public: true } }, async (_request, reply) => reply.redirect('/dashboard'));
   for (const asset of assets) {
     app.get(asset.path, { schema: { hide: true }, config: { public: true } }, async (_request, reply) =>
-      reply.header('content-type', asset.contentType).header('cache-control', 'no-cache').header('content-security-policy', CONTENT_SECURITY_POLICY).header('x-content-type-options', 'nosniff').send(asset.body),
+      reply
+        .header('content-type', asset.contentType)
+        .header('cache-control', 'no-cache')
+        .header('content-security-policy', CONTENT_SECURITY_POLICY)
+        .header('x-content-type-options', 'nosniff')
+        .send(asset.body),
     );
   }
 
-  app.get('/dashboard/api/history', { schema: { tags: ['dashboard'], summary: 'Status samples of every account over the last 15 minutes', querystring: historyQuery, response: { 200: historyResponse, ...errorResponses } } }, async (request) => {
-    sampler.want();
-    return sampler.history(request.query.since);
-  });
+  app.get(
+    '/dashboard/api/history',
+    {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Status samples of every account over the last 15 minutes',
+        querystring: historyQuery,
+        response: { 200: historyResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      sampler.want();
+      return sampler.history(request.query.since);
+    },
+  );
 
-  app.get('/dashboard/api/cards/lookup', { schema: { tags: ['dashboard'], summary: 'Find a card by ICCID or id; its Temporal Web UI addresses', querystring: lookupQuery, response: { 200: lookupResponse, ...errorResponses } } }, async (request) => {
-    const { q } = request.query;
-    const settings = { temporalUiUrl: ctx.config.TEMPORAL_UI_URL, namespace: ctx.config.TEMPORAL_NAMESPACE, workflowIdPrefix: ctx.orchestration.workflowIdPrefix };
-    const found = await lookupCard(ctx.deps.pool, settings, q);
-    if (found === null) throw DomainError.notFound('q', `no card with ICCID or id ${q.trim()}`);
-    return found;
-  });
+  app.get(
+    '/dashboard/api/cards/lookup',
+    {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Find a card by ICCID or id; its Temporal Web UI addresses',
+        querystring: lookupQuery,
+        response: { 200: lookupResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { q } = request.query;
+      const settings = {
+        temporalUiUrl: ctx.config.TEMPORAL_UI_URL,
+        namespace: ctx.config.TEMPORAL_NAMESPACE,
+        workflowIdPrefix: ctx.orchestration.workflowIdPrefix,
+      };
+      const found = await lookupCard(ctx.deps.pool, settings, q);
+      if (found === null) throw DomainError.notFound('q', `no card with ICCID or id ${q.trim()}`);
+      return found;
+    },
+  );
 }

@@ -6,7 +6,12 @@ import type { StatusSample } from './history.js';
 import type { StatusSource } from './sampler.js';
 
 export function sampleOf(status: CarrierStatus, t: number): StatusSample {
-  const groups = status.groups.map((group) => ({ name: group.name, used: group.usedLastSecond, effective: group.qpsEffective, configured: group.qpsConfigured }));
+  const groups = status.groups.map((group) => ({
+    name: group.name,
+    used: group.usedLastSecond,
+    effective: group.qpsEffective,
+    configured: group.qpsConfigured,
+  }));
   return {
     t,
     callsPerSec: groups.reduce((sum, group) => sum + group.used, 0),

@@ -296,7 +296,11 @@ export async function resolveIngestBacklogAlerts(db: Queryable, at = new Date())
   return result.rowCount ?? 0;
 }
 
-export async function listFailureAlerts(db: Queryable, filter: { cardId?: string; carrierId?: string; openOnly?: boolean } = {}, limit = 100): Promise<FailureAlert[]> {
+export async function listFailureAlerts(
+  db: Queryable,
+  filter: { cardId?: string; carrierId?: string; openOnly?: boolean } = {},
+  limit = 100,
+): Promise<FailureAlert[]> {
   const { rows } = await db.query<FailureAlertRow>(
     `SELECT ${FAILURE_COLUMNS} FROM polling_failure_alert
       WHERE ($1::bigint IS NULL OR card_id = $1) AND ($2::bigint IS NULL OR carrier_id = $2) AND ($3::boolean IS NOT TRUE OR status = 'open')

@@ -44,10 +44,7 @@ export function toScopedCard(row: ScopedCardRow): ScopedCard {
 }
 
 export async function findCards(db: Queryable, ids: readonly string[]): Promise<ScopedCard[]> {
-  const { rows } = await db.query<ScopedCardRow>(
-    `SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS} WHERE c.id = ANY($1::bigint[]) ORDER BY c.id`,
-    [ids],
-  );
+  const { rows } = await db.query<ScopedCardRow>(`SELECT ${SCOPED_COLUMNS} FROM iot_card c ${SCOPE_JOINS} WHERE c.id = ANY($1::bigint[]) ORDER BY c.id`, [ids]);
   return rows.map(toScopedCard);
 }
 
@@ -101,10 +98,10 @@ export async function insertCardRows(db: Queryable, cards: readonly CardRow[]): 
   const idByIccid = new Map(inserted.rows.map((row) => [row.iccid, row.id]));
   const bound = cards.filter((card) => card.deviceId !== null && idByIccid.has(card.iccid));
   if (bound.length > 0) {
-    await db.query(
-      `INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])`,
-      [bound.map((card) => card.deviceId), bound.map((card) => idByIccid.get(card.iccid))],
-    );
+    await db.query(`INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])`, [
+      bound.map((card) => card.deviceId),
+      bound.map((card) => idByIccid.get(card.iccid)),
+    ]);
   }
   return idByIccid;
 }
@@ -127,7 +124,15 @@ export interface UpdatedCardRow {
  */
 export async function updateCardsByIccid(db: Queryable, updates: readonly CardUpdateRow[]): Promise<UpdatedCardRow[]> {
   if (updates.length === 0) return [];
-  const { rows } = await db.query<{ id: string; iccid: string; carrier_id: string; previous_carrier_id: string; old_device_id: string | null; device_id: string | null; polling_changed: boolean }>(
+  const { rows } = await db.query<{
+    id: string;
+    iccid: string;
+    carrier_id: string;
+    previous_carrier_id: string;
+    old_device_id: string | null;
+    device_id: string | null;
+    polling_changed: boolean;
+  }>(
     `WITH u AS (
        SELECT * FROM unnest($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::text[], $6::boolean[], $7::boolean[], $8::boolean[], $9::bigint[])
          AS x(iccid, carrier_id, msisdn_given, msisdn, status, enable_polling, is_standalone, device_given, device_id)
@@ -182,10 +187,19 @@ export async function updateCardsByIccid(db: Queryable, updates: readonly CardUp
     await db.query('UPDATE device_sim_binding SET unbound_at = now() WHERE card_id = ANY($1::bigint[]) AND unbound_at IS NULL', [rebound.map((row) => row.id)]);
     const bound = rebound.filter((row) => row.device_id !== null);
     if (bound.length > 0) {
-      await db.query('INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])', [bound.map((row) => row.device_id), bound.map((row) => row.id)]);
+      await db.query('INSERT INTO device_sim_binding (device_id, card_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])', [
+        bound.map((row) => row.device_id),
+        bound.map((row) => row.id),
+      ]);
     }
   }
-  return rows.map((row) => ({ id: row.id, iccid: row.iccid, carrierId: row.carrier_id, previousCarrierId: row.previous_carrier_id, pollingChanged: row.polling_changed }));
+  return rows.map((row) => ({
+    id: row.id,
+    iccid: row.iccid,
+    carrierId: row.carrier_id,
+    previousCarrierId: row.previous_carrier_id,
+    pollingChanged: row.polling_changed,
+  }));
 }
 
 /** Sets each card's status in one statement; returns the changed cards with their scope. Unknown ids are absent. */

@@ -127,9 +127,7 @@ export async function getCarrier(db: Queryable, id: string): Promise<Carrier> {
 }
 
 export async function listCarriers(db: Queryable, options: { enabledOnly?: boolean } = {}): Promise<Carrier[]> {
-  const { rows } = await db.query<CarrierRow>(`${SELECT_CARRIER} WHERE ($1::boolean IS NOT TRUE OR a.enabled) ORDER BY a.id`, [
-    options.enabledOnly ?? false,
-  ]);
+  const { rows } = await db.query<CarrierRow>(`${SELECT_CARRIER} WHERE ($1::boolean IS NOT TRUE OR a.enabled) ORDER BY a.id`, [options.enabledOnly ?? false]);
   return rows.map(toCarrier);
 }
 

@@ -25,18 +25,16 @@ const toDevice = (row: DeviceRow): Device => ({ id: row.id, deviceNo: row.device
 export async function createDevice(db: Queryable, input: { deviceNo: string; enablePolling?: boolean }): Promise<Device> {
   const deviceNo = requireText(input.deviceNo, 'deviceNo', 100);
   return mapped(async () => {
-    const { rows } = await db.query<DeviceRow>(
-      'INSERT INTO device (device_no, enable_polling) VALUES ($1, $2) RETURNING id::text, device_no, enable_polling',
-      [deviceNo, input.enablePolling ?? true],
-    );
+    const { rows } = await db.query<DeviceRow>('INSERT INTO device (device_no, enable_polling) VALUES ($1, $2) RETURNING id::text, device_no, enable_polling', [
+      deviceNo,
+      input.enablePolling ?? true,
+    ]);
     return toDevice(rows[0]!);
   });
 }
 
 export async function getDevice(db: Queryable, id: string): Promise<Device> {
-  const { rows } = await db.query<DeviceRow>('SELECT id::text, device_no, enable_polling FROM device WHERE id = $1::bigint', [
-    requireId(id, 'deviceId'),
-  ]);
+  const { rows } = await db.query<DeviceRow>('SELECT id::text, device_no, enable_polling FROM device WHERE id = $1::bigint', [requireId(id, 'deviceId')]);
   if (!rows[0]) throw DomainError.notFound('deviceId', `device ${id} does not exist`);
   return toDevice(rows[0]);
 }

@@ -1,7 +1,14 @@
 /** Polling config rules. Merging lives in domain/pollingConfig.ts. */
 import type { CheckType } from '../common/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
-import { MIN_INTERVAL_SEC, type Intervals, type NewPollingConfig, type PollingConfig, type PollingConfigPatch, type PollingMatch } from '../domain/pollingConfig.js';
+import {
+  MIN_INTERVAL_SEC,
+  type Intervals,
+  type NewPollingConfig,
+  type PollingConfig,
+  type PollingConfigPatch,
+  type PollingMatch,
+} from '../domain/pollingConfig.js';
 import { validateIntervals, validateMatch, validatePollingConfigPatch } from '../domain/pollingConfigInput.js';
 import { requireId, requireText } from '../domain/validate.js';
 import { mapped } from './errors.js';

@@ -14,9 +14,29 @@ import { withTransaction, type Pool } from './pool.js';
 import type { Queryable } from './queryable.js';
 
 const COLUMN_NAMES = [
-  'status', 'types', 'lane', 'cooldown_ms', 'confirm_delays_sec', 'expected', 'trigger_count', 'first_actor', 'first_source',
-  'last_actor', 'last_source', 'last_triggered_at', 'attempt_count', 'attempt_limit', 'claim_token', 'claimed_at', 'started_at',
-  'finished_at', 'next_run_at', 'result', 'failure_reason', 'created_at', 'updated_at',
+  'status',
+  'types',
+  'lane',
+  'cooldown_ms',
+  'confirm_delays_sec',
+  'expected',
+  'trigger_count',
+  'first_actor',
+  'first_source',
+  'last_actor',
+  'last_source',
+  'last_triggered_at',
+  'attempt_count',
+  'attempt_limit',
+  'claim_token',
+  'claimed_at',
+  'started_at',
+  'finished_at',
+  'next_run_at',
+  'result',
+  'failure_reason',
+  'created_at',
+  'updated_at',
 ] as const;
 
 /** `cooldown_ms` → `cooldownMs`: the PriorityItem field a column is selected as. */
@@ -66,10 +86,11 @@ async function transition(
   params: readonly unknown[],
   audit: { action: string; actor: string; source: string; reason?: string; now: Date },
 ): Promise<PriorityItem> {
-  const { rows } = await client.query<PriorityItem>(
-    `UPDATE polling_priority_item SET ${sets}, updated_at = $2 WHERE id = $1::bigint RETURNING ${COLUMNS}`,
-    [before.id, audit.now, ...params],
-  );
+  const { rows } = await client.query<PriorityItem>(`UPDATE polling_priority_item SET ${sets}, updated_at = $2 WHERE id = $1::bigint RETURNING ${COLUMNS}`, [
+    before.id,
+    audit.now,
+    ...params,
+  ]);
   const after = rows[0]!;
   await writeAudit(client, {
     entityType: ENTITY,
@@ -93,7 +114,8 @@ function validateRequest(request: PriorityRequest): CheckType[] {
   request.types.forEach((type, index) => {
     if (!isCheckType(type)) throw DomainError.invalid(`types[${index}]`, `${String(type)} is not a check type`);
   });
-  if (request.lane !== undefined && request.lane !== 'priority' && request.lane !== 'normal') throw DomainError.invalid('lane', 'lane must be priority or normal');
+  if (request.lane !== undefined && request.lane !== 'priority' && request.lane !== 'normal')
+    throw DomainError.invalid('lane', 'lane must be priority or normal');
   if (request.cooldownMs !== undefined) requireInt(request.cooldownMs, 'cooldownMs', 0, 86_400_000);
   request.confirmDelaysSec?.forEach((delay, index) => requireInt(delay, `confirmDelaysSec[${index}]`, 1, 86_400));
   if (request.attemptLimit !== undefined) requireInt(request.attemptLimit, 'attemptLimit', 1, 100);
@@ -130,7 +152,15 @@ export async function requestPriorityItem(pool: Pool, request: PriorityRequest):
            confirm_delays_sec = coalesce($6::integer[], confirm_delays_sec),
            expected = coalesce($7, expected),
            last_actor = $8, last_source = $9, last_triggered_at = $2`,
-          [types, request.lane ?? 'priority', request.cooldownMs ?? null, request.confirmDelaysSec ?? null, request.expected ?? null, request.actor, request.source],
+          [
+            types,
+            request.lane ?? 'priority',
+            request.cooldownMs ?? null,
+            request.confirmDelaysSec ?? null,
+            request.expected ?? null,
+            request.actor,
+            request.source,
+          ],
           { ...audit, action: 'merged' },
         );
         return { item, merged: true };
@@ -211,7 +241,10 @@ export async function claimPriorityItem(pool: Pool, input: ClaimInput): Promise<
       );
       return { status: 'exhausted', item: failed };
     }
-    return { status: 'taken_over', item: await transition(client, item, claimSets, [input.token], { ...audit, action: 'taken_over', reason: 'claim lease expired' }) };
+    return {
+      status: 'taken_over',
+      item: await transition(client, item, claimSets, [input.token], { ...audit, action: 'taken_over', reason: 'claim lease expired' }),
+    };
   });
 }
 
@@ -258,11 +291,17 @@ export async function failPriorityItem(pool: Pool, input: FailInput): Promise<Pr
       );
     }
     const why = input.retryable ? `attempt limit reached: ${reason}` : reason;
-    return transition(client, item, `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, claim_token = NULL, next_run_at = NULL`, [why], {
-      ...audit,
-      action: 'failed',
-      reason: why,
-    });
+    return transition(
+      client,
+      item,
+      `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, claim_token = NULL, next_run_at = NULL`,
+      [why],
+      {
+        ...audit,
+        action: 'failed',
+        reason: why,
+      },
+    );
   });
 }
 
@@ -286,7 +325,10 @@ async function finish(
  * Fails a pending item without an execution (e.g. a rebuild finds the card no longer polled).
  * Returns null when the item is not pending any more.
  */
-export async function failPendingPriorityItem(pool: Pool, input: TransitionActor & { itemId: string; reason: string; now?: Date }): Promise<PriorityItem | null> {
+export async function failPendingPriorityItem(
+  pool: Pool,
+  input: TransitionActor & { itemId: string; reason: string; now?: Date },
+): Promise<PriorityItem | null> {
   requireId(input.itemId, 'itemId');
   const reason = requireText(input.reason, 'reason', 1000);
   const now = input.now ?? new Date();
@@ -318,7 +360,12 @@ export async function findActivePriorityItem(db: Queryable, cardId: string): Pro
 }
 
 /** Pending items of one account's cards (rebuild re-requests them), keyset-paginated by item id. */
-export async function listPendingPriorityItems(db: Queryable, carrierId: string, afterId = '0', limit = 1000): Promise<(PriorityItem & { carrierId: string })[]> {
+export async function listPendingPriorityItems(
+  db: Queryable,
+  carrierId: string,
+  afterId = '0',
+  limit = 1000,
+): Promise<(PriorityItem & { carrierId: string })[]> {
   const { rows } = await db.query<PriorityItem & { carrierId: string }>(
     `SELECT ${columns('i')}, c.carrier_id::text AS "carrierId"
        FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
@@ -341,5 +388,8 @@ export async function listDuePriorityRetries(db: Queryable, carrierId: string, l
 
 /** A pending item whose Redis request did not land gets a next run (the scheduler requests it again then). */
 export async function schedulePriorityRetry(db: Queryable, itemId: string, nextRunAt: Date): Promise<void> {
-  await db.query(`UPDATE polling_priority_item SET next_run_at = $2, updated_at = now() WHERE id = $1::bigint AND status = 'pending' AND next_run_at IS NULL`, [requireId(itemId, 'itemId'), nextRunAt]);
+  await db.query(`UPDATE polling_priority_item SET next_run_at = $2, updated_at = now() WHERE id = $1::bigint AND status = 'pending' AND next_run_at IS NULL`, [
+    requireId(itemId, 'itemId'),
+    nextRunAt,
+  ]);
 }

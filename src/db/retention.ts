@@ -44,7 +44,10 @@ async function partitionExists(pool: Pool, name: string): Promise<boolean> {
 /** Creates the month's partition; when the DEFAULT partition holds rows of it, moves them in. */
 async function createMonth(pool: Pool, month: Date): Promise<number> {
   const next = monthStart(month, 1);
-  const { rows } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2', [month, next]);
+  const { rows } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2', [
+    month,
+    next,
+  ]);
   const waiting = Number(rows[0]?.n ?? 0);
   if (waiting === 0) {
     await pool.query('SELECT create_card_observation_partitions($1::date, 1)', [month]);
@@ -54,7 +57,10 @@ async function createMonth(pool: Pool, month: Date): Promise<number> {
     // Detaching the default locks the table for the move: inserts wait, none fails.
     await client.query('ALTER TABLE card_observation DETACH PARTITION card_observation_default');
     await client.query('SELECT create_card_observation_partitions($1::date, 1)', [month]);
-    const moved = await client.query('WITH gone AS (DELETE FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2 RETURNING *) INSERT INTO card_observation SELECT * FROM gone', [month, next]);
+    const moved = await client.query(
+      'WITH gone AS (DELETE FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2 RETURNING *) INSERT INTO card_observation SELECT * FROM gone',
+      [month, next],
+    );
     await client.query('ALTER TABLE card_observation ATTACH PARTITION card_observation_default DEFAULT');
     return moved.rowCount ?? 0;
   });

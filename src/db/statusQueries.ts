@@ -75,10 +75,24 @@ export async function pageFailureAlerts(db: Queryable, filter: AlertFilter, befo
 }
 
 /** Account alerts newest first (id descending), those with id < `beforeId`. */
-export async function pageAccountAlerts(db: Queryable, filter: Omit<AlertFilter, 'cardId'>, beforeId: string | undefined, limit: number): Promise<AccountAlertItem[]> {
+export async function pageAccountAlerts(
+  db: Queryable,
+  filter: Omit<AlertFilter, 'cardId'>,
+  beforeId: string | undefined,
+  limit: number,
+): Promise<AccountAlertItem[]> {
   const { rows } = await db.query<{
-    id: string; carrier_id: string; kind: string; status: string; alert_count: number; threshold: number; window_ms: number;
-    opened_at: Date; resolved_at: Date | null; acked_at: Date | null; acked_by: string | null;
+    id: string;
+    carrier_id: string;
+    kind: string;
+    status: string;
+    alert_count: number;
+    threshold: number;
+    window_ms: number;
+    opened_at: Date;
+    resolved_at: Date | null;
+    acked_at: Date | null;
+    acked_by: string | null;
   }>(
     `SELECT id::text, carrier_id::text, kind, status, alert_count, threshold, window_ms, opened_at, resolved_at, acked_at, acked_by
        FROM carrier_alert
@@ -107,9 +121,10 @@ export async function pageAccountAlerts(db: Queryable, filter: Omit<AlertFilter,
  * write in this module; db/alerts.ts only has the failure-alert ack. Returns false for an unknown id.
  */
 export async function ackAccountAlert(db: Queryable, id: string, actor: string, now = new Date()): Promise<boolean> {
-  const result = await db.query(
-    'UPDATE carrier_alert SET acked_at = coalesce(acked_at, $2), acked_by = coalesce(acked_by, $3) WHERE id = $1::bigint',
-    [id, now, actor],
-  );
+  const result = await db.query('UPDATE carrier_alert SET acked_at = coalesce(acked_at, $2), acked_by = coalesce(acked_by, $3) WHERE id = $1::bigint', [
+    id,
+    now,
+    actor,
+  ]);
   return (result.rowCount ?? 0) > 0;
 }

@@ -49,7 +49,8 @@ export function normaliseCard(input: NewCard): CardRow {
   const carrierId = requireId(input.carrierId, 'carrierId');
   const status = input.status ?? 'active';
   if (!isCardStatus(status)) throw DomainError.invalid('status', `status must be one of the card statuses`);
-  if (input.enablePolling !== undefined && typeof input.enablePolling !== 'boolean') throw DomainError.invalid('enablePolling', 'enablePolling must be true or false');
+  if (input.enablePolling !== undefined && typeof input.enablePolling !== 'boolean')
+    throw DomainError.invalid('enablePolling', 'enablePolling must be true or false');
   if (input.standalone !== undefined && typeof input.standalone !== 'boolean') throw DomainError.invalid('standalone', 'standalone must be true or false');
   const deviceId = input.deviceId === undefined || input.deviceId === null ? null : requireId(input.deviceId, 'deviceId');
   return {

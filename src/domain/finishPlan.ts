@@ -115,7 +115,16 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
     }
     if (interval === undefined) del.push(DueField.due(type));
     else if (result.outcome !== 'skipped' && nextDue !== null) set[DueField.due(type)] = nextDue;
-    types.push({ type, outcome: result.outcome, failBefore, failAfter, firstFailedAt, nextDue: interval === undefined ? null : nextDue, confirmationMissed, confirmed });
+    types.push({
+      type,
+      outcome: result.outcome,
+      failBefore,
+      failAfter,
+      firstFailedAt,
+      nextDue: interval === undefined ? null : nextDue,
+      confirmationMissed,
+      confirmed,
+    });
   }
   return { set, del, types, outcome: overallOutcome(input.results) };
 }
@@ -142,7 +151,15 @@ export interface FinishRecord {
   readonly evaluated?: StepResult;
 }
 
-type TypeFinishTuple = [type: CheckType, outcome: StepResult['outcome'], failBefore: number, failAfter: number, nextDue: number | null, flags: number, firstFailedAt: number | null];
+type TypeFinishTuple = [
+  type: CheckType,
+  outcome: StepResult['outcome'],
+  failBefore: number,
+  failAfter: number,
+  nextDue: number | null,
+  flags: number,
+  firstFailedAt: number | null,
+];
 
 const CONFIRMED = 1;
 const CONFIRMATION_MISSED = 2;
@@ -151,7 +168,15 @@ const EXECUTION_OUTCOMES: readonly string[] = ['success', 'partial', 'failure', 
 
 /** Compact JSON (it stays in Redis for an hour per card): one tuple per type. */
 export function encodeFinishRecord(record: FinishRecord): string {
-  const types = record.types.map((t): TypeFinishTuple => [t.type, t.outcome, t.failBefore, t.failAfter, t.nextDue, (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0), t.firstFailedAt]);
+  const types = record.types.map((t): TypeFinishTuple => [
+    t.type,
+    t.outcome,
+    t.failBefore,
+    t.failAfter,
+    t.nextDue,
+    (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0),
+    t.firstFailedAt,
+  ]);
   return JSON.stringify({ o: record.outcome, t: types, ...(record.evaluated ? { p: record.evaluated } : {}) });
 }
 
@@ -175,7 +200,16 @@ function decodeType(value: unknown, raw: string): TypeFinish {
   if (firstFailedAt !== null && typeof firstFailedAt !== 'number') throw new FinishRecordError(raw);
   if (!isCheckType(type) || typeof outcome !== 'string' || !STEP_OUTCOMES.includes(outcome)) throw new FinishRecordError(raw);
   if (!isCount(failBefore) || !isCount(failAfter) || !isCount(flags) || (nextDue !== null && typeof nextDue !== 'number')) throw new FinishRecordError(raw);
-  return { type, outcome: outcome as StepResult['outcome'], failBefore, failAfter, firstFailedAt, nextDue, confirmed: (flags & CONFIRMED) !== 0, confirmationMissed: (flags & CONFIRMATION_MISSED) !== 0 };
+  return {
+    type,
+    outcome: outcome as StepResult['outcome'],
+    failBefore,
+    failAfter,
+    firstFailedAt,
+    nextDue,
+    confirmed: (flags & CONFIRMED) !== 0,
+    confirmationMissed: (flags & CONFIRMATION_MISSED) !== 0,
+  };
 }
 
 export function decodeFinishRecord(raw: string): FinishRecord {
@@ -185,10 +219,15 @@ export function decodeFinishRecord(raw: string): FinishRecord {
   } catch {
     throw new FinishRecordError(raw);
   }
-  if (!isRecordObject(parsed) || typeof parsed.o !== 'string' || !EXECUTION_OUTCOMES.includes(parsed.o) || !Array.isArray(parsed.t)) throw new FinishRecordError(raw);
+  if (!isRecordObject(parsed) || typeof parsed.o !== 'string' || !EXECUTION_OUTCOMES.includes(parsed.o) || !Array.isArray(parsed.t))
+    throw new FinishRecordError(raw);
   const types = (parsed.t as unknown[]).map((t) => decodeType(t, raw));
   const evaluated = parsed.p;
-  if (evaluated !== undefined && !(isRecordObject(evaluated) && isCheckType(evaluated.type) && typeof evaluated.outcome === 'string' && STEP_OUTCOMES.includes(evaluated.outcome))) throw new FinishRecordError(raw);
+  if (
+    evaluated !== undefined &&
+    !(isRecordObject(evaluated) && isCheckType(evaluated.type) && typeof evaluated.outcome === 'string' && STEP_OUTCOMES.includes(evaluated.outcome))
+  )
+    throw new FinishRecordError(raw);
   // The evaluation is our own StepResult written by encodeFinishRecord: checked as far as its kind.
   return { outcome: parsed.o as ExecutionOutcome, types, ...(evaluated === undefined ? {} : { evaluated: evaluated as StepResult }) };
 }

@@ -14,13 +14,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import type { GatewayCheckType } from '../common/checkTypes.js';
-import {
-  checkPath,
-  checkResponseSchema,
-  errorResponseSchema,
-  observationSchemas,
-  type ObservationByType,
-} from './contract.js';
+import { checkPath, checkResponseSchema, errorResponseSchema, observationSchemas, type ObservationByType } from './contract.js';
 import { GatewayError } from './errors.js';
 import { parseRetryAfter } from './retryAfter.js';
 

@@ -200,7 +200,14 @@ export class IngestConsumer {
         } catch (error) {
           if (classifyWriteFailure(error) === 'permanent') {
             const code = sqlState(error);
-            const letter = { recordId: record.recordId, cardId: record.cardId, carrierId: record.carrierId, record, reason: describeFailure(error), ...(code ? { errorCode: code } : {}) };
+            const letter = {
+              recordId: record.recordId,
+              cardId: record.cardId,
+              carrierId: record.carrierId,
+              record,
+              reason: describeFailure(error),
+              ...(code ? { errorCode: code } : {}),
+            };
             if (!(await this.deadLetter(letter))) return undefined;
             break;
           }

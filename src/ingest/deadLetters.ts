@@ -27,13 +27,29 @@ export async function insertDeadLetter(db: Queryable, letter: DeadLetter): Promi
     `INSERT INTO ingest_dead_letter (record_id, card_id, carrier_id, record, reason, error_code)
      VALUES ($1, $2::bigint, $3::bigint, $4::jsonb, $5, $6)
      ON CONFLICT (record_id) DO NOTHING`,
-    [letter.recordId.slice(0, 300), numericId(letter.cardId), numericId(letter.carrierId), JSON.stringify(letter.record ?? null), letter.reason.slice(0, 2000), letter.errorCode ?? null],
+    [
+      letter.recordId.slice(0, 300),
+      numericId(letter.cardId),
+      numericId(letter.carrierId),
+      JSON.stringify(letter.record ?? null),
+      letter.reason.slice(0, 2000),
+      letter.errorCode ?? null,
+    ],
   );
   return (result.rowCount ?? 0) > 0;
 }
 
 export async function listDeadLetters(db: Queryable, limit = 100): Promise<StoredDeadLetter[]> {
-  const { rows } = await db.query<{ id: string; record_id: string; card_id: string | null; carrier_id: string | null; record: unknown; reason: string; error_code: string | null; failed_at: Date }>(
+  const { rows } = await db.query<{
+    id: string;
+    record_id: string;
+    card_id: string | null;
+    carrier_id: string | null;
+    record: unknown;
+    reason: string;
+    error_code: string | null;
+    failed_at: Date;
+  }>(
     `SELECT id::text, record_id, card_id::text, carrier_id::text, record, reason, error_code, failed_at
        FROM ingest_dead_letter ORDER BY failed_at DESC, id DESC LIMIT $1`,
     [limit],

@@ -26,7 +26,10 @@ export function classifyWriteFailure(error: unknown): FailureKind {
 export function describeFailure(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const state = sqlState(error);
-  const detail = typeof error === 'object' && error !== null && typeof (error as { detail?: unknown }).detail === 'string' ? ` (${(error as { detail: string }).detail})` : '';
+  const detail =
+    typeof error === 'object' && error !== null && typeof (error as { detail?: unknown }).detail === 'string'
+      ? ` (${(error as { detail: string }).detail})`
+      : '';
   return `${state ? `[${state}] ` : ''}${message}${detail}`.slice(0, 2000);
 }
 

@@ -77,7 +77,9 @@ export class BacklogMonitor {
     this.last = backlog;
     this.options.metrics?.backlog(backlog);
     const lockMs = Math.max(3000, (this.options.intervalMs ?? 1000) * 3);
-    const locked = (await redis.set(stream.keys.monitorLock, owner, 'PX', lockMs, 'NX')) === 'OK' || ((await redis.get(stream.keys.monitorLock)) === owner && (await redis.pexpire(stream.keys.monitorLock, lockMs)) === 1);
+    const locked =
+      (await redis.set(stream.keys.monitorLock, owner, 'PX', lockMs, 'NX')) === 'OK' ||
+      ((await redis.get(stream.keys.monitorLock)) === owner && (await redis.pexpire(stream.keys.monitorLock, lockMs)) === 1);
     if (!locked) return undefined;
     const ratio = backlogRatio(backlog, thresholds);
     const state = await redis.hgetall(stream.keys.alert);
@@ -87,7 +89,9 @@ export class BacklogMonitor {
       if (ratio > 1) {
         since = Date.now();
         await redis.hset(stream.keys.alert, 'since', since, 'peak', backlog.records);
-        this.options.log?.(`ingest backlog over its threshold: ${backlog.records} records, oldest ${Math.round(backlog.oldestAgeMs / 1000)} s; claiming is tightened`);
+        this.options.log?.(
+          `ingest backlog over its threshold: ${backlog.records} records, oldest ${Math.round(backlog.oldestAgeMs / 1000)} s; claiming is tightened`,
+        );
       } else {
         if (!this.reconciled) {
           // An alert left open by a monitor whose Redis state was lost.
@@ -101,7 +105,12 @@ export class BacklogMonitor {
     }
     this.reconciled = true;
     if (!written) {
-      await openIngestBacklogAlerts(pool, { records: Math.max(backlog.records, Number(state.peak ?? 0)), threshold: thresholds.records, maxAgeMs: thresholds.maxAgeMs, openedAt: new Date(since) });
+      await openIngestBacklogAlerts(pool, {
+        records: Math.max(backlog.records, Number(state.peak ?? 0)),
+        threshold: thresholds.records,
+        maxAgeMs: thresholds.maxAgeMs,
+        openedAt: new Date(since),
+      });
       await redis.hset(stream.keys.alert, 'written', 1);
     }
     if (ratio > DRAINED_RATIO) return 'open';

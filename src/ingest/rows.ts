@@ -87,7 +87,9 @@ export function rowsOf(record: IngestRecord): RecordRows {
     },
   };
   // Recover only what may be open: a type that had a failure streak before this success.
-  const recoveries = record.failCounts.filter((t) => t.outcome === 'success' && t.failBefore > 0).map((t) => ({ cardId: record.cardId, type: t.type, at: finishedAt }));
+  const recoveries = record.failCounts
+    .filter((t) => t.outcome === 'success' && t.failBefore > 0)
+    .map((t) => ({ cardId: record.cardId, type: t.type, at: finishedAt }));
   const failures: FailureRow[] = [];
   for (const type of record.failCounts) {
     if (type.outcome !== 'failure') continue;
@@ -95,7 +97,16 @@ export function rowsOf(record: IngestRecord): RecordRows {
     const error = result?.outcome === 'failure' ? `${result.errorClass}|${result.message}` : 'unknown';
     // (Records handed over before the streak start was kept have no firstFailedAt.)
     const firstFailedAt = type.firstFailedAt ?? null;
-    failures.push({ cardId: record.cardId, carrierId: record.carrierId, type: type.type, failCount: type.failAfter, error, at: finishedAt, startedAt, ...(firstFailedAt === null ? {} : { firstFailedAt: new Date(firstFailedAt) }) });
+    failures.push({
+      cardId: record.cardId,
+      carrierId: record.carrierId,
+      type: type.type,
+      failCount: type.failAfter,
+      error,
+      at: finishedAt,
+      startedAt,
+      ...(firstFailedAt === null ? {} : { firstFailedAt: new Date(firstFailedAt) }),
+    });
   }
   return { observations, execution, recoveries, failures };
 }

@@ -103,7 +103,18 @@ export class IngestStream {
    */
   async read(connection: RedisConnection, consumer: string, count: number, blockMs: number): Promise<StreamEntry[]> {
     const attempt = async (): Promise<StreamEntry[]> => {
-      const reply = (await connection.xreadgroup('GROUP', INGEST_GROUP, consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.keys.stream, '>')) as unknown;
+      const reply = (await connection.xreadgroup(
+        'GROUP',
+        INGEST_GROUP,
+        consumer,
+        'COUNT',
+        count,
+        'BLOCK',
+        blockMs,
+        'STREAMS',
+        this.keys.stream,
+        '>',
+      )) as unknown;
       if (!Array.isArray(reply) || reply.length === 0) return [];
       const first: unknown = reply[0];
       return Array.isArray(first) ? parseEntries(first[1]) : [];
@@ -162,7 +173,10 @@ export class IngestStream {
   async ack(ids: readonly string[], written: number): Promise<void> {
     if (ids.length === 0) return;
     const second = Math.floor(Date.now() / 1000);
-    const tx = this.redis.multi().xack(this.keys.stream, INGEST_GROUP, ...ids).xdel(this.keys.stream, ...ids);
+    const tx = this.redis
+      .multi()
+      .xack(this.keys.stream, INGEST_GROUP, ...ids)
+      .xdel(this.keys.stream, ...ids);
     if (written > 0) tx.incrby(this.keys.written(second), written).expire(this.keys.written(second), RATE_KEEP_SECONDS);
     const results = await tx.exec();
     const failed = results?.find(([error]) => error !== null);

@@ -43,7 +43,16 @@ async function writeRows(db: Queryable, records: readonly IngestRecord[]): Promi
     if (row.recoveries.length > 0) alertsRecovered += await recoverFailures(db, row.recoveries);
     for (const failure of row.failures) {
       const { cardId, carrierId, type, failCount, error, at, startedAt, firstFailedAt } = failure;
-      const recorded = await recordFailureIn(db, { cardId, carrierId, type, failCount, error, now: at, startedAt, ...(firstFailedAt ? { firstFailedAt } : {}) });
+      const recorded = await recordFailureIn(db, {
+        cardId,
+        carrierId,
+        type,
+        failCount,
+        error,
+        now: at,
+        startedAt,
+        ...(firstFailedAt ? { firstFailedAt } : {}),
+      });
       if (recorded.opened) alertsOpened += 1;
     }
   }

@@ -175,7 +175,12 @@ async function rebuildCarrier(pass: CarrierPass, batchSize: number, extendLock: 
     const cards = await pageCarrierCards(deps.pool, carrierId, afterId, batchSize);
     if (cards.length === 0) break;
     afterId = cards.at(-1)!.id;
-    const existing = await readDuesMany(deps.redis, namespace, carrierId, cards.map((card) => card.id));
+    const existing = await readDuesMany(
+      deps.redis,
+      namespace,
+      carrierId,
+      cards.map((card) => card.id),
+    );
     const at = pass.now();
     const upserts: UpsertInput[] = [];
     const unpolled: string[] = [];

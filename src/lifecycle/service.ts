@@ -77,18 +77,26 @@ export class LifecycleService {
 
     const created = await withTransaction(this.pool, async (client) => {
       // Existence checks for the whole batch: three statements, not three per row.
-      const iccids = await existingIccids(client, valid.map((entry) => entry.card.iccid));
+      const iccids = await existingIccids(
+        client,
+        valid.map((entry) => entry.card.iccid),
+      );
       const carriers = await existingCarrierIds(client, [...new Set(valid.map((entry) => entry.card.carrierId))]);
       const deviceIds = valid.flatMap((entry) => (entry.card.deviceId === null ? [] : [entry.card.deviceId]));
       const devices = deviceIds.length > 0 ? await existingDeviceIds(client, [...new Set(deviceIds)]) : new Set<string>();
       const accepted = valid.filter(({ row, card }) => {
         if (iccids.has(card.iccid)) rejected.push({ row, code: 'conflict', field: 'iccid', reason: `iccid ${card.iccid} already exists` });
-        else if (!carriers.has(card.carrierId)) rejected.push({ row, code: 'not_found', field: 'carrierId', reason: `carrier account ${card.carrierId} does not exist` });
-        else if (card.deviceId !== null && !devices.has(card.deviceId)) rejected.push({ row, code: 'not_found', field: 'deviceId', reason: `device ${card.deviceId} does not exist` });
+        else if (!carriers.has(card.carrierId))
+          rejected.push({ row, code: 'not_found', field: 'carrierId', reason: `carrier account ${card.carrierId} does not exist` });
+        else if (card.deviceId !== null && !devices.has(card.deviceId))
+          rejected.push({ row, code: 'not_found', field: 'deviceId', reason: `device ${card.deviceId} does not exist` });
         else return true;
         return false;
       });
-      const cards = await insertCards(client, accepted.map((entry) => entry.card));
+      const cards = await insertCards(
+        client,
+        accepted.map((entry) => entry.card),
+      );
       // A row inserted concurrently by someone else between the check and the insert (ON CONFLICT skipped it).
       const insertedIccids = new Set(cards.map((card) => card.iccid));
       for (const { row, card } of accepted) {
@@ -167,7 +175,10 @@ export class LifecycleService {
 
   /** Re-derives Redis state of the given cards from PostgreSQL (e.g. after a polling config change). */
   async resync(cardIds: readonly string[]): Promise<ScopedCard[]> {
-    const cards = await findCards(this.pool, cardIds.map((id, index) => requireId(id, `cardIds[${index}]`)));
+    const cards = await findCards(
+      this.pool,
+      cardIds.map((id, index) => requireId(id, `cardIds[${index}]`)),
+    );
     await this.sync(cards);
     return cards;
   }

@@ -24,17 +24,45 @@ interface DemoAccount {
  */
 export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
   {
-    carrier: { name: 'demo-mobile', gatewayAccount: 'demo-mobile', groups: [{ name: 'status', qps: 6 }, { name: 'usage', qps: 3 }], typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' }, realnameControl: true, inflightLimit: 100, priorityRatio: 0.3 },
+    carrier: {
+      name: 'demo-mobile',
+      gatewayAccount: 'demo-mobile',
+      groups: [
+        { name: 'status', qps: 6 },
+        { name: 'usage', qps: 3 },
+      ],
+      typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' },
+      realnameControl: true,
+      inflightLimit: 100,
+      priorityRatio: 0.3,
+    },
     cards: 1000,
     latencyMs: { p50: 40, p99: 250 },
   },
   {
-    carrier: { name: 'demo-unicom', gatewayAccount: 'demo-unicom', groups: [{ name: 'all', qps: 8 }], typeGroups: { card_status: 'all', realname: 'all', carddata: 'all' }, inflightLimit: 100, priorityRatio: 0.2 },
+    carrier: {
+      name: 'demo-unicom',
+      gatewayAccount: 'demo-unicom',
+      groups: [{ name: 'all', qps: 8 }],
+      typeGroups: { card_status: 'all', realname: 'all', carddata: 'all' },
+      inflightLimit: 100,
+      priorityRatio: 0.2,
+    },
     cards: 1000,
     latencyMs: { p50: 60, p99: 400 },
   },
   {
-    carrier: { name: 'demo-telecom', gatewayAccount: 'demo-telecom', groups: [{ name: 'status', qps: 6 }, { name: 'usage', qps: 3 }], typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' }, inflightLimit: 150, priorityRatio: 0.2 },
+    carrier: {
+      name: 'demo-telecom',
+      gatewayAccount: 'demo-telecom',
+      groups: [
+        { name: 'status', qps: 6 },
+        { name: 'usage', qps: 3 },
+      ],
+      typeGroups: { card_status: 'status', realname: 'status', carddata: 'usage' },
+      inflightLimit: 150,
+      priorityRatio: 0.2,
+    },
     cards: 1000,
     latencyMs: { p50: 30, p99: 150 },
   },
@@ -49,7 +77,9 @@ export function configureSimulator(world: SimWorld): void {
     world.updateAccount(account.carrier.gatewayAccount, {
       groups: Object.fromEntries((account.carrier.groups ?? []).map((g) => [g.name, g.qps])),
       // Without real-name control the carrier does not charge realname calls to a group.
-      typeGroups: Object.fromEntries(Object.entries(account.carrier.typeGroups ?? {}).filter(([type]) => type !== 'realname' || account.carrier.realnameControl === true)),
+      typeGroups: Object.fromEntries(
+        Object.entries(account.carrier.typeGroups ?? {}).filter(([type]) => type !== 'realname' || account.carrier.realnameControl === true),
+      ),
       latencyMs: account.latencyMs,
       errorRate: 0.01,
     });

@@ -26,7 +26,13 @@ export interface LiveLineDeps {
   readonly log: (line: string) => void;
 }
 
-const LIMIT_LABELS = { none: 'keeping up', budget: 'limited by budget', inflight: 'limited by in-flight limit', orchestration: 'limited by orchestration', ingest: 'limited by ingest backlog' } as const;
+const LIMIT_LABELS = {
+  none: 'keeping up',
+  budget: 'limited by budget',
+  inflight: 'limited by in-flight limit',
+  orchestration: 'limited by orchestration',
+  ingest: 'limited by ingest backlog',
+} as const;
 
 /** `limited by orchestration (engine 31.2/s)`, or `?` when the scheduler does not answer. */
 function limitOf(status: SchedulerStatus | undefined): string {

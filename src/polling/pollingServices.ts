@@ -55,7 +55,9 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       const polledTypes = request.types.filter((type) => intervals[type] !== undefined);
       const notPolled = request.types.filter((type) => intervals[type] === undefined);
       const perType = (status: 'requested' | 'cooldown' | 'not_polled') =>
-        Object.fromEntries(request.types.map((type) => [type, notPolled.includes(type) ? 'not_polled' : status])) as Partial<Record<CheckType, RequestedTypeStatus>>;
+        Object.fromEntries(request.types.map((type) => [type, notPolled.includes(type) ? 'not_polled' : status])) as Partial<
+          Record<CheckType, RequestedTypeStatus>
+        >;
       // Nothing to run: an active item of the card stays as it is; otherwise the refusal is recorded as a failed item.
       if (card && polledTypes.length === 0 && (await findActivePriorityItem(pool, request.cardId))) {
         return { status: 'not_polled', requested: 0, types: perType('not_polled') };
@@ -100,12 +102,22 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         throw error;
       }
       if (result.status === 'not_polled') {
-        await failPendingPriorityItem(pool, { itemId: created.id, reason: 'card is not polled', actor: request.actor ?? 'api', source: request.source ?? 'api' });
+        await failPendingPriorityItem(pool, {
+          itemId: created.id,
+          reason: 'card is not polled',
+          actor: request.actor ?? 'api',
+          source: request.source ?? 'api',
+        });
         return { status: 'not_polled', requested: 0, types: perType('not_polled') };
       }
       // Everything asked for succeeded within the cooldown: a fresh item has nothing left to do.
       if (result.status === 'cooldown' && !created.merged) {
-        await failPendingPriorityItem(pool, { itemId: created.id, reason: 'all requested types succeeded within the cooldown', actor: request.actor ?? 'api', source: request.source ?? 'api' });
+        await failPendingPriorityItem(pool, {
+          itemId: created.id,
+          reason: 'all requested types succeeded within the cooldown',
+          actor: request.actor ?? 'api',
+          source: request.source ?? 'api',
+        });
       }
       return { status: result.status, requested: result.requested, types: perType(result.status) };
     },

@@ -3,7 +3,12 @@ import type { ExecutionOutcome, ExecutionPlanRun, StepResult } from '../common/o
 
 export interface PriorityTransitions {
   /** Moves the execution's processing item to completed, back to pending, or failed. */
-  executionFinished(input: { readonly plan: ExecutionPlanRun; readonly token: string; readonly results: readonly StepResult[]; readonly outcome: ExecutionOutcome }): Promise<void>;
+  executionFinished(input: {
+    readonly plan: ExecutionPlanRun;
+    readonly token: string;
+    readonly results: readonly StepResult[];
+    readonly outcome: ExecutionOutcome;
+  }): Promise<void>;
 }
 
 /** Claims the card's active priority item at the start of an execution. */

@@ -4,17 +4,19 @@
  * (never around them), read their status queries.
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, ScheduleAlreadyRunning, ScheduleOverlapPolicy, ServiceError, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, isGrpcServiceError, type Client } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  ScheduleAlreadyRunning,
+  ScheduleOverlapPolicy,
+  ServiceError,
+  WorkflowIdConflictPolicy,
+  WorkflowUpdateFailedError,
+  isGrpcServiceError,
+  type Client,
+} from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
-import {
-  configChangedSignal,
-  controlStatusQuery,
-  reconcileUpdate,
-  requestCheckUpdate,
-  schedulerStatusQuery,
-  setModeUpdate,
-} from '../workflows/messages.js';
+import { configChangedSignal, controlStatusQuery, reconcileUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
 import {
   SCHEDULER_CONTINUING_AS_NEW,
   pollingControlWorkflowId,

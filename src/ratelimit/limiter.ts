@@ -131,7 +131,15 @@ export class RedisRateLimiter {
   private readonly pushback: PushbackSettings;
   private readonly clock: (() => number) | undefined;
   private readonly onEvent: ((event: LimiterEvent) => void) | undefined;
-  private readonly counters: Omit<LimiterStats, 'windowMarginMs'> = { granted: 0, deferred: 0, waits: 0, waitedMsTotal: 0, pushbacksApplied: 0, pushbacksIgnored: 0, lateSlots: 0 };
+  private readonly counters: Omit<LimiterStats, 'windowMarginMs'> = {
+    granted: 0,
+    deferred: 0,
+    waits: 0,
+    waitedMsTotal: 0,
+    pushbacksApplied: 0,
+    pushbacksIgnored: 0,
+    lateSlots: 0,
+  };
 
   constructor(options: RateLimiterOptions) {
     this.redis = options.redis;
@@ -246,9 +254,7 @@ export class RedisRateLimiter {
 
   /** Calls still possible this second per group (0 while paused); for the claim step. */
   async remaining(carrierId: string, groups: readonly string[]): Promise<Record<string, number>> {
-    const entries = await Promise.all(
-      groups.map(async (group) => [group, (await this.run('peek', carrierId, group, {})).remaining] as const),
-    );
+    const entries = await Promise.all(groups.map(async (group) => [group, (await this.run('peek', carrierId, group, {})).remaining] as const));
     return Object.fromEntries(entries);
   }
 
@@ -266,7 +272,9 @@ export class RedisRateLimiter {
   async roundView(carrierId: string, groups: readonly string[], seconds: number): Promise<{ budget: Record<string, number>; rates: Record<string, number> }> {
     const views = await Promise.all(groups.map(async (group) => [group, await this.run('peek', carrierId, group, {})] as const));
     return {
-      budget: Object.fromEntries(views.map(([group, view]) => [group, view.pausedUntilMs > view.nowMs ? 0 : Math.max(0, Math.floor(view.effectiveRate * seconds) - view.ahead)])),
+      budget: Object.fromEntries(
+        views.map(([group, view]) => [group, view.pausedUntilMs > view.nowMs ? 0 : Math.max(0, Math.floor(view.effectiveRate * seconds) - view.ahead)]),
+      ),
       rates: Object.fromEntries(views.map(([group, view]) => [group, view.effectiveRate])),
     };
   }
@@ -308,21 +316,26 @@ export class RedisRateLimiter {
     const windowKey = accountKeys(this.namespace, carrierId).rateLimit(group);
     const p = this.pushback;
     const askedAt = Date.now();
-    const reply = (await callScript(this.redis, SCRIPT, [windowKey, `${windowKey}:pushback`], [
-      op,
-      this.clock ? String(this.clock()) : '',
-      qps,
-      ONE_SECOND_MS,
-      extra.callId ?? '',
-      extra.retryAfterMs === undefined ? '' : String(extra.retryAfterMs),
-      p.defaultPauseMs,
-      p.decreaseFactor,
-      p.minRate,
-      p.recoveryStepMs,
-      p.probeStepMs,
-      p.stateTtlMs,
-      extra.maxWaitMs ?? 0,
-    ])) as number[];
+    const reply = (await callScript(
+      this.redis,
+      SCRIPT,
+      [windowKey, `${windowKey}:pushback`],
+      [
+        op,
+        this.clock ? String(this.clock()) : '',
+        qps,
+        ONE_SECOND_MS,
+        extra.callId ?? '',
+        extra.retryAfterMs === undefined ? '' : String(extra.retryAfterMs),
+        p.defaultPauseMs,
+        p.decreaseFactor,
+        p.minRate,
+        p.recoveryStepMs,
+        p.probeStepMs,
+        p.stateTtlMs,
+        extra.maxWaitMs ?? 0,
+      ],
+    )) as number[];
     const [result, waitMs, effectiveRate, remaining, nowMs, pausedUntilMs, ahead, slotMs] = reply;
     return {
       askedAt,

@@ -174,27 +174,13 @@ export class CarrierQueueStore {
     return parseClaimReply(await this.run(call));
   }
 
-  async acquireExec(
-    carrierId: CarrierId,
-    cardId: string,
-    token: string,
-    execValue: string,
-    ttlMs: number,
-    now?: number,
-  ): Promise<AcquireExecResult> {
+  async acquireExec(carrierId: CarrierId, cardId: string, token: string, execValue: string, ttlMs: number, now?: number): Promise<AcquireExecResult> {
     const call = acquireExecCall(this.keys(carrierId), cardId, token, execValue, ttlMs, this.now(now));
     return parseAcquireExecReply(await this.run(call));
   }
 
   /** False: the lease or exec right is gone; stop before the next gateway call. */
-  async renew(
-    carrierId: CarrierId,
-    cardId: string,
-    token: string,
-    execValue: string,
-    leaseMs: number,
-    now?: number,
-  ): Promise<boolean> {
+  async renew(carrierId: CarrierId, cardId: string, token: string, execValue: string, leaseMs: number, now?: number): Promise<boolean> {
     const call = renewCall(this.keys(carrierId), cardId, token, execValue, leaseMs, this.now(now));
     return parseOwnedReply('renew', await this.run(call));
   }
@@ -268,11 +254,7 @@ export class CarrierQueueStore {
 
   async depths(carrierId: CarrierId): Promise<LaneDepths> {
     const keys = this.keys(carrierId);
-    const [priority, normal, running] = await Promise.all([
-      this.redis.zcard(keys.prio),
-      this.redis.zcard(keys.queue),
-      this.redis.zcard(keys.running),
-    ]);
+    const [priority, normal, running] = await Promise.all([this.redis.zcard(keys.prio), this.redis.zcard(keys.queue), this.redis.zcard(keys.running)]);
     return { priority, normal, running };
   }
 
@@ -280,10 +262,7 @@ export class CarrierQueueStore {
   async dueNowCount(carrierId: CarrierId, now?: number): Promise<number> {
     const keys = this.keys(carrierId);
     const at = now ?? (await this.clockNow());
-    const [priority, normal] = await Promise.all([
-      this.redis.zcount(keys.prio, '-inf', at),
-      this.redis.zcount(keys.queue, '-inf', at),
-    ]);
+    const [priority, normal] = await Promise.all([this.redis.zcount(keys.prio, '-inf', at), this.redis.zcount(keys.queue, '-inf', at)]);
     return priority + normal;
   }
 
@@ -329,7 +308,10 @@ export class CarrierQueueStore {
   private async pipelined(calls: readonly ScriptCall[]): Promise<unknown[]> {
     if (calls.length === 0) return [];
     const results: [Error | null, unknown][] = new Array<[Error | null, unknown]>(calls.length);
-    const batches = groupBySlot(calls.map((call, index) => ({ call, index })), (entry) => entry.call.keys[0] ?? '');
+    const batches = groupBySlot(
+      calls.map((call, index) => ({ call, index })),
+      (entry) => entry.call.keys[0] ?? '',
+    );
     await Promise.all(
       batches.map(async (batch) => {
         const pipeline = this.redis.pipeline();

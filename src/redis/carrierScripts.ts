@@ -97,8 +97,7 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
   assertPositive(script, 'leaseMs', input.leaseMs);
   if (!Number.isInteger(input.inflightLimit)) throw new InvalidStoreInputError(script, 'inflightLimit', 'must be an integer');
   if (!(input.priorityRatio >= 0)) throw new InvalidStoreInputError(script, 'priorityRatio', 'must be >= 0');
-  if (input.tokenPrefix === '' || input.tokenPrefix.includes('|'))
-    throw new InvalidStoreInputError(script, 'tokenPrefix', "must be non-empty without '|'");
+  if (input.tokenPrefix === '' || input.tokenPrefix.includes('|')) throw new InvalidStoreInputError(script, 'tokenPrefix', "must be non-empty without '|'");
   let budget = '';
   if (input.groupBudget !== undefined) {
     const rounded = Object.fromEntries(Object.entries(input.groupBudget).map(([g, n]) => [g, Math.floor(n)]));
@@ -145,14 +144,7 @@ export function parseClaimReply(reply: unknown): ClaimResult {
 
 export type AcquireExecResult = 'acquired' | 'lost' | 'busy';
 
-export function acquireExecCall(
-  keys: AccountKeys,
-  cardId: string,
-  token: string,
-  execValue: string,
-  ttlMs: number,
-  now: NowArg,
-): ScriptCall {
+export function acquireExecCall(keys: AccountKeys, cardId: string, token: string, execValue: string, ttlMs: number, now: NowArg): ScriptCall {
   assertCardId('acquireExec', cardId);
   assertPositive('acquireExec', 'ttlMs', ttlMs);
   return {
@@ -168,14 +160,7 @@ export function parseAcquireExecReply(reply: unknown): AcquireExecResult {
   return code === SCRIPT_CODE.lost ? 'lost' : 'busy';
 }
 
-export function renewCall(
-  keys: AccountKeys,
-  cardId: string,
-  token: string,
-  execValue: string,
-  leaseMs: number,
-  now: NowArg,
-): ScriptCall {
+export function renewCall(keys: AccountKeys, cardId: string, token: string, execValue: string, leaseMs: number, now: NowArg): ScriptCall {
   assertCardId('renew', cardId);
   assertPositive('renew', 'leaseMs', leaseMs);
   return {
@@ -221,7 +206,15 @@ export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
   if (input.token.includes('|')) throw new InvalidStoreInputError('finish', 'token', "may not contain '|'");
   const setEntries = Object.entries(input.set);
   const record = input.record ?? '';
-  const args: (string | number)[] = [input.token, input.cardId, input.now, input.leaseLost === true ? '1' : '', record, record === '' ? '' : FINISH_RECORD_TTL_MS, setEntries.length];
+  const args: (string | number)[] = [
+    input.token,
+    input.cardId,
+    input.now,
+    input.leaseLost === true ? '1' : '',
+    record,
+    record === '' ? '' : FINISH_RECORD_TTL_MS,
+    setEntries.length,
+  ];
   for (const [field, value] of setEntries) args.push(field, value);
   args.push(...input.del);
   const { cardId } = input;

@@ -57,12 +57,7 @@ export function registerScripts(redis: RedisConnection, definitions: readonly Sc
 }
 
 /** Calls a registered script. Arguments are stringified by ioredis. */
-export async function callScript(
-  redis: RedisConnection,
-  name: string,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
+export async function callScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
   const command = (redis as unknown as Record<string, unknown>)[name];
   if (typeof command !== 'function') throw new Error(`Lua script ${name} is not registered on this connection`);
   return (command as (...params: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);

@@ -20,7 +20,12 @@ function unreachableState(state: string): boolean {
 }
 
 /** node-postgres' own wording when a connection dies or cannot be had (no code attached). */
-const PG_CLIENT_MESSAGES = [/^Connection terminated/i, /timeout exceeded when trying to connect/i, /Client has encountered a connection error/i, /Connection closed/i];
+const PG_CLIENT_MESSAGES = [
+  /^Connection terminated/i,
+  /timeout exceeded when trying to connect/i,
+  /Client has encountered a connection error/i,
+  /Connection closed/i,
+];
 
 export function isDatabaseUnreachable(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 4) return false;

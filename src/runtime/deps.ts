@@ -38,7 +38,12 @@ export interface RuntimeOptions {
 export async function createRuntimeDeps(config: Config, options: RuntimeOptions = {}): Promise<RuntimeDeps> {
   const namespace = options.namespace ?? config.REDIS_KEY_PREFIX;
   const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller' });
-  const pool = createPool({ url: config.DATABASE_URL, schema: options.schema ?? config.DATABASE_SCHEMA, max: options.poolSize ?? 20, applicationName: options.name ?? 'card-poller' });
+  const pool = createPool({
+    url: config.DATABASE_URL,
+    schema: options.schema ?? config.DATABASE_SCHEMA,
+    max: options.poolSize ?? 20,
+    applicationName: options.name ?? 'card-poller',
+  });
   // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
   const referenceLog = createProcessLogger(config, options.name ?? 'card-poller');
   const reference = new ReferenceData(pool, { log: (line) => referenceLog.warn(line) });

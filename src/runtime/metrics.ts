@@ -26,8 +26,18 @@ export function createActivityMetrics(registry: Registry): ActivityMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
-  const deferrals = new Counter({ name: 'cardpoller_rate_limit_deferrals_total', help: 'Rate-limit deferrals', labelNames: ['carrier', 'type', 'reason'], registers: [registry] });
-  const checks = new Counter({ name: 'cardpoller_checks_total', help: 'Checks by account, type and outcome', labelNames: ['carrier', 'type', 'outcome'], registers: [registry] });
+  const deferrals = new Counter({
+    name: 'cardpoller_rate_limit_deferrals_total',
+    help: 'Rate-limit deferrals',
+    labelNames: ['carrier', 'type', 'reason'],
+    registers: [registry],
+  });
+  const checks = new Counter({
+    name: 'cardpoller_checks_total',
+    help: 'Checks by account, type and outcome',
+    labelNames: ['carrier', 'type', 'outcome'],
+    registers: [registry],
+  });
   const lateness = new Histogram({
     name: 'cardpoller_lateness_seconds',
     help: 'Execution start minus earliest due',
@@ -42,14 +52,34 @@ export function createActivityMetrics(registry: Registry): ActivityMetrics {
     buckets: [0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30],
     registers: [registry],
   });
-  const leaseExpiries = new Counter({ name: 'cardpoller_lease_expiries_total', help: 'Claims reclaimed after their lease expired', labelNames: ['carrier'], registers: [registry] });
+  const leaseExpiries = new Counter({
+    name: 'cardpoller_lease_expiries_total',
+    help: 'Claims reclaimed after their lease expired',
+    labelNames: ['carrier'],
+    registers: [registry],
+  });
   const claimed = new Counter({ name: 'cardpoller_claimed_total', help: 'Cards claimed', labelNames: ['carrier'], registers: [registry] });
   const inflight = new Gauge({ name: 'cardpoller_inflight', help: 'Claims in flight', labelNames: ['carrier'], registers: [registry] });
   const depth = new Gauge({ name: 'cardpoller_queue_depth', help: 'Cards per lane', labelNames: ['carrier', 'lane'], registers: [registry] });
-  const limitedBy = new Gauge({ name: 'cardpoller_limited_by', help: 'What limited the last claim round (1 for the factor, 0 for the others)', labelNames: ['carrier', 'factor'], registers: [registry] });
-  const inflightLimit = new Gauge({ name: 'cardpoller_inflight_limit', help: 'In-flight limit of the last claim round (adaptive, ≤ configured)', labelNames: ['carrier'], registers: [registry] });
+  const limitedBy = new Gauge({
+    name: 'cardpoller_limited_by',
+    help: 'What limited the last claim round (1 for the factor, 0 for the others)',
+    labelNames: ['carrier', 'factor'],
+    registers: [registry],
+  });
+  const inflightLimit = new Gauge({
+    name: 'cardpoller_inflight_limit',
+    help: 'In-flight limit of the last claim round (adaptive, ≤ configured)',
+    labelNames: ['carrier'],
+    registers: [registry],
+  });
   const starts = new Counter({ name: 'cardpoller_execution_starts_total', help: 'Card executions started', labelNames: ['carrier'], registers: [registry] });
-  const startLag = new Counter({ name: 'cardpoller_execution_start_lag_seconds_total', help: 'Summed start lag (run created → first workflow task); divide by starts for the mean', labelNames: ['carrier'], registers: [registry] });
+  const startLag = new Counter({
+    name: 'cardpoller_execution_start_lag_seconds_total',
+    help: 'Summed start lag (run created → first workflow task); divide by starts for the mean',
+    labelNames: ['carrier'],
+    registers: [registry],
+  });
   return {
     gatewayCall: (carrier, type, outcome, ms) => gatewayLatency.observe({ carrier, type, outcome }, ms / 1000),
     deferral: (carrier, type, reason) => deferrals.inc({ carrier, type, reason }),

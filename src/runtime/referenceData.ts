@@ -44,7 +44,8 @@ export class ReferenceData {
         staleIfError: isDatabaseUnreachable,
         onStale: (key, isStale, error) => {
           if (isStale) {
-            if (stale.size === 0) log(`reference data: PostgreSQL unreachable (${describeConnectionError(error)}); serving the last good ${what} until it answers`);
+            if (stale.size === 0)
+              log(`reference data: PostgreSQL unreachable (${describeConnectionError(error)}); serving the last good ${what} until it answers`);
             stale.add(key);
           } else if (stale.delete(key) && stale.size === 0) {
             log(`reference data: ${what} read from PostgreSQL again`);

@@ -41,8 +41,8 @@ export async function servicesUp(config: Config, options: ServicesUpOptions): Pr
   if (!isExternal(env, 'REDIS_URL')) {
     const url = new URL(config.REDIS_URL);
     tasks.push(
-      startRedis({ host: url.hostname, port: Number(url.port || '6379'), persistence: options.redisPersistence }, join(root, 'redis'), log).then(
-        (how) => log(`redis: ${how}`),
+      startRedis({ host: url.hostname, port: Number(url.port || '6379'), persistence: options.redisPersistence }, join(root, 'redis'), log).then((how) =>
+        log(`redis: ${how}`),
       ),
     );
   }
@@ -52,7 +52,11 @@ export async function servicesUp(config: Config, options: ServicesUpOptions): Pr
   // Start in parallel: Temporal's first start dominates and the others need not wait for it.
   const results = await Promise.allSettled(tasks);
   const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failures.length > 0) throw new AggregateError(failures.map((f) => f.reason as Error), 'Some services failed to start');
+  if (failures.length > 0)
+    throw new AggregateError(
+      failures.map((f) => f.reason as Error),
+      'Some services failed to start',
+    );
   return {
     temporal: config.TEMPORAL_ADDRESS,
     temporalUi: config.TEMPORAL_UI_URL,

@@ -36,15 +36,23 @@ export async function startRedis(options: RedisOptions, dir: string, log: (line:
   const binary = await ensureRedisServer(log);
   mkdirSync(dir, { recursive: true });
   const args = [
-    '--bind', options.host,
-    '--port', String(options.port),
-    '--dir', dir,
+    '--bind',
+    options.host,
+    '--port',
+    String(options.port),
+    '--dir',
+    dir,
     // Leases and due scores must never be evicted (DESIGN §3).
-    '--maxmemory-policy', 'noeviction',
-    '--save', '',
-    '--appendonly', options.persistence === 'aof' ? 'yes' : 'no',
-    '--appendfsync', 'everysec',
-    '--daemonize', 'no',
+    '--maxmemory-policy',
+    'noeviction',
+    '--save',
+    '',
+    '--appendonly',
+    options.persistence === 'aof' ? 'yes' : 'no',
+    '--appendfsync',
+    'everysec',
+    '--daemonize',
+    'no',
   ];
   spawnDetached(binary, args, join(dir, 'redis.log'), join(dir, 'redis.pid'));
   const waited = await waitUntil('Redis port', () => isTcpOpen(options.host, options.port), 20_000);

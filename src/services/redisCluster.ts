@@ -74,20 +74,32 @@ export function isHealthy(info: Record<string, string>, nodes: number): boolean 
 function startNode(binary: string, host: string, port: number, dir: string, persistence: ClusterPersistence): void {
   mkdirSync(dir, { recursive: true });
   const args = [
-    '--bind', host,
-    '--port', String(port),
-    '--dir', dir,
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', 'nodes.conf',
-    '--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS),
+    '--bind',
+    host,
+    '--port',
+    String(port),
+    '--dir',
+    dir,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    String(CLUSTER_NODE_TIMEOUT_MS),
     // While one master fails over, the other masters' accounts keep being served.
-    '--cluster-require-full-coverage', 'no',
+    '--cluster-require-full-coverage',
+    'no',
     // Leases and due scores must never be evicted (DESIGN §3).
-    '--maxmemory-policy', 'noeviction',
-    '--appendonly', persistence === 'aof' ? 'yes' : 'no',
-    '--appendfsync', 'everysec',
-    '--save', '',
-    '--daemonize', 'no',
+    '--maxmemory-policy',
+    'noeviction',
+    '--appendonly',
+    persistence === 'aof' ? 'yes' : 'no',
+    '--appendfsync',
+    'everysec',
+    '--save',
+    '',
+    '--daemonize',
+    'no',
   ];
   spawnDetached(binary, args, join(dir, 'redis.log'), join(dir, 'redis.pid'));
 }
@@ -108,15 +120,23 @@ export async function startRedisCluster(root: string, log: (line: string) => voi
   if (down.length > 0) {
     const binary = await ensureRedisServer(log);
     for (const port of down) startNode(binary, host, port, nodeDir(root, port), persistence);
-    await waitUntil(`Redis Cluster nodes ${down.join(', ')}`, async () => (await Promise.all(down.map((port) => isTcpOpen(host, port)))).every(Boolean), 20_000);
+    await waitUntil(
+      `Redis Cluster nodes ${down.join(', ')}`,
+      async () => (await Promise.all(down.map((port) => isTcpOpen(host, port)))).every(Boolean),
+      20_000,
+    );
     log(`redis-cluster: node(s) ${down.join(', ')} started`);
   }
   // A node just started answers LOADING until its AOF is read; one that never reports a cluster state is not ours.
   let infos: Record<string, string>[] = [];
-  await waitUntil('every node answering CLUSTER INFO', async () => {
-    infos = await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))));
-    return infos.every((info) => info.cluster_state !== undefined);
-  }, 20_000).catch(() => {
+  await waitUntil(
+    'every node answering CLUSTER INFO',
+    async () => {
+      infos = await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))));
+      return infos.every((info) => info.cluster_state !== undefined);
+    },
+    20_000,
+  ).catch(() => {
     const strangers = ports.filter((_, i) => infos[i]?.cluster_state === undefined).map((port) => `${host}:${port}`);
     throw new Error(`${strangers.join(', ')} answer(s) but not as Redis Cluster node(s) (another server on the port, or still loading: see its redis.log)`);
   });
@@ -124,9 +144,13 @@ export async function startRedisCluster(root: string, log: (line: string) => voi
   const fresh = infos.every((info) => info.cluster_known_nodes === '1' && info.cluster_slots_assigned === '0');
   if (fresh) {
     const replicas = ports.length >= 6 ? 1 : 0;
-    await execFileAsync('redis-cli', ['--cluster', 'create', ...ports.map((port) => `${host}:${port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], {
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    await execFileAsync(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((port) => `${host}:${port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+      {
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
   }
   // Restarted nodes rejoin from nodes.conf; a new cluster propagates its configuration by gossip.
   const waited = await waitUntil(

@@ -53,20 +53,30 @@ export async function startTemporal(endpoint: TemporalEndpoint, dir: string, log
   await ensureTemporalCli(log);
   mkdirSync(dir, { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--ip', endpoint.host,
-    '--port', String(endpoint.port),
-    '--ui-port', String(endpoint.uiPort),
-    '--db-filename', join(dir, 'temporal.db'),
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    endpoint.host,
+    '--port',
+    String(endpoint.port),
+    '--ui-port',
+    String(endpoint.uiPort),
+    '--db-filename',
+    join(dir, 'temporal.db'),
+    '--log-level',
+    'warn',
     // WAL + synchronous=NORMAL: survives a crash of the server process (not of the machine) and
     // cuts the fsyncs that otherwise bound the dev server's throughput on small machines.
-    '--sqlite-pragma', 'journal_mode=wal',
-    '--sqlite-pragma', 'synchronous=normal',
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
     '--ui-disable-news-fetch',
     // Our card workflows start many children per second; the defaults throttle a single namespace.
-    '--dynamic-config-value', 'frontend.namespaceRPS=10000',
-    '--dynamic-config-value', 'frontend.namespaceCount=10000',
+    '--dynamic-config-value',
+    'frontend.namespaceRPS=10000',
+    '--dynamic-config-value',
+    'frontend.namespaceCount=10000',
   ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   spawnDetached(TEMPORAL_BIN, args, join(dir, 'server.log'), join(dir, 'server.pid'));

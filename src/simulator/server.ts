@@ -83,7 +83,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const admission = world.admit(accountName, type, arrival);
     if (!admission.admitted) {
       res.setHeader('retry-after', String(Math.ceil(admission.retryAfterMs / 1000)));
-      sendError(res, 429, { error: { class: 'rate_limited', code: 'qps_exceeded', message: `QPS limit of group ${admission.group} exceeded`, retryAfterMs: admission.retryAfterMs } });
+      sendError(res, 429, {
+        error: { class: 'rate_limited', code: 'qps_exceeded', message: `QPS limit of group ${admission.group} exceeded`, retryAfterMs: admission.retryAfterMs },
+      });
       return;
     }
     const settings = world.account(accountName).settings;
@@ -137,7 +139,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   const route = (req: http.IncomingMessage, res: http.ServerResponse, body: unknown): void => {
     const url = new URL(req.url ?? '/', 'http://sim');
-    const parts = url.pathname.split('/').filter((part) => part !== '').map(decodeURIComponent);
+    const parts = url.pathname
+      .split('/')
+      .filter((part) => part !== '')
+      .map(decodeURIComponent);
     const [first, second, third, fourth] = parts;
     if (req.method === 'POST' && first === 'v1' && second === 'checks' && parts.length === 3) {
       if (!isGatewayCheckType(third)) throw new HttpError(404, 'permanent', 'unknown_check_type', `no endpoint for check type ${third}`);

@@ -115,7 +115,12 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
           retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
           ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
           ...(config.CARD_START_MODE === 'client'
-            ? { cardStarter: createClientCardStarter(new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }), (message, fields) => void activityLog.warn(message, fields)) }
+            ? {
+                cardStarter: createClientCardStarter(
+                  new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }),
+                  (message, fields) => void activityLog.warn(message, fields),
+                ),
+              }
             : {}),
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
@@ -161,7 +166,14 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
       });
       // The async ingest's stream consumer lives as long as this worker.
-      runIngestWithWorker(worker, { redis: deps.redis, namespace: config.REDIS_KEY_PREFIX, pool: deps.pool, priority: setup.services.priority, settings: ingestSettings(config), registry: deps.registry });
+      runIngestWithWorker(worker, {
+        redis: deps.redis,
+        namespace: config.REDIS_KEY_PREFIX,
+        pool: deps.pool,
+        priority: setup.services.priority,
+        settings: ingestSettings(config),
+        registry: deps.registry,
+      });
       return worker;
     }
   }

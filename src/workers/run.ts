@@ -70,7 +70,15 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   const workers = (
     await Promise.all(
       kinds.map((kind) =>
-        createWorkers({ kind, config, connection, deps, services, workflowBundle: loaded?.bundle ?? { code: '' }, ...(version ? { deploymentVersion: version } : {}) }),
+        createWorkers({
+          kind,
+          config,
+          connection,
+          deps,
+          services,
+          workflowBundle: loaded?.bundle ?? { code: '' },
+          ...(version ? { deploymentVersion: version } : {}),
+        }),
       ),
     )
   ).flat();

@@ -6,7 +6,15 @@
  * acquired from it first, the lease is renewed before every further gateway call, and the card is
  * finished (or released) through it.
  */
-import { type ActivityOptions, ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  proxyLocalActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities, RecordExecutionInput } from '../activities/ingest.js';
@@ -199,7 +207,9 @@ function gatewayStepRunner(args: CardCheckArgs, plan: ExecutionPlanRun): Gateway
     // Classified outcomes come back as values; only transient errors are thrown, retried once.
     retry: { maximumAttempts: 2, initialInterval: '200 ms', nonRetryableErrorTypes: ['permanent', 'invalid_response'] },
   };
-  return plan.gatewaySteps === 'queue' ? proxyActivities<GatewayActivities>({ ...options, taskQueue: args.taskQueues.gateway }) : proxyLocalActivities<GatewayActivities>(options);
+  return plan.gatewaySteps === 'queue'
+    ? proxyActivities<GatewayActivities>({ ...options, taskQueue: args.taskQueues.gateway })
+    : proxyLocalActivities<GatewayActivities>(options);
 }
 
 /**

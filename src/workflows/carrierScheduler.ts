@@ -69,7 +69,11 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   });
   // The claim runs every tick: as a local activity it costs one marker event and no server round
   // trip, which keeps the tick close to one second even when the server is busy.
-  const claimer = proxyLocalActivities<ControlActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry: { initialInterval: '200 ms', maximumInterval: '2 s', maximumAttempts: 5 } });
+  const claimer = proxyLocalActivities<ControlActivities>({
+    startToCloseTimeout: '10 s',
+    localRetryThreshold: '2 s',
+    retry: { initialInterval: '200 ms', maximumInterval: '2 s', maximumAttempts: 5 },
+  });
   const tickMs = args.tickMs ?? DEFAULT_TICK_MS;
   let lastRoundAt: number | undefined;
   const maxHistory = args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
@@ -106,7 +110,17 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
       taskQueue: cardTaskQueue(args.taskQueues, card.fromPriority),
-      args: [{ carrierId: args.carrierId, cardId: card.cardId, token: card.token, fromPriority: card.fromPriority, claimedAt, taskQueues: args.taskQueues, ...(dueHorizonMs > 0 ? { dueHorizonMs } : {}) }],
+      args: [
+        {
+          carrierId: args.carrierId,
+          cardId: card.cardId,
+          token: card.token,
+          fromPriority: card.fromPriority,
+          claimedAt,
+          taskQueues: args.taskQueues,
+          ...(dueHorizonMs > 0 ? { dueHorizonMs } : {}),
+        },
+      ],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       // A new run under the same id for every execution; Temporal rejects one while another runs.
       // No run timeout: every phase of the run bounds itself (step and total timeouts), except the
@@ -293,7 +307,6 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     wakeEarly = false;
   }
 }
-
 
 const round1 = (value: number): number => Math.round(value * 10) / 10;
 

@@ -86,7 +86,8 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
 
   setHandler(setModeUpdate, switchMode, {
     validator: (target: PollingMode) => {
-      if (!POLLING_MODES.includes(target)) throw ApplicationFailure.nonRetryable(`mode must be "carrier" or "legacy", got ${JSON.stringify(target)}`, 'invalid_mode');
+      if (!POLLING_MODES.includes(target))
+        throw ApplicationFailure.nonRetryable(`mode must be "carrier" or "legacy", got ${JSON.stringify(target)}`, 'invalid_mode');
     },
   });
   setHandler(setModeSignal, (target) => {

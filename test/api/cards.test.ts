@@ -57,21 +57,38 @@ test('POST /v1/cards: 201, 400 per field, 404 unknown account, 409 duplicate ICC
 });
 
 test('GET /v1/cards filters by carrierId, status, polled and pages', async () => {
-  for (let i = 10; i < 15; i += 1) await api.call('POST', '/v1/cards', { iccid: iccid(i), carrierId: otherCarrierId, status: i % 2 === 0 ? 'active' : 'test', enablePolling: i !== 14 });
+  for (let i = 10; i < 15; i += 1)
+    await api.call('POST', '/v1/cards', { iccid: iccid(i), carrierId: otherCarrierId, status: i % 2 === 0 ? 'active' : 'test', enablePolling: i !== 14 });
   const all = await api.call<{ items: Card[]; nextCursor?: string }>('GET', `/v1/cards?carrierId=${otherCarrierId}`);
   assert.equal(all.body.items.length, 5);
   assert.equal(all.body.nextCursor, undefined);
   const tests = await api.call<{ items: Card[] }>('GET', `/v1/cards?carrierId=${otherCarrierId}&status=test`);
-  assert.deepEqual(tests.body.items.map((card) => card.iccid), [iccid(11), iccid(13)]);
+  assert.deepEqual(
+    tests.body.items.map((card) => card.iccid),
+    [iccid(11), iccid(13)],
+  );
   const unpolled = await api.call<{ items: Card[] }>('GET', `/v1/cards?carrierId=${otherCarrierId}&polled=false`);
-  assert.deepEqual(unpolled.body.items.map((card) => card.iccid), [iccid(14)]);
+  assert.deepEqual(
+    unpolled.body.items.map((card) => card.iccid),
+    [iccid(14)],
+  );
   const first = await api.call<{ items: Card[]; nextCursor?: string }>('GET', `/v1/cards?carrierId=${otherCarrierId}&limit=3`);
   assert.equal(first.body.items.length, 3);
   assert.ok(first.body.nextCursor);
   const second = await api.call<{ items: Card[]; nextCursor?: string }>('GET', `/v1/cards?carrierId=${otherCarrierId}&limit=3&cursor=${first.body.nextCursor}`);
-  assert.deepEqual(second.body.items.map((card) => card.iccid), [iccid(13), iccid(14)]);
+  assert.deepEqual(
+    second.body.items.map((card) => card.iccid),
+    [iccid(13), iccid(14)],
+  );
   assert.equal(second.body.nextCursor, undefined);
-  for (const [query, field] of [['status=flying', 'status'], ['polled=maybe', 'polled'], ['carrierId=x', 'carrierId'], ['limit=5000', 'limit'], ['cursor=!!', 'cursor'], ['colour=red', 'colour']]) {
+  for (const [query, field] of [
+    ['status=flying', 'status'],
+    ['polled=maybe', 'polled'],
+    ['carrierId=x', 'carrierId'],
+    ['limit=5000', 'limit'],
+    ['cursor=!!', 'cursor'],
+    ['colour=red', 'colour'],
+  ]) {
     const answer = await api.call<ErrorAnswer>('GET', `/v1/cards?${query}`);
     assert.deepEqual([answer.status, answer.body.error.field], [400, field], `${query}: ${JSON.stringify(answer.body)}`);
   }

@@ -16,12 +16,26 @@ after(async () => {
 });
 
 test('POST /v1/carriers creates the account and echoes it with its id', async () => {
-  const { status, body } = await api.call('POST', '/v1/carriers', carrierBody('acme', { realnameControl: true, groups: [{ name: 'main', qps: 20 }, { name: 'rn', qps: 2 }], typeGroups: { card_status: 'main', carddata: 'main', realname: 'rn' } }));
+  const { status, body } = await api.call(
+    'POST',
+    '/v1/carriers',
+    carrierBody('acme', {
+      realnameControl: true,
+      groups: [
+        { name: 'main', qps: 20 },
+        { name: 'rn', qps: 2 },
+      ],
+      typeGroups: { card_status: 'main', carddata: 'main', realname: 'rn' },
+    }),
+  );
   assert.equal(status, 201);
   assert.match(String(body.id), /^\d+$/);
   assert.equal(body.name, 'acme');
   assert.equal(body.gatewayAccount, 'acme-gw');
-  assert.deepEqual(body.groups, [{ name: 'main', qps: 20 }, { name: 'rn', qps: 2 }]);
+  assert.deepEqual(body.groups, [
+    { name: 'main', qps: 20 },
+    { name: 'rn', qps: 2 },
+  ]);
   assert.deepEqual(body.typeGroups, { card_status: 'main', carddata: 'main', realname: 'rn' });
 });
 
@@ -80,10 +94,19 @@ test('GET and PATCH /v1/carriers/:id: success, 400, 404, 409', async () => {
   const created = (await api.call<{ id: string }>('POST', '/v1/carriers', carrierBody('patchme'))).body;
   const got = await api.call('GET', `/v1/carriers/${created.id}`);
   assert.deepEqual([got.status, got.body.name], [200, 'patchme']);
-  const patched = await api.call('PATCH', `/v1/carriers/${created.id}`, { inflightLimit: 7, groups: [{ name: 'main', qps: 5 }, { name: 'extra', qps: 1 }] });
+  const patched = await api.call('PATCH', `/v1/carriers/${created.id}`, {
+    inflightLimit: 7,
+    groups: [
+      { name: 'main', qps: 5 },
+      { name: 'extra', qps: 1 },
+    ],
+  });
   assert.equal(patched.status, 200);
   assert.equal(patched.body.inflightLimit, 7);
-  assert.deepEqual(patched.body.groups, [{ name: 'extra', qps: 1 }, { name: 'main', qps: 5 }]);
+  assert.deepEqual(patched.body.groups, [
+    { name: 'extra', qps: 1 },
+    { name: 'main', qps: 5 },
+  ]);
   const cases: [string, unknown, number, string][] = [
     [`/v1/carriers/${created.id}`, { leaseMs: 5 }, 400, 'leaseMs'],
     [`/v1/carriers/${created.id}`, {}, 400, 'body'],
@@ -101,16 +124,27 @@ test('GET and PATCH /v1/carriers/:id: success, 400, 404, 409', async () => {
 
 test('GET /v1/carriers/:id/status: lanes, groups, lateness, capacity from the configured intervals', async () => {
   const carrier = (await api.call<{ id: string }>('POST', '/v1/carriers', carrierBody('statusacct', { groups: [{ name: 'main', qps: 20 }] }))).body;
-  await api.call('POST', '/v1/polling-configs', { name: 'status-intervals', priority: 5, match: { carrierId: carrier.id }, intervalsSec: { card_status: 10, carddata: 20, realname: 5 } });
+  await api.call('POST', '/v1/polling-configs', {
+    name: 'status-intervals',
+    priority: 5,
+    match: { carrierId: carrier.id },
+    intervalsSec: { card_status: 10, carddata: 20, realname: 5 },
+  });
   const cards = Array.from({ length: 100 }, (_, i) => ({ iccid: iccid(i, '8977'), carrierId: carrier.id }));
   const imported = await api.call('POST', '/v1/cards/import', cards);
   assert.equal(imported.body.accepted, 100);
   // Two unpolled cards do not count towards the need.
   await api.call('POST', '/v1/cards', { iccid: iccid(500, '8977'), carrierId: carrier.id, enablePolling: false });
   const { status, body } = await api.call<{
-    carrierId: string; mode: string; paused: boolean; inflight: number; lanes: { priority: number; normal: number }; dueNow: number;
+    carrierId: string;
+    mode: string;
+    paused: boolean;
+    inflight: number;
+    lanes: { priority: number; normal: number };
+    dueNow: number;
     groups: { name: string; qpsConfigured: number; qpsEffective: number; usedLastSecond: number }[];
-    latenessMs: { p50: number; p99: number }; expiredLeases: number;
+    latenessMs: { p50: number; p99: number };
+    expiredLeases: number;
     capacity: { requiredQps: Record<string, number>; budgetQps: Record<string, number>; stretchFactor: number };
   }>('GET', `/v1/carriers/${carrier.id}/status`);
   assert.equal(status, 200);
@@ -125,10 +159,20 @@ test('GET /v1/carriers/:id/status: lanes, groups, lateness, capacity from the co
   assert.equal(body.expiredLeases, 0);
   // 100/10 (card_status) + 100/20 (carddata); realname is not counted without real-name control.
   // Executions: 100/10 + 100/20 + 100/5 at most (every polled type on its own); the engine's capacity is unmeasured without a scheduler.
-  assert.deepEqual(body.capacity, { requiredQps: { main: 15 }, budgetQps: { main: 20 }, requiredExecutionsPerSec: 35, orchestrationCapacityPerSec: null, stretchFactor: 1 });
+  assert.deepEqual(body.capacity, {
+    requiredQps: { main: 15 },
+    budgetQps: { main: 20 },
+    requiredExecutionsPerSec: 35,
+    orchestrationCapacityPerSec: null,
+    stretchFactor: 1,
+  });
   assert.equal((body as unknown as { limitedBy: string }).limitedBy, 'unknown');
 
-  await api.call('PATCH', `/v1/carriers/${carrier.id}`, { realnameControl: true, groups: [{ name: 'main', qps: 5 }], typeGroups: { card_status: 'main', carddata: 'main', realname: 'main' } });
+  await api.call('PATCH', `/v1/carriers/${carrier.id}`, {
+    realnameControl: true,
+    groups: [{ name: 'main', qps: 5 }],
+    typeGroups: { card_status: 'main', carddata: 'main', realname: 'main' },
+  });
   const stretched = await api.call<{ capacity: { requiredQps: Record<string, number>; stretchFactor: number } }>('GET', `/v1/carriers/${carrier.id}/status`);
   // + 100/5 realname = 35 needed against 5.
   assert.deepEqual(stretched.body.capacity.requiredQps, { main: 35 });
@@ -139,7 +183,12 @@ test('GET /v1/carriers/:id/status: lanes, groups, lateness, capacity from the co
 });
 
 test('auth: missing, malformed or wrong token is 401 without detail; health and metrics are open', async () => {
-  for (const headers of [{} as Record<string, string>, { authorization: 'Basic abc' }, { authorization: 'Bearer wrong-token' }, { authorization: `Bearer ${api.stack.config.API_TOKEN}x` }]) {
+  for (const headers of [
+    {} as Record<string, string>,
+    { authorization: 'Basic abc' },
+    { authorization: 'Bearer wrong-token' },
+    { authorization: `Bearer ${api.stack.config.API_TOKEN}x` },
+  ]) {
     const { status, body, headers: answerHeaders } = await api.call<ErrorAnswer>('GET', '/v1/carriers', undefined, { token: null, headers });
     assert.equal(status, 401);
     assert.deepEqual(body, { error: { code: 'unauthorized', message: 'unauthorized' } });

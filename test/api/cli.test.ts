@@ -38,10 +38,10 @@ async function cli(args: string[], token = api.stack.config.API_TOKEN): Promise<
 async function captured(argv: string[]): Promise<{ code: number; out: string }> {
   let out = '';
   const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array) => {
+  process.stdout.write = (chunk: string | Uint8Array) => {
     out += String(chunk);
     return true;
-  });
+  };
   try {
     return { code: await main(argv, { API_URL: url }), out };
   } finally {

@@ -62,7 +62,12 @@ test('the document carries the API field names: request and answer schemas of a 
   const createCarrier = document.paths['/v1/carriers']?.post;
   assert.ok(JSON.stringify(createCarrier?.requestBody).includes('inflightLimit'));
   const created = createCarrier?.responses['201']?.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined;
-  assert.deepEqual(Object.keys(created?.properties ?? {}).filter((key) => ['id', 'groups', 'typeGroups'].includes(key)).sort(), ['groups', 'id', 'typeGroups']);
+  assert.deepEqual(
+    Object.keys(created?.properties ?? {})
+      .filter((key) => ['id', 'groups', 'typeGroups'].includes(key))
+      .sort(),
+    ['groups', 'id', 'typeGroups'],
+  );
   const importOperation = document.paths['/v1/cards/import']?.post;
   assert.ok(importOperation?.requestBody?.content['application/x-ndjson'], 'NDJSON is a documented body');
   assert.ok(importOperation?.parameters?.some((param) => param.in === 'query' && param.name === 'onExisting'));

@@ -9,14 +9,22 @@ export interface ApiStack {
   readonly app: FastifyInstance;
   readonly ref: OrchestrationRef;
   /** Authenticated call; `token: null` sends none. */
-  call<T = Record<string, unknown>>(method: InjectOptions['method'], url: string, body?: unknown, options?: { token?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: T; headers: Record<string, unknown> }>;
+  call<T = Record<string, unknown>>(
+    method: InjectOptions['method'],
+    url: string,
+    body?: unknown,
+    options?: { token?: string | null; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: T; headers: Record<string, unknown> }>;
   close(): Promise<void>;
 }
 
 export async function createApiStack(label: string): Promise<ApiStack> {
   const stack = await createStack(label);
   const ref: OrchestrationRef = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
-  const app = await buildApiServer({ config: stack.config, deps: stack.deps, services: stack.services, orchestration: ref }, { logLevel: process.env.API_TEST_LOG_LEVEL ?? 'silent' });
+  const app = await buildApiServer(
+    { config: stack.config, deps: stack.deps, services: stack.services, orchestration: ref },
+    { logLevel: process.env.API_TEST_LOG_LEVEL ?? 'silent' },
+  );
   return {
     stack,
     app,

@@ -33,9 +33,17 @@ after(async () => {
 });
 
 const countCards = async (): Promise<number> => Number((await api.stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM iot_card')).rows[0]?.n);
-const cardRow = async (value: string): Promise<{ id: string; carrier_id: string; status: string; enable_polling: boolean; msisdn: string | null } | undefined> =>
-  (await api.stack.db.pool.query<{ id: string; carrier_id: string; status: string; enable_polling: boolean; msisdn: string | null }>('SELECT id::text, carrier_id::text, status, enable_polling, msisdn FROM iot_card WHERE iccid = $1', [value])).rows[0];
-const importRows = (rows: unknown, query = ''): Promise<{ status: number; body: ImportAnswer }> => api.call<ImportAnswer>('POST', `/v1/cards/import${query}`, rows);
+const cardRow = async (
+  value: string,
+): Promise<{ id: string; carrier_id: string; status: string; enable_polling: boolean; msisdn: string | null } | undefined> =>
+  (
+    await api.stack.db.pool.query<{ id: string; carrier_id: string; status: string; enable_polling: boolean; msisdn: string | null }>(
+      'SELECT id::text, carrier_id::text, status, enable_polling, msisdn FROM iot_card WHERE iccid = $1',
+      [value],
+    )
+  ).rows[0];
+const importRows = (rows: unknown, query = ''): Promise<{ status: number; body: ImportAnswer }> =>
+  api.call<ImportAnswer>('POST', `/v1/cards/import${query}`, rows);
 
 test('400 rows, one repeats an existing ICCID: the other 399 land and the one is named with its value', async () => {
   const existing = iccid(9_000_001);
@@ -55,7 +63,9 @@ test('400 rows, one repeats an existing ICCID: the other 399 land and the one is
 
 test(`import of ${IMPORT_MAX_ROWS} cards with 1 % bad rows: every good row lands, every bad one is named`, async () => {
   const bad = (i: number): boolean => i % 100 === 42;
-  const rows = Array.from({ length: IMPORT_MAX_ROWS }, (_, i) => (bad(i) ? { iccid: `bad-${i}`, carrierId } : { iccid: iccid(1_000_000 + i), carrierId, status: 'active' }));
+  const rows = Array.from({ length: IMPORT_MAX_ROWS }, (_, i) =>
+    bad(i) ? { iccid: `bad-${i}`, carrierId } : { iccid: iccid(1_000_000 + i), carrierId, status: 'active' },
+  );
   const before = await countCards();
   const lanesBefore = (await api.stack.deps.store.depths(carrierId)).normal;
   const started = Date.now();
@@ -64,14 +74,22 @@ test(`import of ${IMPORT_MAX_ROWS} cards with 1 % bad rows: every good row lands
   assert.equal(status, 200);
   const badRows = rows.flatMap((_, i) => (bad(i) ? [i] : []));
   assert.equal(body.accepted, IMPORT_MAX_ROWS - badRows.length);
-  assert.deepEqual(body.rejected.map((rejection) => rejection.row), badRows);
+  assert.deepEqual(
+    body.rejected.map((rejection) => rejection.row),
+    badRows,
+  );
   assert.ok(body.rejected.every((rejection) => rejection.field === 'iccid' && rejection.value === `bad-${rejection.row}` && /iccid/.test(rejection.reason)));
   assert.equal((await countCards()) - before, body.accepted);
   assert.equal((await api.stack.deps.store.depths(carrierId)).normal - lanesBefore, body.accepted);
 });
 
 test('NDJSON: unreadable lines, duplicates in the request, unknown references and existing ICCIDs are named; the rest lands', async () => {
-  const lines = [JSON.stringify({ iccid: iccid(1), carrierId }), JSON.stringify({ iccid: iccid(2), carrierId }), '', JSON.stringify({ iccid: iccid(3), carrierId })];
+  const lines = [
+    JSON.stringify({ iccid: iccid(1), carrierId }),
+    JSON.stringify({ iccid: iccid(2), carrierId }),
+    '',
+    JSON.stringify({ iccid: iccid(3), carrierId }),
+  ];
   const ok = await api.call<ImportAnswer>('POST', '/v1/cards/import', lines.join('\n'), { headers: { 'content-type': 'application/x-ndjson' } });
   assert.deepEqual(ok.body, { accepted: 3, rejected: [] });
 
@@ -91,7 +109,15 @@ test('NDJSON: unreadable lines, duplicates in the request, unknown references an
   assert.equal(answer.body.accepted, 2, 'rows 3 and 8 land');
   assert.deepEqual(
     answer.body.rejected.map(({ row, field, value }) => [row, field, value]),
-    [[0, 'row', undefined], [1, 'iccid', iccid(1)], [2, 'carrierId', '999999'], [4, 'iccid', iccid(5)], [5, 'row', undefined], [6, 'deviceId', '999999'], [7, 'status', 'sleeping']],
+    [
+      [0, 'row', undefined],
+      [1, 'iccid', iccid(1)],
+      [2, 'carrierId', '999999'],
+      [4, 'iccid', iccid(5)],
+      [5, 'row', undefined],
+      [6, 'deviceId', '999999'],
+      [7, 'status', 'sleeping'],
+    ],
   );
   const reasons = new Map(answer.body.rejected.map((rejection) => [rejection.row, rejection.reason]));
   assert.match(reasons.get(0)!, /not JSON/);
@@ -118,7 +144,10 @@ test('onExisting=skip: re-sending a file lands the new rows and leaves existing 
   assert.equal(status, 200);
   assert.equal(body.accepted, 10);
   assert.deepEqual(body.rejected, []);
-  assert.deepEqual(body.skipped?.map((skip) => skip.row), Array.from({ length: 40 }, (_, i) => i));
+  assert.deepEqual(
+    body.skipped?.map((skip) => skip.row),
+    Array.from({ length: 40 }, (_, i) => i),
+  );
   assert.deepEqual(body.skipped?.[0] && { field: body.skipped[0].field, value: body.skipped[0].value }, { field: 'iccid', value: rows[0]!.iccid });
   assert.equal((await cardRow(rows[0]!.iccid))?.status, 'active');
   assert.deepEqual(await api.stack.deps.store.readDue(carrierId, first.id), dueBefore, 'a skipped card keeps its due times');
@@ -145,7 +174,10 @@ test('onExisting=update: existing cards take the fields their row gives, and Red
     '?onExisting=update',
   );
   assert.equal(status, 200);
-  assert.deepEqual({ accepted: body.accepted, updated: body.updated, rejected: body.rejected.map((rejection) => [rejection.row, rejection.field]) }, { accepted: 1, updated: 4, rejected: [[5, 'iccid']] });
+  assert.deepEqual(
+    { accepted: body.accepted, updated: body.updated, rejected: body.rejected.map((rejection) => [rejection.row, rejection.field]) },
+    { accepted: 1, updated: 4, rejected: [[5, 'iccid']] },
+  );
 
   const [moved, disabled, suspended, renumbered] = await Promise.all(rows.map((row) => cardRow(row.iccid)));
   assert.deepEqual([moved?.carrier_id, moved?.status, moved?.msisdn], [otherCarrierId, 'active', '+49000000'], 'fields the row leaves out keep their value');
@@ -177,13 +209,21 @@ test('a database failure in one batch: that batch is not written at all and is n
     const result = await importCards({ pool, lifecycle: api.stack.services.lifecycle, store: api.stack.deps.store }, rows, { batchSize: 100 });
 
     assert.equal(result.accepted, 199, 'rows 0-100 (less the bad row 10) and 201-299 land');
-    assert.deepEqual(result.rejected.map((rejection) => rejection.row), [10]);
+    assert.deepEqual(
+      result.rejected.map((rejection) => rejection.row),
+      [10],
+    );
     // Valid rows 1..299 without row 10 → batches [0..100], [101..200], [201..299]; the middle one fails.
     const notLanded = result.notLanded ?? [];
-    assert.deepEqual(notLanded.map((row) => row.row), Array.from({ length: 100 }, (_, i) => 101 + i));
+    assert.deepEqual(
+      notLanded.map((row) => row.row),
+      Array.from({ length: 100 }, (_, i) => 101 + i),
+    );
     assert.match(notLanded[0]!.reason, /disk on fire/);
     assert.match(notLanded[0]!.reason, /rows 101-200/);
-    const { rows: written } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM iot_card WHERE iccid = ANY($1::text[])', [rows.slice(101, 201).map((row) => row.iccid)]);
+    const { rows: written } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM iot_card WHERE iccid = ANY($1::text[])', [
+      rows.slice(101, 201).map((row) => row.iccid),
+    ]);
     assert.equal(written[0]?.n, '0', 'no row of the failed batch is half-written');
     assert.equal((await api.stack.deps.store.depths(carrierId)).normal - lanesBefore, result.accepted, 'only landed rows are registered for polling');
     assert.equal(result.accepted + result.rejected.length + notLanded.length, rows.length);
@@ -196,7 +236,11 @@ test('a database failure in one batch: that batch is not written at all and is n
 test('import refuses bodies that are not a list of at most 50 000 rows, and unknown onExisting values', async () => {
   const object = await api.call<ErrorAnswer>('POST', '/v1/cards/import', { iccid: iccid(9), carrierId });
   assert.deepEqual([object.status, object.body.error.field], [400, 'body']);
-  const tooMany = await api.call<ErrorAnswer>('POST', '/v1/cards/import', Array.from({ length: IMPORT_MAX_ROWS + 1 }, () => ({})));
+  const tooMany = await api.call<ErrorAnswer>(
+    'POST',
+    '/v1/cards/import',
+    Array.from({ length: IMPORT_MAX_ROWS + 1 }, () => ({})),
+  );
   assert.deepEqual([tooMany.status, tooMany.body.error.field], [400, 'body']);
   const option = await api.call<ErrorAnswer>('POST', '/v1/cards/import?onExisting=merge', [{ iccid: iccid(9), carrierId }]);
   assert.deepEqual([option.status, option.body.error.field], [400, 'onExisting']);

@@ -12,7 +12,12 @@ after(async () => {
 });
 
 test('polling configs: create, list, get, patch, delete; 400 per field, 404, 409', async () => {
-  const created = await api.call<{ id: string; intervalsSec: Record<string, number> }>('POST', '/v1/polling-configs', { name: 'base', priority: 1, match: { cardStatus: 'active' }, intervalsSec: { card_status: 60, package: 3600 } });
+  const created = await api.call<{ id: string; intervalsSec: Record<string, number> }>('POST', '/v1/polling-configs', {
+    name: 'base',
+    priority: 1,
+    match: { cardStatus: 'active' },
+    intervalsSec: { card_status: 60, package: 3600 },
+  });
   assert.equal(created.status, 201);
   assert.deepEqual(created.body.intervalsSec, { card_status: 60, package: 3600 });
   const cases: [unknown, string][] = [
@@ -31,9 +36,14 @@ test('polling configs: create, list, get, patch, delete; 400 per field, 404, 409
   }
   assert.equal((await api.call<ErrorAnswer>('POST', '/v1/polling-configs', { name: 'base', intervalsSec: {} })).status, 409);
   const list = await api.call<{ items: { name: string }[] }>('GET', '/v1/polling-configs');
-  assert.deepEqual(list.body.items.map((config) => config.name), ['base']);
+  assert.deepEqual(
+    list.body.items.map((config) => config.name),
+    ['base'],
+  );
   assert.equal((await api.call('GET', `/v1/polling-configs/${created.body.id}`)).body.name, 'base');
-  const patched = await api.call<{ intervalsSec: Record<string, number> }>('PATCH', `/v1/polling-configs/${created.body.id}`, { intervalsSec: { carddata: 120 } });
+  const patched = await api.call<{ intervalsSec: Record<string, number> }>('PATCH', `/v1/polling-configs/${created.body.id}`, {
+    intervalsSec: { carddata: 120 },
+  });
   assert.deepEqual(patched.body.intervalsSec, { carddata: 120 });
   assert.equal((await api.call<ErrorAnswer>('PATCH', `/v1/polling-configs/${created.body.id}`, { priority: 1.5 })).body.error.field, 'priority');
   assert.equal((await api.call('PATCH', '/v1/polling-configs/999999', { priority: 2 })).status, 404);
@@ -57,13 +67,18 @@ test('mode: GET answers the stored mode; PUT validates and needs pollingControl 
 test('alerts: list failure and account alerts with paging and filters, ack both kinds, 400, 404', async () => {
   const carrier = (await api.call<{ id: string }>('POST', '/v1/carriers', carrierBody('alerting'))).body;
   const cardIds: string[] = [];
-  for (let i = 0; i < 3; i += 1) cardIds.push((await api.call<{ id: string }>('POST', '/v1/cards', { iccid: iccid(i, '8955'), carrierId: carrier.id })).body.id);
-  for (const cardId of cardIds) await recordFailure(api.stack.db.pool, { cardId, carrierId: carrier.id, type: 'card_status', failCount: 5, error: 'transient|timeout', threshold: 3 });
+  for (let i = 0; i < 3; i += 1)
+    cardIds.push((await api.call<{ id: string }>('POST', '/v1/cards', { iccid: iccid(i, '8955'), carrierId: carrier.id })).body.id);
+  for (const cardId of cardIds)
+    await recordFailure(api.stack.db.pool, { cardId, carrierId: carrier.id, type: 'card_status', failCount: 5, error: 'transient|timeout', threshold: 3 });
   await evaluateAccountAlert(api.stack.db.pool, { carrierId: carrier.id, threshold: 2, windowMs: 600_000 });
 
   const all = await api.call<{ items: { id: string; kind: string }[] }>('GET', '/v1/alerts');
   assert.equal(all.status, 200);
-  assert.deepEqual(all.body.items.map((item) => item.kind), ['account', 'failure', 'failure', 'failure']);
+  assert.deepEqual(
+    all.body.items.map((item) => item.kind),
+    ['account', 'failure', 'failure', 'failure'],
+  );
   const seen: string[] = [];
   let cursor: string | undefined;
   do {
@@ -71,11 +86,20 @@ test('alerts: list failure and account alerts with paging and filters, ack both 
     seen.push(...page.body.items.map((item) => item.id));
     cursor = page.body.nextCursor;
   } while (cursor);
-  assert.deepEqual(seen, all.body.items.map((item) => item.id));
+  assert.deepEqual(
+    seen,
+    all.body.items.map((item) => item.id),
+  );
   const ofCard = await api.call<{ items: { cardId: string }[] }>('GET', `/v1/alerts?cardId=${cardIds[0]}`);
-  assert.deepEqual(ofCard.body.items.map((item) => item.cardId), [cardIds[0]]);
+  assert.deepEqual(
+    ofCard.body.items.map((item) => item.cardId),
+    [cardIds[0]],
+  );
   const accountOnly = await api.call<{ items: { kind: string; alertKind: string }[] }>('GET', `/v1/alerts?kind=account&carrierId=${carrier.id}`);
-  assert.deepEqual(accountOnly.body.items.map((item) => item.alertKind), ['failure_burst']);
+  assert.deepEqual(
+    accountOnly.body.items.map((item) => item.alertKind),
+    ['failure_burst'],
+  );
 
   const failureId = all.body.items[1]!.id;
   const acked = await api.call('POST', `/v1/alerts/${failureId}/ack`);
@@ -90,7 +114,11 @@ test('alerts: list failure and account alerts with paging and filters, ack both 
   assert.equal((await api.call('POST', '/v1/alerts/failure-999999/ack')).status, 404);
   assert.equal((await api.call('POST', '/v1/alerts/account-999999/ack')).status, 404);
   assert.equal((await api.call<ErrorAnswer>('POST', '/v1/alerts/banana/ack')).body.error.field, 'id');
-  for (const [query, field] of [['kind=weird', 'kind'], ['status=closed', 'status'], ['cursor=abc', 'cursor']]) {
+  for (const [query, field] of [
+    ['kind=weird', 'kind'],
+    ['status=closed', 'status'],
+    ['cursor=abc', 'cursor'],
+  ]) {
     assert.equal((await api.call<ErrorAnswer>('GET', `/v1/alerts?${query}`)).body.error.field, field);
   }
 });
@@ -114,10 +142,28 @@ test('unknown routes answer 404 in the error shape; /docs/json lists every /v1 p
   assert.equal(docs.status, 200);
   const operations = Object.entries(docs.body.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
   const required = [
-    'POST /v1/carriers', 'GET /v1/carriers', 'GET /v1/carriers/{id}', 'PATCH /v1/carriers/{id}', 'GET /v1/carriers/{id}/status',
-    'POST /v1/polling-configs', 'GET /v1/polling-configs', 'PATCH /v1/polling-configs/{id}', 'DELETE /v1/polling-configs/{id}',
-    'POST /v1/cards', 'GET /v1/cards', 'POST /v1/cards/import', 'GET /v1/cards/{id}', 'PATCH /v1/cards/{id}', 'DELETE /v1/cards/{id}',
-    'POST /v1/cards/{id}/request-check', 'GET /v1/mode', 'PUT /v1/mode', 'GET /v1/alerts', 'POST /v1/alerts/{id}/ack', 'GET /healthz', 'GET /metrics',
+    'POST /v1/carriers',
+    'GET /v1/carriers',
+    'GET /v1/carriers/{id}',
+    'PATCH /v1/carriers/{id}',
+    'GET /v1/carriers/{id}/status',
+    'POST /v1/polling-configs',
+    'GET /v1/polling-configs',
+    'PATCH /v1/polling-configs/{id}',
+    'DELETE /v1/polling-configs/{id}',
+    'POST /v1/cards',
+    'GET /v1/cards',
+    'POST /v1/cards/import',
+    'GET /v1/cards/{id}',
+    'PATCH /v1/cards/{id}',
+    'DELETE /v1/cards/{id}',
+    'POST /v1/cards/{id}/request-check',
+    'GET /v1/mode',
+    'PUT /v1/mode',
+    'GET /v1/alerts',
+    'POST /v1/alerts/{id}/ack',
+    'GET /healthz',
+    'GET /metrics',
   ];
   for (const operation of required) assert.ok(operations.includes(operation), `missing ${operation}`);
   assert.ok(JSON.stringify(docs.body.paths['/v1/carriers']?.post).includes('inflightLimit'), 'request schemas are in the document');

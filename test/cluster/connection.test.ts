@@ -63,8 +63,20 @@ test('scripts load per node: after SCRIPT FLUSH on every master the next calls (
   await store.upsertMany(ACCOUNTS.map((carrierId) => ({ carrierId, cardId: 'f', now: NOW, dues: { card_status: NOW - 1 } })));
   await Promise.all(masterNodes(t.redis).map((node) => node.script('FLUSH')));
   for (const carrierId of ACCOUNTS) {
-    const { claimed } = await store.claim({ carrierId, now: NOW, leaseMs: 10_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: `f${carrierId}`, typeGroups: {}, countRealname: false });
-    assert.ok(claimed.some((card) => card.cardId === 'f'), `account ${carrierId} claimed its card`);
+    const { claimed } = await store.claim({
+      carrierId,
+      now: NOW,
+      leaseMs: 10_000,
+      inflightLimit: 10,
+      priorityRatio: 0,
+      tokenPrefix: `f${carrierId}`,
+      typeGroups: {},
+      countRealname: false,
+    });
+    assert.ok(
+      claimed.some((card) => card.cardId === 'f'),
+      `account ${carrierId} claimed its card`,
+    );
   }
 });
 
@@ -78,10 +90,12 @@ test('deleteMatching clears a namespace on every master', async () => {
 });
 
 test('TIME answers from any node agree with this host (one host: one clock)', async () => {
-  const times = await Promise.all(allNodes(t.redis).map(async (node) => {
-    const [seconds, micros] = await node.time();
-    return Number(seconds) * 1000 + Number(micros) / 1000;
-  }));
+  const times = await Promise.all(
+    allNodes(t.redis).map(async (node) => {
+      const [seconds, micros] = await node.time();
+      return Number(seconds) * 1000 + Number(micros) / 1000;
+    }),
+  );
   const spread = Math.max(...times) - Math.min(...times);
   assert.ok(spread < 1000, `node clocks spread ${spread} ms`);
   assert.ok(Math.abs((await new CarrierQueueStore(t.redis, t.namespace, { clock: 'redis' }).clockNow()) - Date.now()) < 1000);
@@ -94,7 +108,10 @@ test('the eviction-policy check covers every node: one replica with allkeys-lru 
   await replica.config('SET', 'maxmemory-policy', 'allkeys-lru');
   try {
     assert.equal(await readEvictionPolicy(t.redis), `allkeys-lru (${nodeAddress(replica)})`);
-    await assert.rejects(connectRedisFromConfig(loadConfig(), { connectionName: 'test-eviction' }), (error: unknown) => error instanceof RedisEvictionPolicyError && error.message.includes(nodeAddress(replica)));
+    await assert.rejects(
+      connectRedisFromConfig(loadConfig(), { connectionName: 'test-eviction' }),
+      (error: unknown) => error instanceof RedisEvictionPolicyError && error.message.includes(nodeAddress(replica)),
+    );
   } finally {
     await replica.config('SET', 'maxmemory-policy', 'noeviction');
   }

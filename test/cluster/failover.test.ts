@@ -65,7 +65,17 @@ test('a master killed -9: replica promoted, the connection keeps working, claims
 
     // Cards in flight at the kill: claimed and executing on every account.
     const round = async (carrierId: string, prefix: string, at: number): Promise<Claim[]> => {
-      const { claimed } = await store.claim({ carrierId, now: at, leaseMs: LEASE_MS, inflightLimit: 100, priorityRatio: 0, tokenPrefix: prefix, groupBudget: { g: PER_ROUND }, typeGroups: { card_status: 'g' }, countRealname: false });
+      const { claimed } = await store.claim({
+        carrierId,
+        now: at,
+        leaseMs: LEASE_MS,
+        inflightLimit: 100,
+        priorityRatio: 0,
+        tokenPrefix: prefix,
+        groupBudget: { g: PER_ROUND },
+        typeGroups: { card_status: 'g' },
+        countRealname: false,
+      });
       return claimed.map((card) => ({ carrierId, cardId: card.cardId, token: card.token }));
     };
     const before = (await Promise.all(ACCOUNTS.map((carrierId) => round(carrierId, `pre${carrierId}`, now)))).flat();
@@ -93,21 +103,33 @@ test('a master killed -9: replica promoted, the connection keeps working, claims
         break;
       } catch (error) {
         failures += 1;
-        if (Date.now() - killedAt > FAILOVER_LIMIT_MS) throw new Error(`no claim on the victim's slots ${FAILOVER_LIMIT_MS} ms after the kill`, { cause: error });
+        if (Date.now() - killedAt > FAILOVER_LIMIT_MS)
+          throw new Error(`no claim on the victim's slots ${FAILOVER_LIMIT_MS} ms after the kill`, { cause: error });
         await sleep(200);
       }
     }
     const resumedMs = Date.now() - killedAt;
     assert.equal(after.length, PER_ROUND, 'the next round claims on the promoted replica');
     const survivors = CLUSTER_PORTS.filter((port) => port !== victimPort);
-    await waitUntil('cluster state ok without the killed master', async () => isHealthy(await clusterInfo(CLUSTER_HOST, survivors[0]!), CLUSTER_PORTS.length - 1), FAILOVER_LIMIT_MS);
+    await waitUntil(
+      'cluster state ok without the killed master',
+      async () => isHealthy(await clusterInfo(CLUSTER_HOST, survivors[0]!), CLUSTER_PORTS.length - 1),
+      FAILOVER_LIMIT_MS,
+    );
     const promoted = ownerOf('1');
     assert.notEqual(promoted, victimAddress, 'account 1 is served by another node now');
     t.diagnostic(`victim's slots answered again after ${resumedMs} ms (${failures} failed attempts); now served by ${promoted}`);
 
     // Claims made before the kill still hold: each one finishes as its owner.
     for (const claim of [...before, ...during, ...after]) {
-      const owned = await store.finish({ carrierId: claim.carrierId, cardId: claim.cardId, token: claim.token, now: now + 3, set: { 'ok:card_status': now + 3, 'due:card_status': now + 3_600_000 }, del: [] });
+      const owned = await store.finish({
+        carrierId: claim.carrierId,
+        cardId: claim.cardId,
+        token: claim.token,
+        now: now + 3,
+        set: { 'ok:card_status': now + 3, 'due:card_status': now + 3_600_000 },
+        del: [],
+      });
       assert.equal(owned, true, `${claim.token} finished as owner`);
     }
 
@@ -117,7 +139,16 @@ test('a master killed -9: replica promoted, the connection keeps working, claims
       const prio: string[] = await redis.zrange(keys.prio, 0, -1);
       const queue: string[] = await redis.zrange(keys.queue, 0, -1);
       assert.deepEqual([...prio, ...queue].sort(), [...CARDS].sort(), `account ${carrierId} lanes`);
-      const { claimed } = await store.claim({ carrierId, now: now + 7_200_000, leaseMs: LEASE_MS, inflightLimit: 100, priorityRatio: 0, tokenPrefix: `end${carrierId}`, typeGroups: {}, countRealname: false });
+      const { claimed } = await store.claim({
+        carrierId,
+        now: now + 7_200_000,
+        leaseMs: LEASE_MS,
+        inflightLimit: 100,
+        priorityRatio: 0,
+        tokenPrefix: `end${carrierId}`,
+        typeGroups: {},
+        countRealname: false,
+      });
       assert.equal(claimed.length, CARDS.length, `account ${carrierId}: every card claimable`);
     }
   } finally {
@@ -126,7 +157,10 @@ test('a master killed -9: replica promoted, the connection keeps working, claims
       await restartClusterNode(root, victimPort, (line) => t.diagnostic(line));
       await waitUntil(
         'the restarted node back in a healthy cluster',
-        async () => (await Promise.all(CLUSTER_PORTS.map((port) => clusterInfo(CLUSTER_HOST, port).catch(() => ({}))))).every((info) => isHealthy(info, CLUSTER_PORTS.length)),
+        async () =>
+          (await Promise.all(CLUSTER_PORTS.map((port) => clusterInfo(CLUSTER_HOST, port).catch(() => ({}))))).every((info) =>
+            isHealthy(info, CLUSTER_PORTS.length),
+          ),
         FAILOVER_LIMIT_MS,
       );
     }

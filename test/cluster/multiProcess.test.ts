@@ -186,11 +186,17 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
       await Promise.all(pending);
     })();
 
-    const work = async (): Promise<Map<WorkerProcess, number>> => new Map(await Promise.all(processes.filter(isRunning).map(async (w) => [w, await metric(w, WORK_METRIC[w.kind])] as const)));
-    const shared = await waitFor('work done by each of the six processes', async () => {
-      const done = await work();
-      return [...done.values()].every((n) => n > 0) ? done : undefined;
-    }, 60_000, 500).catch(async (error: unknown) => {
+    const work = async (): Promise<Map<WorkerProcess, number>> =>
+      new Map(await Promise.all(processes.filter(isRunning).map(async (w) => [w, await metric(w, WORK_METRIC[w.kind])] as const)));
+    const shared = await waitFor(
+      'work done by each of the six processes',
+      async () => {
+        const done = await work();
+        return [...done.values()].every((n) => n > 0) ? done : undefined;
+      },
+      60_000,
+      500,
+    ).catch(async (error: unknown) => {
       throw new Error(`${String(error)}: ${[...(await work())].map(([w, n]) => `${w.name} ${WORK_METRIC[w.kind]} ${n}`).join(', ')}`);
     });
     phase(`work before the kills: ${[...shared].map(([w, n]) => `${w.name} ${n}`).join(', ')}`);
@@ -201,14 +207,19 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
     const [controlVictim] = [...controlWorkers].sort((a, b) => (shared.get(b) ?? 0) - (shared.get(a) ?? 0));
     assert.ok(controlVictim);
     const cardRuns = `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-"`;
-    const cardVictim = await waitFor('a card worker holding an open card run', async () => {
-      for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running"` })) {
-        const identities = [...(await workflowTaskIdentities(stack.client, run.workflowId, run.runId))];
-        const holder = cardWorkers.find((worker) => identities.some((id) => id.startsWith(identityPrefix(worker))));
-        if (holder) return holder;
-      }
-      return undefined;
-    }, 30_000, 100);
+    const cardVictim = await waitFor(
+      'a card worker holding an open card run',
+      async () => {
+        for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running"` })) {
+          const identities = [...(await workflowTaskIdentities(stack.client, run.workflowId, run.runId))];
+          const holder = cardWorkers.find((worker) => identities.some((id) => id.startsWith(identityPrefix(worker))));
+          if (holder) return holder;
+        }
+        return undefined;
+      },
+      30_000,
+      100,
+    );
     const survivors = processes.filter((w) => w !== controlVictim && w !== cardVictim);
     const before = await work();
     const killedAt = new Date();
@@ -216,11 +227,19 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
     phase(`killed ${cardVictim.name} (pid ${cardVictim.child.pid}) and ${controlVictim.name} (pid ${controlVictim.child.pid})`);
 
     // Every card keeps being checked, by the surviving processes.
-    await waitFor(`${CHECKS_AFTER_KILL} successful executions of every card after the kills`, () => everyCardChecked(killedAt, CHECKS_AFTER_KILL), RESUME_LIMIT_MS, 500);
+    await waitFor(
+      `${CHECKS_AFTER_KILL} successful executions of every card after the kills`,
+      () => everyCardChecked(killedAt, CHECKS_AFTER_KILL),
+      RESUME_LIMIT_MS,
+      500,
+    );
     phase(`every card succeeded ${CHECKS_AFTER_KILL} times after the kills`);
     const after = await work();
     for (const worker of survivors) {
-      assert.ok((after.get(worker) ?? 0) > (before.get(worker) ?? 0), `${worker.name} did no work after the kills (${WORK_METRIC[worker.kind]} ${before.get(worker)} → ${after.get(worker)})`);
+      assert.ok(
+        (after.get(worker) ?? 0) > (before.get(worker) ?? 0),
+        `${worker.name} did no work after the kills (${WORK_METRIC[worker.kind]} ${before.get(worker)} → ${after.get(worker)})`,
+      );
     }
     phase(`work after the kills: ${survivors.map((w) => `${w.name} ${before.get(w)} → ${after.get(w)}`).join(', ')}`);
 
@@ -231,21 +250,31 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
     const requested = requests.filter((r) => r.status === 'requested');
     assert.ok(requested.length >= 20, `only ${requested.length} request-checks accepted (${requests.length} sent)`);
     // Served: a priority execution of the card finished after the request, and no item is left open.
-    await waitFor('every request-check served by a priority execution', async () => {
-      for (const request of requested) {
-        const { rows } = await stack.db.pool.query('SELECT 1 FROM card_execution WHERE card_id = $1::bigint AND from_priority AND finished_at >= $2 LIMIT 1', [request.cardId, request.at]);
-        if (rows.length === 0) return false;
-      }
-      const { rows: open } = await stack.db.pool.query("SELECT 1 FROM polling_priority_item WHERE status <> 'completed' LIMIT 1");
-      return open.length === 0;
-    }, 60_000, 1000);
+    await waitFor(
+      'every request-check served by a priority execution',
+      async () => {
+        for (const request of requested) {
+          const { rows } = await stack.db.pool.query(
+            'SELECT 1 FROM card_execution WHERE card_id = $1::bigint AND from_priority AND finished_at >= $2 LIMIT 1',
+            [request.cardId, request.at],
+          );
+          if (rows.length === 0) return false;
+        }
+        const { rows: open } = await stack.db.pool.query("SELECT 1 FROM polling_priority_item WHERE status <> 'completed' LIMIT 1");
+        return open.length === 0;
+      },
+      60_000,
+      1000,
+    );
     phase(`${requested.length} request-checks (of ${requests.length}) served; slowest answered in ${Math.max(...requests.map((r) => r.ms))} ms`);
 
     // Runs on the killed card worker: those open at the kill whose workflow tasks it started.
     const killedIdentity = identityPrefix(cardVictim);
     const onKilled = new Set<string>();
     const atKill = killedAt.toISOString();
-    for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND StartTime <= "${atKill}" AND (ExecutionStatus = "Running" OR CloseTime >= "${atKill}")` })) {
+    for await (const run of stack.client.workflow.list({
+      query: `${cardRuns} AND StartTime <= "${atKill}" AND (ExecutionStatus = "Running" OR CloseTime >= "${atKill}")`,
+    })) {
       const identities = await workflowTaskIdentities(stack.client, run.workflowId, run.runId);
       if ([...identities].some((id) => id.startsWith(killedIdentity))) onKilled.add(run.runId);
     }
@@ -258,27 +287,34 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
     let unrecorded: string[] = [];
     let completedRuns = 0;
     let withoutWork = 0;
-    await waitFor('an execution record for every completed card run', async () => {
-      const { rows } = await stack.db.pool.query<{ run_id: string }>('SELECT run_id FROM card_execution');
-      const recorded = new Set(rows.map((row) => row.run_id));
-      unrecorded = [];
-      completedRuns = 0;
-      withoutWork = 0;
-      for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Completed"` })) {
-        completedRuns += 1;
-        const outcome = run.searchAttributes.Outcome?.[0];
-        if (typeof outcome === 'string' && NO_RECORD.has(outcome)) withoutWork += 1;
-        else if (!recorded.has(run.runId)) unrecorded.push(`${run.workflowId} ${run.runId} (Outcome ${String(outcome)})`);
-      }
-      return unrecorded.length === 0;
-    }, 30_000, 1000).catch((error: unknown) => {
+    await waitFor(
+      'an execution record for every completed card run',
+      async () => {
+        const { rows } = await stack.db.pool.query<{ run_id: string }>('SELECT run_id FROM card_execution');
+        const recorded = new Set(rows.map((row) => row.run_id));
+        unrecorded = [];
+        completedRuns = 0;
+        withoutWork = 0;
+        for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Completed"` })) {
+          completedRuns += 1;
+          const outcome = run.searchAttributes.Outcome?.[0];
+          if (typeof outcome === 'string' && NO_RECORD.has(outcome)) withoutWork += 1;
+          else if (!recorded.has(run.runId)) unrecorded.push(`${run.workflowId} ${run.runId} (Outcome ${String(outcome)})`);
+        }
+        return unrecorded.length === 0;
+      },
+      30_000,
+      1000,
+    ).catch((error: unknown) => {
       throw new Error(`${String(error)}; runs without a record: ${unrecorded.slice(0, 10).join(', ')}`);
     });
     phase(`${completedRuns} completed card runs, each with its execution record (${withoutWork} ended without work)`);
 
     // No run failed or timed out, except runs on the killed card worker.
     const broken: string[] = [];
-    for await (const run of stack.client.workflow.list({ query: `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus IN ("Failed", "TimedOut")` })) {
+    for await (const run of stack.client.workflow.list({
+      query: `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus IN ("Failed", "TimedOut")`,
+    })) {
       if (!onKilled.has(run.runId)) broken.push(`${run.workflowId} ${run.runId} ${run.status.name}`);
     }
     assert.deepEqual(broken, [], 'failed or timed-out runs not on the killed card worker');
@@ -310,13 +346,17 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
       assert.ok(seen.maxConcurrent <= 1, `card ${card.iccid} had ${seen.maxConcurrent} concurrent gateway calls`);
       assert.notEqual(await stack.deps.store.laneOf(card.carrierId, card.id), null, `card ${card.id} fell out of its lane`);
     }
-    for (const account of accounts) assert.equal(stats.accounts[`${account.carrier.name}-gw`]?.groups.main?.rejected, 0, `account ${account.carrier.name}: calls rejected`);
+    for (const account of accounts)
+      assert.equal(stats.accounts[`${account.carrier.name}-gw`]?.groups.main?.rejected, 0, `account ${account.carrier.name}: calls rejected`);
   } finally {
     stopRequests = true;
     await requesting?.catch(() => undefined);
     for (const worker of processes) await killHard(worker);
     // The control processes created the storage-maintenance schedule: it would outlive the test.
-    await stack.client.schedule.getHandle(storageMaintenanceScheduleId(stack.config.WORKFLOW_ID_PREFIX)).delete().catch(() => undefined);
+    await stack.client.schedule
+      .getHandle(storageMaintenanceScheduleId(stack.config.WORKFLOW_ID_PREFIX))
+      .delete()
+      .catch(() => undefined);
     await stack.close();
   }
 });

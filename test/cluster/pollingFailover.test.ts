@@ -37,7 +37,9 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
     assert.ok(isCluster(redis), 'the workers run on the cluster');
     const accounts: SeedAccount[] = [];
     for (let i = 1; i <= ACCOUNTS; i += 1) {
-      accounts.push(await seedAccount(stack, { name: `pf${i}`, qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: CARDS, intervalsSec: { card_status: 2 } }));
+      accounts.push(
+        await seedAccount(stack, { name: `pf${i}`, qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: CARDS, intervalsSec: { card_status: 2 } }),
+      );
     }
     const ownerOf = (carrierId: string): string => redis.slots[keySlot(accountKeys(stack.redis.namespace, carrierId).queue)]?.[0] ?? '?';
     const victimAddress = ownerOf(accounts[0]!.carrier.id);
@@ -52,9 +54,15 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
     const onVictim = accounts.filter((account) => ownerOf(account.carrier.id) === victimAddress);
 
     const workers = await stack.startWorkers();
-    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+    await ensurePollingControl(
+      { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+      { reconcileEveryMs: 2000 },
+    );
     const executedSince = async (since: Date, cardIds: readonly string[]): Promise<number> => {
-      const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE started_at > $1 AND card_id = ANY($2::bigint[])', [since, cardIds]);
+      const { rows } = await stack.db.pool.query<{ n: string }>(
+        'SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE started_at > $1 AND card_id = ANY($2::bigint[])',
+        [since, cardIds],
+      );
       return Number(rows[0]?.n ?? 0);
     };
     const allCards = accounts.flatMap((account) => account.cards.map((card) => card.id));
@@ -68,7 +76,12 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
 
     // Every card of the victim's accounts runs again after the kill: polling resumed there.
     const victimCards = onVictim.flatMap((account) => account.cards.map((card) => card.id));
-    await waitFor('every card on the killed master polled again', async () => (await executedSince(killedAt, victimCards)) === victimCards.length, RESUME_LIMIT_MS, 500);
+    await waitFor(
+      'every card on the killed master polled again',
+      async () => (await executedSince(killedAt, victimCards)) === victimCards.length,
+      RESUME_LIMIT_MS,
+      500,
+    );
     phase(`polling resumed on the promoted replica (${ownerOf(accounts[0]!.carrier.id)}) ${Date.now() - killedAt.getTime()} ms after the kill`);
     await waitFor('every card polled again', async () => (await executedSince(killedAt, allCards)) === allCards.length, RESUME_LIMIT_MS, 500);
 
@@ -77,19 +90,26 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
       const keys = accountKeys(stack.redis.namespace, account.carrier.id);
       const prio: string[] = await redis.zrange(keys.prio, 0, -1);
       const queue: string[] = await redis.zrange(keys.queue, 0, -1);
-      assert.deepEqual([...prio, ...queue].sort(), account.cards.map((card) => card.id).sort(), `account ${account.carrier.id}: every card in exactly one lane`);
+      assert.deepEqual(
+        [...prio, ...queue].sort(),
+        account.cards.map((card) => card.id).sort(),
+        `account ${account.carrier.id}: every card in exactly one lane`,
+      );
     }
     const cards = stack.simulator.world.stats(true).cards ?? {};
     const twice = Object.entries(cards).filter(([, card]) => card.maxConcurrent > 1);
     assert.deepEqual(twice, [], 'no card ran twice at once');
-    const { rows: outcomes } = await stack.db.pool.query<{ outcome: string; n: string }>('SELECT outcome, count(*)::text AS n FROM card_execution GROUP BY outcome ORDER BY outcome');
+    const { rows: outcomes } = await stack.db.pool.query<{ outcome: string; n: string }>(
+      'SELECT outcome, count(*)::text AS n FROM card_execution GROUP BY outcome ORDER BY outcome',
+    );
     t.diagnostic(`outcomes: ${outcomes.map((row) => `${row.outcome} ${row.n}`).join(', ')}`);
   } finally {
     if (victimPort !== undefined) {
       await restartClusterNode(root, victimPort, (line) => t.diagnostic(line));
       await waitUntil(
         'the restarted node back in a healthy cluster',
-        async () => (await Promise.all(CLUSTER_PORTS.map((p) => clusterInfo(CLUSTER_HOST, p).catch(() => ({}))))).every((info) => isHealthy(info, CLUSTER_PORTS.length)),
+        async () =>
+          (await Promise.all(CLUSTER_PORTS.map((p) => clusterInfo(CLUSTER_HOST, p).catch(() => ({}))))).every((info) => isHealthy(info, CLUSTER_PORTS.length)),
         RESUME_LIMIT_MS,
       );
     }

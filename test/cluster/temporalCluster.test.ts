@@ -30,7 +30,11 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
   // Never skipped: the binaries are built when missing (minutes, once per version).
   if (!binariesBuilt(options)) phase(`Temporal server ${options.version} not built in ${options.binDir}: building it first (takes minutes)`);
   const up = await temporalClusterUp(options, (line) => t.diagnostic(line));
-  phase(`cluster up (${Object.entries(up.services).map(([s, how]) => `${s} ${how}`).join(', ')})`);
+  phase(
+    `cluster up (${Object.entries(up.services)
+      .map(([s, how]) => `${s} ${how}`)
+      .join(', ')})`,
+  );
 
   // The server this file kills is the one the suite runs on (test:cluster, env.ts).
   assert.equal(loadConfig().TEMPORAL_ADDRESS, frontendAddress(options), 'TEMPORAL_ADDRESS names the local Temporal cluster');
@@ -59,10 +63,14 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
       );
       return new Map(rows.map((r) => [r.card_id, Number(r.n)]));
     };
-    await waitFor('two successful executions of every card on the cluster', async () => {
-      const done = await successesSince(new Date(0));
-      return done.size === CARDS && [...done.values()].every((n) => n >= 2);
-    }, 90_000);
+    await waitFor(
+      'two successful executions of every card on the cluster',
+      async () => {
+        const done = await successesSince(new Date(0));
+        return done.size === CARDS && [...done.values()].every((n) => n >= 2);
+      },
+      90_000,
+    );
     phase('every card succeeded twice');
 
     // kill -9 the history service while cards are inside a gateway call: no graceful shard
@@ -84,7 +92,9 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
     const historyNow = servicePid(options, 'history');
     assert.ok(historyNow !== undefined && historyNow !== historyPid, `a new history process (was ${historyPid}, now ${historyNow})`);
     assert.deepEqual(
-      Object.entries(restarted.services).filter(([s, how]) => s !== 'history' && how === 'started').map(([s]) => s),
+      Object.entries(restarted.services)
+        .filter(([s, how]) => s !== 'history' && how === 'started')
+        .map(([s]) => s),
       [],
       'no other service had to be started again',
     );
@@ -93,14 +103,20 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
     phase(`history started again (pid ${servicePid(options, 'history')}) in ${restartedAt.getTime() - killedAt} ms after the kill`);
 
     // Polling resumes and no card is lost: every card succeeds again, twice, after the restart.
-    const after = await waitFor('two successful executions of every card after the restart', async () => {
-      const done = await successesSince(restartedAt);
-      return done.size === CARDS && [...done.values()].every((n) => n >= 2) ? done : undefined;
-    }, 120_000);
+    const after = await waitFor(
+      'two successful executions of every card after the restart',
+      async () => {
+        const done = await successesSince(restartedAt);
+        return done.size === CARDS && [...done.values()].every((n) => n >= 2) ? done : undefined;
+      },
+      120_000,
+    );
     phase('every card succeeded twice after the restart');
     assert.deepEqual([...after.keys()].sort(), account.cards.map((c) => c.id).sort());
 
-    const { rows: outcomes } = await stack.db.pool.query<{ outcome: string; n: string }>('SELECT outcome, count(*)::text AS n FROM card_execution GROUP BY outcome ORDER BY outcome');
+    const { rows: outcomes } = await stack.db.pool.query<{ outcome: string; n: string }>(
+      'SELECT outcome, count(*)::text AS n FROM card_execution GROUP BY outcome ORDER BY outcome',
+    );
     phase(`outcomes: ${outcomes.map((r) => `${r.outcome} ${r.n}`).join(', ')}`);
     const stats = stack.simulator.world.stats(true);
     for (const card of account.cards) {
@@ -110,7 +126,9 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
     }
     assert.equal(stats.accounts['cluster1-gw']?.groups.main?.rejected, 0);
     // No run of this stack failed or timed out across the outage (visibility on PostgreSQL).
-    const broken = await stack.client.workflow.count(`WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus IN ("Failed", "TimedOut")`);
+    const broken = await stack.client.workflow.count(
+      `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus IN ("Failed", "TimedOut")`,
+    );
     assert.equal(broken.count, 0, 'failed or timed-out runs');
     await workers.stop();
   } finally {

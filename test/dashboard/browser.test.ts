@@ -53,7 +53,13 @@ test('dashboard in Chromium: accounts live, card detail, request-check, mode swi
     const accounts = [
       await seedAccount(stack, { name: 'dash1', qps: { main: 20 }, typeGroups, cards: 20, intervalsSec: { card_status: 3, carddata: 6 } }),
       await seedAccount(stack, { name: 'dash2', qps: { main: 10 }, typeGroups, cards: 10, intervalsSec: { card_status: 4 } }),
-      await seedAccount(stack, { name: 'dash3', qps: { status: 6, usage: 3 }, typeGroups: { card_status: 'status', carddata: 'usage' }, cards: 10, intervalsSec: { card_status: 5, carddata: 10 } }),
+      await seedAccount(stack, {
+        name: 'dash3',
+        qps: { status: 6, usage: 3 },
+        typeGroups: { card_status: 'status', carddata: 'usage' },
+        cards: 10,
+        intervalsSec: { card_status: 5, carddata: 10 },
+      }),
     ];
     const [first] = accounts;
     const card = first!.cards[0]!;
@@ -102,13 +108,19 @@ test('dashboard in Chromium: accounts live, card detail, request-check, mode swi
     await stack.startWorkers();
     await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
     const firstRow = `article.account[data-carrier-id="${first!.carrier.id}"]`;
-    await waitFor('calls/s above 0 and the scheduler running on the page', async () =>
-      Number(await rowField(page, first!.carrier.id, 'callsPerSec')) > 0 && (await rowField(page, first!.carrier.id, 'scheduler')) === 'running', WAIT_MS);
+    await waitFor(
+      'calls/s above 0 and the scheduler running on the page',
+      async () => Number(await rowField(page, first!.carrier.id, 'callsPerSec')) > 0 && (await rowField(page, first!.carrier.id, 'scheduler')) === 'running',
+      WAIT_MS,
+    );
     assert.match(await rowField(page, first!.carrier.id, 'limitedBy'), /^limited by: (none|budget|inflight|orchestration)$/);
     // Lateness comes from finished executions, a moment after the first calls.
     await waitFor('lateness measured', async () => (await rowField(page, first!.carrier.id, 'lateness')) !== '0 ms / 0 ms', WAIT_MS);
-    await waitFor('two samples in the budget chart', async () =>
-      Number(await page.locator(`${firstRow} [data-chart="budget"] path[data-series="main used"]`).getAttribute('data-points')) >= 2, WAIT_MS);
+    await waitFor(
+      'two samples in the budget chart',
+      async () => Number(await page.locator(`${firstRow} [data-chart="budget"] path[data-series="main used"]`).getAttribute('data-points')) >= 2,
+      WAIT_MS,
+    );
     assert.equal(await page.locator(`${firstRow} [data-chart]`).count(), 3, 'budget, lateness and queue charts');
     await screenshot(page, 'dashboard-accounts');
 
@@ -117,7 +129,10 @@ test('dashboard in Chromium: accounts live, card detail, request-check, mode swi
     await page.click('#card-search-form button[type="submit"]');
     await page.locator('#card-summary', { hasText: `card ${card.id}` }).waitFor();
     const workflowId = `${stack.config.WORKFLOW_ID_PREFIX}card-${card.id}`;
-    assert.equal(await page.locator('#temporal-link').getAttribute('href'), workflowListUrl(stack.config.TEMPORAL_UI_URL, stack.config.TEMPORAL_NAMESPACE, workflowId));
+    assert.equal(
+      await page.locator('#temporal-link').getAttribute('href'),
+      workflowListUrl(stack.config.TEMPORAL_UI_URL, stack.config.TEMPORAL_NAMESPACE, workflowId),
+    );
     await page.locator('#executions tbody tr[data-outcome="success"]').first().waitFor();
     assert.match((await page.locator('#executions tbody tr').first().locator('td').nth(3).textContent()) ?? '', /^\d+ ms$/);
     assert.ok((await page.locator('[data-section="due"] tr[data-type="card_status"]').count()) === 1, 'due time of card_status');

@@ -12,7 +12,13 @@ import type { CardLookup } from '../../src/dashboard/cardLookup.js';
 test('dashboard routes: public page, token-protected data, card search, history', async () => {
   const api = await createApiStack('dash-routes');
   try {
-    const { carrier, cards } = await seedAccount(api.stack, { name: 'dr1', qps: { main: 5 }, typeGroups: { card_status: 'main' }, cards: 3, intervalsSec: { card_status: 60 } });
+    const { carrier, cards } = await seedAccount(api.stack, {
+      name: 'dr1',
+      qps: { main: 5 },
+      typeGroups: { card_status: 'main' },
+      cards: 3,
+      intervalsSec: { card_status: 60 },
+    });
     const card = cards[1]!;
 
     // The page and its modules load without a token; `/` leads to it.
@@ -57,13 +63,21 @@ test('dashboard routes: public page, token-protected data, card search, history'
     assert.equal((await api.call('GET', '/dashboard/api/cards/lookup?q=')).status, 400);
 
     // History: the first request starts sampling with an immediate round of the real status.
-    const history = await waitFor('a first status sample', async () => {
-      const answer = await api.call<History>('GET', '/dashboard/api/history');
-      return (answer.body.carriers[carrier.id]?.length ?? 0) > 0 ? answer.body : undefined;
-    }, 10_000, 100);
+    const history = await waitFor(
+      'a first status sample',
+      async () => {
+        const answer = await api.call<History>('GET', '/dashboard/api/history');
+        return (answer.body.carriers[carrier.id]?.length ?? 0) > 0 ? answer.body : undefined;
+      },
+      10_000,
+      100,
+    );
     assert.equal(history.windowMs, 15 * 60_000);
     const [first] = history.carriers[carrier.id]!;
-    assert.deepEqual(first!.groups.map((group) => [group.name, group.configured]), [['main', 5]]);
+    assert.deepEqual(
+      first!.groups.map((group) => [group.name, group.configured]),
+      [['main', 5]],
+    );
     // Three polled cards wait in the normal lane: the sample carries the status' lanes.
     assert.equal(first!.normal, 3);
     const later = await api.call<History>('GET', `/dashboard/api/history?since=${first!.t}`);

@@ -40,8 +40,14 @@ test('ring keeps the newest samples in order and filters by time', () => {
   const ring = new SampleRing(3);
   assert.deepEqual(ring.since(), []);
   for (const t of [10, 20, 30, 40, 50]) ring.push(sample(t));
-  assert.deepEqual(ring.since().map((s) => s.t), [30, 40, 50]);
-  assert.deepEqual(ring.since(30).map((s) => s.t), [40, 50]);
+  assert.deepEqual(
+    ring.since().map((s) => s.t),
+    [30, 40, 50],
+  );
+  assert.deepEqual(
+    ring.since(30).map((s) => s.t),
+    [40, 50],
+  );
   assert.deepEqual(ring.since(50), []);
   assert.throws(() => new SampleRing(0), RangeError);
 });
@@ -59,16 +65,31 @@ test('each round samples every account; history answers the window and what is n
   assert.equal(history.windowMs, 15_000);
   assert.deepEqual(Object.keys(history.carriers).sort(), ['1', '2']);
   // Rounds at +0 … +20 s; now is +25 s: the 15 s window keeps +15 s and +20 s (the ring holds 3).
-  assert.deepEqual(history.carriers['1']!.map((s) => s.t - 1_000_000), [15_000, 20_000]);
-  assert.deepEqual(history.carriers['2']!.map((s) => s.callsPerSec), [2, 2]);
-  assert.deepEqual(sampler.history(1_000_000 + 15_000).carriers['1']!.map((s) => s.t - 1_000_000), [20_000]);
+  assert.deepEqual(
+    history.carriers['1']!.map((s) => s.t - 1_000_000),
+    [15_000, 20_000],
+  );
+  assert.deepEqual(
+    history.carriers['2']!.map((s) => s.callsPerSec),
+    [2, 2],
+  );
+  assert.deepEqual(
+    sampler.history(1_000_000 + 15_000).carriers['1']!.map((s) => s.t - 1_000_000),
+    [20_000],
+  );
 });
 
 test('a failing account keeps its old samples and does not stop the others; a removed account is dropped', async () => {
   let now = 0;
   const source = fakeSource();
   const errors: (string | undefined)[] = [];
-  const sampler = new StatusSampler(source, { everyMs: 1000, windowMs: 60_000, idleAfterMs: 60_000, now: () => now, onError: (_error, carrierId) => errors.push(carrierId) });
+  const sampler = new StatusSampler(source, {
+    everyMs: 1000,
+    windowMs: 60_000,
+    idleAfterMs: 60_000,
+    now: () => now,
+    onError: (_error, carrierId) => errors.push(carrierId),
+  });
   await sampler.tick();
   now = 1000;
   source.failing.add('1');

@@ -22,7 +22,10 @@ test('failure alert: opens at the threshold, one open per (card, type) under ret
   assert.equal(opened.opened, true);
   assert.equal(opened.alert?.status, 'open');
   const retried = await Promise.all([recordFailure(db.pool, { ...failure, failCount: 3 }), recordFailure(db.pool, { ...failure, failCount: 4 })]);
-  assert.deepEqual(retried.map((r) => r.opened), [false, false]);
+  assert.deepEqual(
+    retried.map((r) => r.opened),
+    [false, false],
+  );
   assert.equal(retried[1].alert?.id, opened.alert?.id);
   let alerts = await listFailureAlerts(db.pool, { cardId: card!.id });
   assert.equal(alerts.length, 1);
@@ -34,14 +37,23 @@ test('failure alert: opens at the threshold, one open per (card, type) under ret
   assert.equal((await recordFailure(db.pool, { ...failure, failCount: 3 })).opened, true);
   alerts = await listFailureAlerts(db.pool, { cardId: card!.id });
   assert.deepEqual(alerts.map((a) => a.status).sort(), ['open', 'recovered']);
-  assert.equal(await recoverFailures(db.pool, [{ cardId: card!.id, type: 'card_status' }, { cardId: card!.id, type: 'carddata' }]), 1);
+  assert.equal(
+    await recoverFailures(db.pool, [
+      { cardId: card!.id, type: 'card_status' },
+      { cardId: card!.id, type: 'carddata' },
+    ]),
+    1,
+  );
   const acked = await ackFailureAlert(db.pool, alerts[0]!.id, 'ops');
   assert.ok(acked.ackedAt);
 });
 
 test('account alert: more than N opened within W raises one open account alert', async () => {
   const carrier = await makeCarrier(db.pool);
-  const cards = await insertCards(db.pool, [1, 2, 3, 4].map((n) => normaliseCard({ iccid: iccid(100 + n), carrierId: carrier.id })));
+  const cards = await insertCards(
+    db.pool,
+    [1, 2, 3, 4].map((n) => normaliseCard({ iccid: iccid(100 + n), carrierId: carrier.id })),
+  );
   const now = new Date();
   const results = [];
   for (const card of cards) {
@@ -59,7 +71,10 @@ test('account alert: more than N opened within W raises one open account alert',
       }),
     );
   }
-  assert.deepEqual(results.map((r) => r.accountAlert !== null), [false, false, true, true]);
+  assert.deepEqual(
+    results.map((r) => r.accountAlert !== null),
+    [false, false, true, true],
+  );
   assert.equal(results[2]!.accountAlert?.id, results[3]!.accountAlert?.id, 'one open account alert, refreshed');
   assert.equal(results[3]!.accountAlert?.alertCount, 4);
   const open = await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true });
@@ -79,6 +94,13 @@ test('failure alert: first_failed_at is the start of the streak', async () => {
   const carrier = await makeCarrier(db.pool);
   const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(20), carrierId: carrier.id })]);
   const firstFailedAt = new Date(Date.now() - 90_000);
-  const opened = await recordFailure(db.pool, { cardId: card!.id, carrierId: carrier.id, type: 'card_status', failCount: 3, firstFailedAt, error: 'transient|timeout' });
+  const opened = await recordFailure(db.pool, {
+    cardId: card!.id,
+    carrierId: carrier.id,
+    type: 'card_status',
+    failCount: 3,
+    firstFailedAt,
+    error: 'transient|timeout',
+  });
   assert.equal(opened.alert?.firstFailedAt?.getTime(), firstFailedAt.getTime());
 });

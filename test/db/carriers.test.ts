@@ -51,9 +51,10 @@ test('carrier: bad input names the field and writes nothing', async () => {
   await makeCarrier(db.pool, 'dup');
   await assert.rejects(makeCarrier(db.pool, 'dup'), isDomain('conflict', 'name'));
   assert.equal((await listCarriers(db.pool)).length, before + 1);
-  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM rate_limit_group g JOIN carrier_account a ON a.id = g.carrier_id WHERE a.name = ANY($1)', [
-    ['neg', 'timeouts'],
-  ]);
+  const { rows } = await db.pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM rate_limit_group g JOIN carrier_account a ON a.id = g.carrier_id WHERE a.name = ANY($1)',
+    [['neg', 'timeouts']],
+  );
   assert.equal(rows[0]!.n, 0);
   await assert.rejects(getCarrier(db.pool, '999999'), isDomain('not_found', 'carrierId'));
 });

@@ -65,10 +65,13 @@ test('lifecycle: bad input is a typed error naming the field, nothing written', 
     { iccid: iccid(4), carrierId: '999999' },
   ]);
   assert.equal(batch.created.length, 1);
-  assert.deepEqual(batch.rejected.map((r) => [r.row, r.code, r.field]), [
-    [1, 'conflict', 'iccid'],
-    [2, 'not_found', 'carrierId'],
-  ]);
+  assert.deepEqual(
+    batch.rejected.map((r) => [r.row, r.code, r.field]),
+    [
+      [1, 'conflict', 'iccid'],
+      [2, 'not_found', 'carrierId'],
+    ],
+  );
 });
 
 test('lifecycle: polling disabled / enabled, status change, carrier change, delete', async () => {
@@ -102,7 +105,10 @@ test('lifecycle: disabling a device takes its non-standalone cards out; standalo
   assert.equal(bound.standalone, false);
   assert.equal(bound.deviceId, device.id);
   const affected = await service.setDevicePolling(device.id, false);
-  assert.deepEqual(affected.map((card) => [card.id, card.polled]), [[bound.id, false]]);
+  assert.deepEqual(
+    affected.map((card) => [card.id, card.polled]),
+    [[bound.id, false]],
+  );
   assert.equal(await store.laneOf(carrier.id, bound.id), null);
   assert.equal(await store.laneOf(carrier.id, standalone.id), 'normal');
   // Re-enabling the card's own switch does not bypass the device switch.
@@ -128,10 +134,12 @@ test('lifecycle: legacy mode changes PostgreSQL only', async () => {
 /** Counts store calls: each upsertMany / removeMany is one pipeline. */
 function countingStore(inner: CarrierQueueStore): { store: LifecycleStore; calls: () => number } {
   let calls = 0;
-  const count = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => (...args: A): Promise<R> => {
-    calls += 1;
-    return fn(...args);
-  };
+  const count =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      calls += 1;
+      return fn(...args);
+    };
   return {
     store: {
       upsert: count(inner.upsert.bind(inner)),

@@ -14,10 +14,15 @@ after(() => db.close());
 test('migrations: running again applies nothing and the schema has the key constraints', async () => {
   const again = await migrate(db.pool, db.schema);
   assert.deepEqual(again.applied, []);
-  const { rows } = await db.pool.query<{ indexname: string }>(
-    `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2) ORDER BY 1`,
-    [db.schema, ['polling_failure_alert_open_key', 'polling_priority_item_active_card_key', 'card_observation_observation_id_observed_at_key', 'device_sim_binding_active_card_key']],
-  );
+  const { rows } = await db.pool.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = ANY($2) ORDER BY 1`, [
+    db.schema,
+    [
+      'polling_failure_alert_open_key',
+      'polling_priority_item_active_card_key',
+      'card_observation_observation_id_observed_at_key',
+      'device_sim_binding_active_card_key',
+    ],
+  ]);
   assert.equal(rows.length, 4);
   const part = await db.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace s ON s.oid = p.relnamespace

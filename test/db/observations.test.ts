@@ -52,14 +52,24 @@ test('observations: partitions are created ahead and rows land outside them in t
 test('executions: one row per run, idempotent on (workflowId, runId), listed newest first', async () => {
   const carrier = await makeCarrier(db.pool);
   const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(2), carrierId: carrier.id })]);
-  const run = { cardId: card!.id, carrierId: carrier.id, types: ['card_status', 'carddata'] as const, outcome: 'success' as const, gatewayMs: 120, workflowId: `card-${card!.id}` };
+  const run = {
+    cardId: card!.id,
+    carrierId: carrier.id,
+    types: ['card_status', 'carddata'] as const,
+    outcome: 'success' as const,
+    gatewayMs: 120,
+    workflowId: `card-${card!.id}`,
+  };
   const id1 = await recordExecution(db.pool, { ...run, types: [...run.types], startedAt: new Date(1000), runId: 'r1' });
   const again = await recordExecution(db.pool, { ...run, types: [...run.types], startedAt: new Date(1000), runId: 'r1' });
   await recordExecution(db.pool, { ...run, types: ['realname'], outcome: 'failed', startedAt: new Date(2000), runId: 'r2' });
   assert.equal(again, id1);
   const executions = await listExecutions(db.pool, card!.id);
-  assert.deepEqual(executions.map((e) => [e.runId, e.outcome, e.types]), [
-    ['r2', 'failed', ['realname']],
-    ['r1', 'success', ['card_status', 'carddata']],
-  ]);
+  assert.deepEqual(
+    executions.map((e) => [e.runId, e.outcome, e.types]),
+    [
+      ['r2', 'failed', ['realname']],
+      ['r1', 'success', ['card_status', 'carddata']],
+    ],
+  );
 });

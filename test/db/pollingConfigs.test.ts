@@ -29,12 +29,17 @@ test('polling config: merged intervals per type from the highest-priority enable
 });
 
 test('polling config: interval below the minimum, bad match and duplicate name are typed errors', async () => {
-  const check = (code: DomainError['code'], field: string) => (error: unknown) =>
-    error instanceof DomainError && error.code === code && error.field === field;
+  const check = (code: DomainError['code'], field: string) => (error: unknown) => error instanceof DomainError && error.code === code && error.field === field;
   await assert.rejects(createPollingConfig(db.pool, { name: 'fast', intervalsSec: { card_status: 0 } }), check('invalid', 'intervalsSec.card_status'));
-  await assert.rejects(createPollingConfig(db.pool, { name: 'fast2', intervalsSec: { carddata: 30 } }, { minIntervalSec: 60 }), check('invalid', 'intervalsSec.carddata'));
+  await assert.rejects(
+    createPollingConfig(db.pool, { name: 'fast2', intervalsSec: { carddata: 30 } }, { minIntervalSec: 60 }),
+    check('invalid', 'intervalsSec.carddata'),
+  );
   await assert.rejects(createPollingConfig(db.pool, { name: 'typo', intervalsSec: { cardstatus: 60 } as never }), check('invalid', 'intervalsSec.cardstatus'));
-  await assert.rejects(createPollingConfig(db.pool, { name: 'm', match: { cardStatus: 'gone' } as never, intervalsSec: {} }), check('invalid', 'match.cardStatus'));
+  await assert.rejects(
+    createPollingConfig(db.pool, { name: 'm', match: { cardStatus: 'gone' } as never, intervalsSec: {} }),
+    check('invalid', 'match.cardStatus'),
+  );
   await createPollingConfig(db.pool, { name: 'same', intervalsSec: { package: 60 } });
   await assert.rejects(createPollingConfig(db.pool, { name: 'same', intervalsSec: { package: 60 } }), check('conflict', 'name'));
 });

@@ -14,7 +14,10 @@ let cardIds: string[];
 before(async () => {
   db = await createTestDb('priority');
   const carrier = await makeCarrier(db.pool);
-  const cards = await insertCards(db.pool, [1, 2, 3, 4, 5].map((n) => normaliseCard({ iccid: iccid(200 + n), carrierId: carrier.id })));
+  const cards = await insertCards(
+    db.pool,
+    [1, 2, 3, 4, 5].map((n) => normaliseCard({ iccid: iccid(200 + n), carrierId: carrier.id })),
+  );
   cardIds = cards.map((card) => card.id);
 });
 after(() => db.close());
@@ -38,7 +41,10 @@ test('priority item: create-or-merge unions types, counts triggers, keeps who an
   assert.equal(item.firstActor, 'alice');
   assert.equal(item.firstSource, 'api');
   const audit = await listAudit(db.pool, 'polling_priority_item', item.id);
-  assert.deepEqual(audit.map((a) => a.action), ['created', 'merged', 'merged']);
+  assert.deepEqual(
+    audit.map((a) => a.action),
+    ['created', 'merged', 'merged'],
+  );
   assert.equal(audit[0]!.before, null);
   assert.equal((audit[1]!.before as PriorityItem).triggerCount, 1);
   assert.equal((audit[1]!.after as PriorityItem).triggerCount, 2);
@@ -65,11 +71,14 @@ test('priority item: pending → processing → completed, each transition audit
   assert.equal(done?.result, 'success');
   assert.equal(await findActivePriorityItem(db.pool, cardId), null);
   const audit = await listAudit(db.pool, 'polling_priority_item', item.id);
-  assert.deepEqual(audit.map((a) => [a.action, snapshot(a.before)?.status ?? null, snapshot(a.after).status]), [
-    ['created', null, 'pending'],
-    ['claimed', 'pending', 'processing'],
-    ['completed', 'processing', 'completed'],
-  ]);
+  assert.deepEqual(
+    audit.map((a) => [a.action, snapshot(a.before)?.status ?? null, snapshot(a.after).status]),
+    [
+      ['created', null, 'pending'],
+      ['claimed', 'pending', 'processing'],
+      ['completed', 'processing', 'completed'],
+    ],
+  );
   // A new trigger after completion opens a new active item.
   const next = await requestPriorityItem(db.pool, { cardId, types: ['carddata'], actor: 'ops', source: 'api' });
   assert.notEqual(next.item.id, item.id);

@@ -172,7 +172,10 @@ test('rebuild beside live lifecycle traffic: cards enabled, moved in or created 
     },
   };
 
-  const result = await rebuild({ pool: db.pool, redis: redis.redis, store: racing, namespace: redis.namespace }, { carrierId: home.id, batchSize: 40, now: () => NOW });
+  const result = await rebuild(
+    { pool: db.pool, redis: redis.redis, store: racing, namespace: redis.namespace },
+    { carrierId: home.id, batchSize: 40, now: () => NOW },
+  );
   assert.ok(batches >= 3, `${batches} batches`);
   const lanes = async (card: ScopedCard | undefined): Promise<string[]> => {
     const found: string[] = [];
@@ -202,7 +205,12 @@ test('rebuild beside live lifecycle traffic: cards enabled, moved in or created 
     },
   );
   // Every card PostgreSQL polls under the account is in one of its lanes, nothing else is.
-  const polledNow = (await findCards(db.pool, [...created, createdDuring!].map((card) => card.id))).filter((card) => card.carrierId === home.id && card.polled);
+  const polledNow = (
+    await findCards(
+      db.pool,
+      [...created, createdDuring!].map((card) => card.id),
+    )
+  ).filter((card) => card.carrierId === home.id && card.polled);
   const inLanes = new Set<string>();
   for await (const members of laneMembers(redis.redis, redis.namespace, home.id)) members.forEach((id) => inLanes.add(id));
   assert.deepEqual([...inLanes].sort(), polledNow.map((card) => card.id).sort());

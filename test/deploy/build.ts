@@ -38,6 +38,8 @@ export function runEntry(script: string, env: Record<string, string>): EntryProc
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, output: () => output, exited };
 }

@@ -41,9 +41,14 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
   const build = buildInto('deploy');
   t.after(() => build.remove());
   const compose = readCompose();
-  const entries = [...appServices(compose).map(([, service]) => nodeEntry(service.command)), nodeEntry(dockerfileCmd(readDockerfile())), 'dist/src/cli/main.js'];
+  const entries = [
+    ...appServices(compose).map(([, service]) => nodeEntry(service.command)),
+    nodeEntry(dockerfileCmd(readDockerfile())),
+    'dist/src/cli/main.js',
+  ];
   for (const entry of entries) assert.ok(existsSync(build.resolve(entry)), `${entry} is in the build output`);
-  for (const asset of ['dist/workflow-bundle.js', 'dist/lua/claim.lua', 'dist/migrations']) assert.ok(existsSync(build.resolve(asset)), `${asset} is in the build output`);
+  for (const asset of ['dist/workflow-bundle.js', 'dist/lua/claim.lua', 'dist/migrations'])
+    assert.ok(existsSync(build.resolve(asset)), `${asset} is in the build output`);
 
   const stack = await createStack('deploy-built');
   let worker: EntryProcess | undefined;
@@ -54,7 +59,13 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
     assert.deepEqual(await migrate.exited, { code: 0, signal: null }, migrate.output());
     assert.match(migrate.output(), /nothing to apply/);
 
-    const account = await seedAccount(stack, { name: 'dep1', qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: 4, intervalsSec: { card_status: 3 } });
+    const account = await seedAccount(stack, {
+      name: 'dep1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 4,
+      intervalsSec: { card_status: 3 },
+    });
     const running = runEntry(build.resolve('dist/src/workers/all.js'), env);
     worker = running;
     const ready = await waitFor(
@@ -111,7 +122,10 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
       assert.equal(typeof line.token, 'string');
       assert.equal(line.workflowId, `${stack.config.WORKFLOW_ID_PREFIX}card-${String(line.cardId)}`);
     }
-    assert.ok(lines.some((line) => line.sdkComponent === 'core'), 'core (Rust) logs are forwarded into the same stream');
+    assert.ok(
+      lines.some((line) => line.sdkComponent === 'core'),
+      'core (Rust) logs are forwarded into the same stream',
+    );
 
     const exit = await stop(running);
     assert.deepEqual(exit, { code: 0, signal: null }, running.output().slice(-2000));

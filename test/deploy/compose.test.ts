@@ -24,7 +24,10 @@ function sourceOf(distEntry: string): string {
 }
 
 function buildIncludes(): string[] {
-  const tsconfig = JSON.parse(readFileSync(new URL('tsconfig.build.json', ROOT), 'utf8')) as { include: string[]; compilerOptions: { outDir: string; rootDir: string } };
+  const tsconfig = JSON.parse(readFileSync(new URL('tsconfig.build.json', ROOT), 'utf8')) as {
+    include: string[];
+    compilerOptions: { outDir: string; rootDir: string };
+  };
   assert.equal(tsconfig.compilerOptions.outDir, 'dist');
   assert.equal(tsconfig.compilerOptions.rootDir, '.');
   return tsconfig.include;
@@ -50,7 +53,8 @@ test('compose runs every service the system needs, in order, with health checks'
   for (const name of ['postgres', 'redis', 'temporal', 'migrate', 'api', 'simulator', ...Object.keys(WORKER_SERVICES)]) {
     assert.ok(compose.services[name], `service ${name} is missing`);
   }
-  for (const [name, entry] of Object.entries(WORKER_SERVICES)) assert.equal(nodeEntry(compose.services[name]?.command), entry, `${name} runs one task queue's worker`);
+  for (const [name, entry] of Object.entries(WORKER_SERVICES))
+    assert.equal(nodeEntry(compose.services[name]?.command), entry, `${name} runs one task queue's worker`);
   assert.equal(nodeEntry(compose.services.migrate?.command), 'dist/scripts/migrate.js');
   assert.equal(nodeEntry(compose.services.api?.command), 'dist/src/api/main.js');
   assert.equal(nodeEntry(compose.services.simulator?.command), 'dist/src/simulator/main.js');
@@ -62,10 +66,16 @@ test('compose runs every service the system needs, in order, with health checks'
   assert.equal(flag('--appendonly'), 'yes', 'AOF keeps claims and due times across restarts');
 
   const temporal = compose.services.temporal;
-  assert.ok(temporal?.ports?.some((p) => p.endsWith(':8233')), 'Temporal publishes its Web UI');
+  assert.ok(
+    temporal?.ports?.some((p) => p.endsWith(':8233')),
+    'Temporal publishes its Web UI',
+  );
   const attributes = [temporal?.command ?? []].flat().filter((arg) => arg.startsWith('--search-attribute='));
   for (const attribute of ['CardId', 'CarrierId', 'CheckTypes', 'Outcome', 'ClaimedBy']) {
-    assert.ok(attributes.some((arg) => arg.startsWith(`--search-attribute=${attribute}=`)), `Temporal registers search attribute ${attribute}`);
+    assert.ok(
+      attributes.some((arg) => arg.startsWith(`--search-attribute=${attribute}=`)),
+      `Temporal registers search attribute ${attribute}`,
+    );
   }
 
   for (const [name, service] of Object.entries(compose.services)) {
@@ -123,6 +133,8 @@ test('the Dockerfile builds in one stage and runs from a slim stage as a non-roo
 });
 
 test('.dockerignore keeps machine-local and generated folders out of the build context', () => {
-  const ignored = readFileSync(new URL('.dockerignore', ROOT), 'utf8').split('\n').map((line) => line.trim());
+  const ignored = readFileSync(new URL('.dockerignore', ROOT), 'utf8')
+    .split('\n')
+    .map((line) => line.trim());
   for (const entry of ['node_modules', '.data', '.tools', 'dist', 'test-results', '.git']) assert.ok(ignored.includes(entry), `.dockerignore lists ${entry}`);
 });

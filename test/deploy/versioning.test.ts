@@ -29,7 +29,16 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
     const workers: Worker[] = (
       await Promise.all(
         WORKER_KINDS.map((kind) =>
-          createWorkers({ kind, config: stack.config, connection, deps: stack.deps, services: stack.services, workflowBundle, taskQueues: stack.taskQueues, deploymentVersion: { deploymentName, buildId } }),
+          createWorkers({
+            kind,
+            config: stack.config,
+            connection,
+            deps: stack.deps,
+            services: stack.services,
+            workflowBundle,
+            taskQueues: stack.taskQueues,
+            deploymentVersion: { deploymentName, buildId },
+          }),
         ),
       )
     ).flat();
@@ -48,10 +57,24 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
 
   /** The version is known to the server once its pollers have been seen: retried until then. */
   const makeCurrent = (buildId: string): Promise<true> =>
-    waitFor(`version ${buildId} to become current`, () => setCurrentDeploymentVersion(stack.client, { deploymentName, buildId }).then(() => true as const, () => undefined), 30_000, 500);
+    waitFor(
+      `version ${buildId} to become current`,
+      () =>
+        setCurrentDeploymentVersion(stack.client, { deploymentName, buildId }).then(
+          () => true as const,
+          () => undefined,
+        ),
+      30_000,
+      500,
+    );
 
   const cardRunsSince = async (since: Date): Promise<{ workflow_id: string; run_id: string }[]> =>
-    (await stack.db.pool.query<{ workflow_id: string; run_id: string }>('SELECT workflow_id, run_id FROM card_execution WHERE started_at > $1 ORDER BY started_at', [since])).rows;
+    (
+      await stack.db.pool.query<{ workflow_id: string; run_id: string }>(
+        'SELECT workflow_id, run_id FROM card_execution WHERE started_at > $1 ORDER BY started_at',
+        [since],
+      )
+    ).rows;
 
   const runningOnVersion = async (buildId: string): Promise<number> => {
     const query = `TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running" AND WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}"`;
@@ -59,7 +82,13 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
   };
 
   try {
-    const account = await seedAccount(stack, { name: 'ver1', qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: 3, intervalsSec: { card_status: 2 } });
+    const account = await seedAccount(stack, {
+      name: 'ver1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 3,
+      intervalsSec: { card_status: 2 },
+    });
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     const schedulerId = schedulerWorkflowId(account.carrier.id, ref.workflowIdPrefix);
     const controlId = pollingControlWorkflowId(ref.workflowIdPrefix);
@@ -100,10 +129,14 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
     await waitFor('version a to drain', async () => (await runningOnVersion('a')) === 0 || undefined, 30_000, 500);
     await a.stop();
     const afterStop = new Date();
-    await waitFor('every card checked again with only version b running', async () => {
-      const runs = await cardRunsSince(afterStop);
-      return new Set(runs.map((run) => run.workflow_id)).size === account.cards.length || undefined;
-    }, 60_000);
+    await waitFor(
+      'every card checked again with only version b running',
+      async () => {
+        const runs = await cardRunsSince(afterStop);
+        return new Set(runs.map((run) => run.workflow_id)).size === account.cards.length || undefined;
+      },
+      60_000,
+    );
   } finally {
     await stack.close();
     for (const handle of running) await handle.stop();

@@ -16,7 +16,20 @@ import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
 import { privatePostgres, privateRedis, privateTemporal, type PrivateService, type PrivateTemporal } from '../faults/privateServices.js';
 import { ensurePollingControl } from '../../src/polling/temporalControl.js';
 import { setIngestMode } from '../../src/db/systemConfig.js';
-import { killEntry, readInvariants, sleep, spawnEntry, startRelay, isRunning, waitUntilReady, writeTable, renderTable, type EntryProcess, type FaultRow, type Relay } from './harness.js';
+import {
+  killEntry,
+  readInvariants,
+  sleep,
+  spawnEntry,
+  startRelay,
+  isRunning,
+  waitUntilReady,
+  writeTable,
+  renderTable,
+  type EntryProcess,
+  type FaultRow,
+  type Relay,
+} from './harness.js';
 
 /** Ports of the suite's own services (the shared ones are 5433, 6379 and 7233). */
 const PG_PORT = 15433;
@@ -90,12 +103,25 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     });
     // Started before the control worker so its keeper reuses this run (short reconcile period:
     // a lost Redis is noticed and a failed scheduler replaced in seconds, not a minute).
-    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+    await ensurePollingControl(
+      { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+      { reconcileEveryMs: 2000 },
+    );
     await Promise.all(WORKER_KINDS.map((kind) => startWorker(kind)));
     const pool = stack.db.pool;
-    await waitFor('every card polled once', async () => Number((await pool.query<{ n: string }>("SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE outcome = 'success'")).rows[0]?.n) === CARDS, 90_000);
+    await waitFor(
+      'every card polled once',
+      async () =>
+        Number((await pool.query<{ n: string }>("SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE outcome = 'success'")).rows[0]?.n) ===
+        CARDS,
+      90_000,
+    );
     // Async ingest really writes: observations arrive through the ingest worker.
-    await waitFor('observations written by the ingest worker', async () => Number((await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_observation')).rows[0]?.n) > 0, 30_000);
+    await waitFor(
+      'observations written by the ingest worker',
+      async () => Number((await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_observation')).rows[0]?.n) > 0,
+      30_000,
+    );
   });
 
   after(async () => {
@@ -113,12 +139,17 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
   });
 
   async function successesSince(since: Date): Promise<number> {
-    const { rows: r } = await s().db.pool.query<{ n: string }>("SELECT count(*)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1", [since]);
+    const { rows: r } = await s().db.pool.query<{ n: string }>("SELECT count(*)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1", [
+      since,
+    ]);
     return Number(r[0]?.n);
   }
 
   async function cardsCheckedSince(since: Date): Promise<number> {
-    const { rows: r } = await s().db.pool.query<{ n: string }>("SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1", [since]);
+    const { rows: r } = await s().db.pool.query<{ n: string }>(
+      "SELECT count(DISTINCT card_id)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1",
+      [since],
+    );
     return Number(r[0]?.n);
   }
 
@@ -139,7 +170,12 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
 
   /** Polling resumed: a card run that started after the fault succeeded, and its observations reached PostgreSQL (async ingest). */
   async function resumed(backAt: Date, what: string): Promise<number> {
-    await waitFor(`a successful execution that started after ${what}, and new observations`, async () => (await successesSince(backAt)) > 0 && (await observationsSince(backAt)) > 0, RESUME_MS, 200);
+    await waitFor(
+      `a successful execution that started after ${what}, and new observations`,
+      async () => (await successesSince(backAt)) > 0 && (await observationsSince(backAt)) > 0,
+      RESUME_MS,
+      200,
+    );
     return (Date.now() - backAt.getTime()) / 1000;
   }
 
@@ -163,7 +199,14 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     // Items requested around the fault get the time to be served.
     await waitFor(
       'priority items served',
-      async () => Number((await s().db.pool.query<{ n: string }>("SELECT count(*)::text AS n FROM polling_priority_item WHERE status NOT IN ('completed', 'failed') AND next_run_at IS NULL")).rows[0]?.n) === 0,
+      async () =>
+        Number(
+          (
+            await s().db.pool.query<{ n: string }>(
+              "SELECT count(*)::text AS n FROM polling_priority_item WHERE status NOT IN ('completed', 'failed') AND next_run_at IS NULL",
+            )
+          ).rows[0]?.n,
+        ) === 0,
       15_000,
       500,
     ).catch(() => undefined);
@@ -172,8 +215,19 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     const newSim = [...inv.concurrentCards, ...inv.budgetProblems].filter((p) => !seenSimProblems.has(key(p)));
     for (const p of newSim) seenSimProblems.add(key(p));
     const lost = CARDS - checked + inv.laneProblems.length;
-    rows.push({ fault, recoverySec, cardsChecked: checked, cards: CARDS, lost, duplicates: inv.duplicates, notes: [...notes, ...newSim, ...inv.strandedItems.slice(0, 2)].join('; ') });
-    phase(t, `${fault}: recovery ${recoverySec === null ? 'none' : `${recoverySec.toFixed(1)} s`}, cards checked after ${checked}/${CARDS}, lanes ${inv.laneProblems.length === 0 ? 'ok' : inv.laneProblems.join(', ')}, duplicates ${inv.duplicates}`);
+    rows.push({
+      fault,
+      recoverySec,
+      cardsChecked: checked,
+      cards: CARDS,
+      lost,
+      duplicates: inv.duplicates,
+      notes: [...notes, ...newSim, ...inv.strandedItems.slice(0, 2)].join('; '),
+    });
+    phase(
+      t,
+      `${fault}: recovery ${recoverySec === null ? 'none' : `${recoverySec.toFixed(1)} s`}, cards checked after ${checked}/${CARDS}, lanes ${inv.laneProblems.length === 0 ? 'ok' : inv.laneProblems.join(', ')}, duplicates ${inv.duplicates}`,
+    );
     assert.notEqual(recoverySec, null, `polling did not resume within ${RESUME_MS / 1000} s after: ${fault}`);
     assert.equal(checked, CARDS, `only ${checked} of ${CARDS} cards were polled again after: ${fault}`);
     assert.deepEqual(inv.laneProblems, [], 'cards not in exactly one lane or running');
@@ -299,21 +353,32 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     phase(t, 'PostgreSQL started again');
     await requestChecks();
     const exited = WORKER_KINDS.filter((kind) => !isRunning(workers.get(kind) as EntryProcess));
-    await checkAfter(t, `PostgreSQL down ${PG_OUTAGE_MS / 1000} s`, backAt, exited.map((kind) => `${kind} worker exited`));
+    await checkAfter(
+      t,
+      `PostgreSQL down ${PG_OUTAGE_MS / 1000} s`,
+      backAt,
+      exited.map((kind) => `${kind} worker exited`),
+    );
     assert.deepEqual(exited, [], 'worker processes exited during the PostgreSQL outage');
     // Runs that waited for their records through the outage complete once the database is back,
     // none fails or times out, and every one that finished a check has its execution row.
     const cardRuns = `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}" AND StartTime > "${since.toISOString()}"`;
-    await waitFor('no card run still running from the outage', async () => {
-      for await (const run of s().client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running" AND StartTime < "${backAt.toISOString()}"` })) return run === undefined;
-      return true;
-    }, RESUME_MS);
+    await waitFor(
+      'no card run still running from the outage',
+      async () => {
+        for await (const run of s().client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running" AND StartTime < "${backAt.toISOString()}"` }))
+          return run === undefined;
+        return true;
+      },
+      RESUME_MS,
+    );
     const byStatus = new Map<string, number>();
     const finished: string[] = [];
     for await (const run of s().client.workflow.list({ query: cardRuns })) {
       byStatus.set(run.status.name, (byStatus.get(run.status.name) ?? 0) + 1);
       const outcome = run.searchAttributes.Outcome?.[0];
-      if (run.status.name === 'COMPLETED' && typeof outcome === 'string' && ['success', 'partial', 'failure', 'deferred'].includes(outcome)) finished.push(run.runId);
+      if (run.status.name === 'COMPLETED' && typeof outcome === 'string' && ['success', 'partial', 'failure', 'deferred'].includes(outcome))
+        finished.push(run.runId);
     }
     phase(t, `card runs since the outage began: ${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ')}; finished with records expected: ${finished.length}`);
     assert.equal(byStatus.get('FAILED') ?? 0, 0, 'card runs failed during the outage');

@@ -120,7 +120,10 @@ export function renderTable(rows: readonly FaultRow[]): string {
   const lines = [
     '| fault | recovery (s) | cards checked after | lost | duplicates | notes |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.fault} | ${r.recoverySec === null ? 'none' : r.recoverySec.toFixed(1)} | ${r.cardsChecked}/${r.cards} | ${r.lost} | ${r.duplicates} | ${r.notes.replace(/\|/g, '/')} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.fault} | ${r.recoverySec === null ? 'none' : r.recoverySec.toFixed(1)} | ${r.cardsChecked}/${r.cards} | ${r.lost} | ${r.duplicates} | ${r.notes.replace(/\|/g, '/')} |`,
+    ),
   ];
   return lines.join('\n');
 }
@@ -146,7 +149,13 @@ export interface Invariants {
 }
 
 /** Everything issue 12 asks to hold after a fault, read from Redis, PostgreSQL and the simulator. */
-export async function readInvariants(stack: Stack, carrierId: string, cardIds: readonly string[], gatewayAccount: string, qps: Record<string, number>): Promise<Invariants> {
+export async function readInvariants(
+  stack: Stack,
+  carrierId: string,
+  cardIds: readonly string[],
+  gatewayAccount: string,
+  qps: Record<string, number>,
+): Promise<Invariants> {
   const { redis, store } = stack.deps;
   const keys = store.keys(carrierId);
   const running = await redis.zrange(keys.running, 0, -1);
@@ -159,7 +168,9 @@ export async function readInvariants(stack: Stack, carrierId: string, cardIds: r
     else if (lanes === 0 && !isRunningCard) laneProblems.push(`card ${cardId} in no lane and not running`);
   }
   const pool = stack.db.pool;
-  const byId = await pool.query<{ k: string; n: string }>('SELECT observation_id AS k, count(*)::text AS n FROM card_observation GROUP BY observation_id HAVING count(*) > 1');
+  const byId = await pool.query<{ k: string; n: string }>(
+    'SELECT observation_id AS k, count(*)::text AS n FROM card_observation GROUP BY observation_id HAVING count(*) > 1',
+  );
   const byCard = await pool.query<{ k: string; n: string }>(
     "SELECT card_id || '/' || check_type || '/' || observed_at::text AS k, count(*)::text AS n FROM card_observation GROUP BY card_id, check_type, observed_at HAVING count(*) > 1",
   );

@@ -117,7 +117,11 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const pressure: IngestPressure = createIngestPressure(stream, ingestSettings(s().config).thresholds, { cacheMs: 0 });
     const executions = async (): Promise<number> => (await s().db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_execution')).rows[0]!.n;
     // Every card prepared (and so remembered by the card worker) and recorded through the async ingest.
-    await waitFor('every card recorded in async mode', async () => Number((await s().db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution')).rows[0]?.n) === CARDS, 60_000);
+    await waitFor(
+      'every card recorded in async mode',
+      async () => Number((await s().db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution')).rows[0]?.n) === CARDS,
+      60_000,
+    );
     await waitFor('a few more executions', async () => (await executions()) >= CARDS * 3, 60_000);
     phase(t, `steady: ${await executions()} executions recorded`);
 
@@ -127,7 +131,13 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const sampler = (async () => {
       while (sampling) {
         const state = await pressure.state();
-        samples.push({ at: Date.now(), backlogMetric: await gauge('cardpoller_ingest_backlog_records'), inflightLimit: await gauge('cardpoller_inflight_limit'), tightened: state.tightened, calls: gatewayCalls() });
+        samples.push({
+          at: Date.now(),
+          backlogMetric: await gauge('cardpoller_ingest_backlog_records'),
+          inflightLimit: await gauge('cardpoller_inflight_limit'),
+          tightened: state.tightened,
+          calls: gatewayCalls(),
+        });
         await sleep(500);
       }
     })();
@@ -153,7 +163,10 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const duesAtEnd = await statusDues();
     const backlogAtEnd = await stream.backlog();
     const restartedAt = new Date();
-    phase(t, `outage over: ${callsAtEnd - callsAtStop} gateway calls meanwhile, backlog ${backlogAtEnd.records} records (oldest ${Math.round(backlogAtEnd.oldestAgeMs / 1000)} s)`);
+    phase(
+      t,
+      `outage over: ${callsAtEnd - callsAtStop} gateway calls meanwhile, backlog ${backlogAtEnd.records} records (oldest ${Math.round(backlogAtEnd.oldestAgeMs / 1000)} s)`,
+    );
     await pg.start();
     const backAt = Date.now();
     phase(t, 'PostgreSQL started again');
@@ -172,30 +185,55 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const alert = await waitFor(
       'the ingest_backlog alert to be opened and resolved',
       async () => {
-        const { rows } = await s().db.pool.query<{ status: string; opened_at: Date; resolved_at: Date | null }>("SELECT status, opened_at, resolved_at FROM carrier_alert WHERE kind = 'ingest_backlog'");
+        const { rows } = await s().db.pool.query<{ status: string; opened_at: Date; resolved_at: Date | null }>(
+          "SELECT status, opened_at, resolved_at FROM carrier_alert WHERE kind = 'ingest_backlog'",
+        );
         return rows.length === 1 && rows[0]!.status === 'resolved' ? rows[0]! : undefined;
       },
       90_000,
       500,
     );
-    phase(t, `alert opened ${((alert.opened_at.getTime() - stoppedAt.getTime()) / 1000).toFixed(1)} s into the outage, resolved ${((alert.resolved_at!.getTime() - backAt) / 1000).toFixed(1)} s after PostgreSQL was back`);
-    assert.ok(alert.opened_at.getTime() >= stoppedAt.getTime() - 1000 && alert.opened_at.getTime() < backAt, 'opened when the backlog went over, during the outage');
+    phase(
+      t,
+      `alert opened ${((alert.opened_at.getTime() - stoppedAt.getTime()) / 1000).toFixed(1)} s into the outage, resolved ${((alert.resolved_at!.getTime() - backAt) / 1000).toFixed(1)} s after PostgreSQL was back`,
+    );
+    assert.ok(
+      alert.opened_at.getTime() >= stoppedAt.getTime() - 1000 && alert.opened_at.getTime() < backAt,
+      'opened when the backlog went over, during the outage',
+    );
     const during = samples.filter((x) => x.at >= stoppedAt.getTime() && x.at <= backAt);
     const minLimit = Math.min(...during.map((x) => x.inflightLimit));
-    await waitFor('claiming back to normal', async () => !(await pressure.state()).tightened && (await gauge('cardpoller_inflight_limit')) > minLimit, 60_000, 500);
+    await waitFor(
+      'claiming back to normal',
+      async () => !(await pressure.state()).tightened && (await gauge('cardpoller_inflight_limit')) > minLimit,
+      60_000,
+      500,
+    );
     await sleep(2000);
     await stopSampling();
 
     // The backlog metric rose past its threshold and fell back; claiming tightened (never to 0) and recovered.
     const lastSamples = samples.slice(-3);
     const peak = Math.max(...samples.map((x) => x.backlogMetric));
-    phase(t, `backlog metric peak ${peak}, now ${lastSamples.map((x) => x.backlogMetric).join('/')}; in-flight limit ${limitBefore} → min ${minLimit} → ${lastSamples.map((x) => x.inflightLimit).join('/')}`);
+    phase(
+      t,
+      `backlog metric peak ${peak}, now ${lastSamples.map((x) => x.backlogMetric).join('/')}; in-flight limit ${limitBefore} → min ${minLimit} → ${lastSamples.map((x) => x.inflightLimit).join('/')}`,
+    );
     assert.ok(peak > THRESHOLD_RECORDS, `the backlog metric never went over the threshold (peak ${peak})`);
-    assert.ok(lastSamples.every((x) => x.backlogMetric <= THRESHOLD_RECORDS / 2), 'the backlog metric fell back');
-    assert.ok(during.some((x) => x.tightened), 'claiming was never tightened');
+    assert.ok(
+      lastSamples.every((x) => x.backlogMetric <= THRESHOLD_RECORDS / 2),
+      'the backlog metric fell back',
+    );
+    assert.ok(
+      during.some((x) => x.tightened),
+      'claiming was never tightened',
+    );
     assert.ok(minLimit < limitBefore, `the in-flight limit never dropped below ${limitBefore}`);
     assert.ok(minLimit >= 1, 'claiming stopped altogether');
-    assert.ok(lastSamples.every((x) => !x.tightened && x.inflightLimit > minLimit), 'claiming recovered');
+    assert.ok(
+      lastSamples.every((x) => !x.tightened && x.inflightLimit > minLimit),
+      'claiming recovered',
+    );
 
     // A card taken out of polling in PostgreSQL alone (its Redis step lost, as when the lifecycle
     // event fell in the outage) leaves Redis at its next run, now that its row is read again.
@@ -222,7 +260,9 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
       30_000,
       1000,
     );
-    const { rows } = await s().db.pool.query<{ key: string; n: number }>("SELECT workflow_id || '/' || run_id AS key, count(*)::int AS n FROM card_execution GROUP BY 1");
+    const { rows } = await s().db.pool.query<{ key: string; n: number }>(
+      "SELECT workflow_id || '/' || run_id AS key, count(*)::int AS n FROM card_execution GROUP BY 1",
+    );
     const recorded = new Map(rows.map((r) => [r.key, r.n]));
     const missing = runs.filter((run) => !recorded.has(run));
     assert.deepEqual(missing, [], `${missing.length} of ${runs.length} finished runs have no execution row`);
@@ -240,11 +280,19 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
       [carrierId],
     );
     for (const card of perCard) assert.equal(card.observations, card.steps, `card ${card.card_id}: one observation per successful gateway step`);
-    const duringRows = (await s().db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_execution WHERE started_at >= $1 AND started_at < $2', [stoppedAt, restartedAt])).rows[0]!.n;
+    const duringRows = (
+      await s().db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_execution WHERE started_at >= $1 AND started_at < $2', [
+        stoppedAt,
+        restartedAt,
+      ])
+    ).rows[0]!.n;
     phase(t, `${runs.length} finished runs, each recorded exactly once; ${duringRows} of them started during the outage`);
     assert.ok(duringRows >= succeededDuring, 'the runs of the outage reached PostgreSQL');
     // The simulator saw no card executed twice at once.
     const world = s().simulator.world.stats(true);
-    assert.ok(Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1), 'a card ran twice at once');
+    assert.ok(
+      Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1),
+      'a card ran twice at once',
+    );
   });
 });

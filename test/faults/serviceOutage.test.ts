@@ -96,7 +96,11 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
     // at the next reconcile: keep that short so the test waits seconds, not a minute.
     await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
     const db = stack.db;
-    await waitFor('every card polled once', async () => Number((await db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution')).rows[0]?.n) === CARDS, 40_000);
+    await waitFor(
+      'every card polled once',
+      async () => Number((await db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution')).rows[0]?.n) === CARDS,
+      40_000,
+    );
   });
 
   after(async () => {
@@ -122,7 +126,10 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
 
   /** Successful executions that started after `since`: polling is running again. */
   async function successesSince(since: Date): Promise<number> {
-    const { rows } = await (stack as Stack).db.pool.query<{ n: string }>("SELECT count(*)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1", [since]);
+    const { rows } = await (stack as Stack).db.pool.query<{ n: string }>(
+      "SELECT count(*)::text AS n FROM card_execution WHERE outcome = 'success' AND started_at > $1",
+      [since],
+    );
     return Number(rows[0]?.n);
   }
 
@@ -138,7 +145,9 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
   function assertSurvived(what: string, crashesBefore: number): void {
     const problems = [
       ...crashes.slice(crashesBefore).map((crash) => `test process: ${crash}`),
-      ...entries.filter((entry) => !isRunning(entry)).map((entry) => `${entry.name} process exited (${String(entry.child.exitCode ?? entry.child.signalCode)}):\n${entry.output().slice(0, 2500)}`),
+      ...entries
+        .filter((entry) => !isRunning(entry))
+        .map((entry) => `${entry.name} process exited (${String(entry.child.exitCode ?? entry.child.signalCode)}):\n${entry.output().slice(0, 2500)}`),
     ];
     assert.deepEqual(problems, [], `a process did not survive the ${what} outage`);
   }
@@ -173,7 +182,10 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
     assert.equal((await health()).status, 200);
     // The live line reported the outage as an error line and prints its figures again after it.
     const during = liveLines.slice(liveBefore, liveBack);
-    assert.ok(during.some((line) => !isLiveFigures(line)), `the live line printed no error during the outage:\n${during.join('\n')}`);
+    assert.ok(
+      during.some((line) => !isLiveFigures(line)),
+      `the live line printed no error during the outage:\n${during.join('\n')}`,
+    );
     await waitFor('the live line to print its figures again', async () => liveLines.slice(liveBack).some(isLiveFigures), 12_000);
     assertSurvived('PostgreSQL', crashesBefore);
   });
@@ -204,7 +216,10 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
       const reported = redisErrorLines(output);
       phase(t, `${entry.name} logged ${reported.length} Redis connection error line(s)`);
       assert.ok(reported.length >= 1, `the ${entry.name} process did not log the Redis outage:\n${output.slice(-3000)}`);
-      assert.ok(reported.length <= 3, `the ${entry.name} process logged ${reported.length} Redis error lines in a ${OUTAGE_MS / 1000} s outage:\n${reported.join('\n')}`);
+      assert.ok(
+        reported.length <= 3,
+        `the ${entry.name} process logged ${reported.length} Redis error lines in a ${OUTAGE_MS / 1000} s outage:\n${reported.join('\n')}`,
+      );
     });
   });
 });

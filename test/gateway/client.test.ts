@@ -97,7 +97,10 @@ describe('gateway client against the simulator', () => {
       const before = Date.now();
       const holder = single.check('card_status', { account: 'a-held', iccid: ICCID }, { onSend: (at) => (sentAt = at) });
       // Queued behind the holder's socket for ~400 ms, but its slot ends in 50 ms.
-      await assert.rejects(single.check('card_status', { account: 'a1', iccid: late }, { sendBy: Date.now() + 50 }), isClass('transient', 'send_window_missed'));
+      await assert.rejects(
+        single.check('card_status', { account: 'a1', iccid: late }, { sendBy: Date.now() + 50 }),
+        isClass('transient', 'send_window_missed'),
+      );
       const held = await holder;
       assert.ok(sentAt >= before && sentAt <= before + 100, `sent ${sentAt - before} ms after the call`);
       assert.equal(held.sentAtMs, sentAt);
@@ -137,7 +140,10 @@ describe('gateway client against the simulator', () => {
       const iccids = Array.from({ length: 20 }, (_, i) => `8986000000000000${String(1000 + i)}`);
       const a = await Promise.all(iccids.map((iccid) => client.check('realname', { account: 'seed', iccid })));
       const b = await Promise.all(iccids.map((iccid) => otherClient.check('realname', { account: 'seed', iccid })));
-      assert.deepEqual(a.map((r) => r.observation), b.map((r) => r.observation));
+      assert.deepEqual(
+        a.map((r) => r.observation),
+        b.map((r) => r.observation),
+      );
       const groups = (await simStats(other.url)).accounts['seed']?.groups['default'];
       assert.deepEqual({ calls: groups?.calls, rejected: groups?.rejected, maxPerSecond: groups?.maxPerSecond }, { calls: 20, rejected: 0, maxPerSecond: 20 });
     } finally {
@@ -166,15 +172,20 @@ describe('gateway client against odd servers', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const answer = (status: number, body: string, headers: Record<string, string> = {}) => (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers });
-    res.end(body);
-  };
+  const answer =
+    (status: number, body: string, headers: Record<string, string> = {}) =>
+    (_req: http.IncomingMessage, res: http.ServerResponse) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(body);
+    };
 
   test('status codes without a contract body map by status; retry-after header is read', async () => {
     const client = new GatewayClient({ baseUrl: url });
     reply = answer(429, '', { 'retry-after': '2' });
-    await assert.rejects(client.check('card_status', { account: 'x', iccid: ICCID }), (e) => isClass('rate_limited', 'http_status')(e) && (e as GatewayError).retryAfterMs === 2000);
+    await assert.rejects(
+      client.check('card_status', { account: 'x', iccid: ICCID }),
+      (e) => isClass('rate_limited', 'http_status')(e) && (e as GatewayError).retryAfterMs === 2000,
+    );
     reply = answer(502, 'Bad gateway');
     await assert.rejects(client.check('card_status', { account: 'x', iccid: ICCID }), isClass('transient', 'http_status'));
     reply = answer(404, 'nope');
@@ -188,7 +199,14 @@ describe('gateway client against odd servers', () => {
 
   test('2xx bodies that break the contract are invalid_response', async () => {
     const client = new GatewayClient({ baseUrl: url, maxResponseBytes: 1024 });
-    const valid = { type: 'card_status', account: 'x', iccid: ICCID, collectionId: 'c1', observedAt: new Date().toISOString(), observation: { network: 'online', status: 'active' } };
+    const valid = {
+      type: 'card_status',
+      account: 'x',
+      iccid: ICCID,
+      collectionId: 'c1',
+      observedAt: new Date().toISOString(),
+      observation: { network: 'online', status: 'active' },
+    };
     reply = answer(200, JSON.stringify(valid));
     assert.equal((await client.check('card_status', { account: 'x', iccid: ICCID })).collectionId, 'c1');
     for (const body of [

@@ -199,7 +199,7 @@ describe('rate limiter wait mode (Redis clock)', () => {
     assert.equal(await l.effectiveRate('w3', 'g'), 1);
   });
 
-  test('a cancelled wait rejects with the caller\'s reason', async () => {
+  test("a cancelled wait rejects with the caller's reason", async () => {
     const l = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 1 });
     assert.equal((await l.acquire('w2', 'g', { deadline: Date.now() + 100 })).outcome, 'granted');
     const controller = new AbortController();
@@ -228,22 +228,22 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     await configureAccount(sim.url, account, { groups: { g: qps }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 20, p99: 80 } });
     const fixture = fileURLToPath(new URL('./fixtures/limiterCaller.ts', import.meta.url));
     const children = [0, 1, 2, 3].map((processIndex) => {
-        const input: CallerInput = {
-          redisUrl: loadConfig().REDIS_URL,
-          namespace: t.namespace,
-          carrierId: 'multi',
-          group: 'g',
-          qps,
-          simUrl: sim.url,
-          account,
-          processIndex,
-          concurrency: 50,
-          durationMs,
-          maxWaitMs: 1500,
-          redueMs: 1000,
-        };
-        return spawnCaller(fixture, input);
-      });
+      const input: CallerInput = {
+        redisUrl: loadConfig().REDIS_URL,
+        namespace: t.namespace,
+        carrierId: 'multi',
+        group: 'g',
+        qps,
+        simUrl: sim.url,
+        account,
+        processIndex,
+        concurrency: 50,
+        durationMs,
+        maxWaitMs: 1500,
+        redueMs: 1000,
+      };
+      return spawnCaller(fixture, input);
+    });
     await Promise.all(children.map((child) => child.ready));
     // A common start shortly ahead, so no process starts with a head start over the others.
     const startAt = Date.now() + 200;
@@ -268,7 +268,19 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     const meanWindowMs = spacings.reduce((a, b) => a + b, 0) / spacings.length;
     const utilisation = 1000 / medianWindowMs;
     const meanUtilisation = 1000 / meanWindowMs;
-    const report = { maxPerSecond: stats.maxPerSecond, calls: stats.calls, rejected: stats.rejected, ok, errors, deferred, medianWindowMs, meanWindowMs: Math.round(meanWindowMs), utilisation, meanUtilisation, limiters: outputs.map((o) => o.limiter) };
+    const report = {
+      maxPerSecond: stats.maxPerSecond,
+      calls: stats.calls,
+      rejected: stats.rejected,
+      ok,
+      errors,
+      deferred,
+      medianWindowMs,
+      meanWindowMs: Math.round(meanWindowMs),
+      utilisation,
+      meanUtilisation,
+      limiters: outputs.map((o) => o.limiter),
+    };
     process.stdout.write(`# multi-process limiter: ${JSON.stringify(report)}\n`);
     for (const o of outputs) assert.ok(o.runMs >= durationMs, `process ${o.processIndex} stopped after ${o.runMs} ms`);
     assert.ok(stats.maxPerSecond <= qps, `simulator saw ${stats.maxPerSecond} calls in one second`);
@@ -291,7 +303,15 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     const call = (account: string, index: number): ReturnType<typeof callThroughLimiter<'card_status'>> =>
       callThroughLimiter(
         { client, limiter },
-        { carrierId: 'queued', group: 'g', type: 'card_status', account, iccid: `89862000${String(index).padStart(12, '0')}`, deadline: Date.now() + 8000, callReserveMs: 3000 },
+        {
+          carrierId: 'queued',
+          group: 'g',
+          type: 'card_status',
+          account,
+          iccid: `89862000${String(index).padStart(12, '0')}`,
+          deadline: Date.now() + 8000,
+          callReserveMs: 3000,
+        },
       );
     try {
       const slow = call('acct-slow', 0);
@@ -300,7 +320,10 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
       assert.equal((await slow).outcome, 'ok');
       const stats = groupStats(await simStats(sim.url), 'acct-queued', 'g');
       process.stdout.write(`# queued behind a slow call: ${JSON.stringify({ stats, limiter: limiter.stats() })}\n`);
-      assert.deepEqual(queued.map((r) => r.outcome), Array.from({ length: 9 }, () => 'ok'));
+      assert.deepEqual(
+        queued.map((r) => r.outcome),
+        Array.from({ length: 9 }, () => 'ok'),
+      );
       assert.equal(stats.calls, 9);
       // Granted calls released at once by the slow call's socket would arrive together.
       assert.ok(stats.maxPerSecond <= qps, `the carrier saw ${stats.maxPerSecond} calls in one second (limit ${qps})`);

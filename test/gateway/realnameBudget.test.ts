@@ -25,9 +25,23 @@ async function realnameStep(stack: Stack, name: string, realnameControl: boolean
   const carrierId = account.carrier.id;
   const cardId = account.cards[0]!.id;
   await stack.deps.store.upsert({ carrierId, cardId, dues: { realname: Date.now() - 1 } });
-  const claim = await stack.deps.store.claim({ carrierId, leaseMs: 60_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: `${name}.1`, typeGroups: { realname: 'main' }, countRealname: realnameControl });
+  const claim = await stack.deps.store.claim({
+    carrierId,
+    leaseMs: 60_000,
+    inflightLimit: 10,
+    priorityRatio: 0,
+    tokenPrefix: `${name}.1`,
+    typeGroups: { realname: 'main' },
+    countRealname: realnameControl,
+  });
   const token = claim.claimed[0]!.token;
-  const card = createCardActivities({ pool: stack.deps.pool, store: stack.deps.store, reference: stack.deps.reference, packages: createPackageEvaluator(stack.deps.pool), priority: stack.services.priority });
+  const card = createCardActivities({
+    pool: stack.deps.pool,
+    store: stack.deps.store,
+    reference: stack.deps.reference,
+    packages: createPackageEvaluator(stack.deps.pool),
+    priority: stack.services.priority,
+  });
   const plan = await card.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
   assert.equal(plan.kind, 'run');
   const run: ExecutionPlanRun = plan;
@@ -56,7 +70,10 @@ test('realname takes a limiter slot of its group only when the account has real-
     const without = await realnameStep(stack, 'rn1', false);
     const withControl = await realnameStep(stack, 'rn2', true);
     assert.deepEqual(
-      { withoutControl: { group: without.plan.typeGroups['realname'], slots: without.windowAfter }, withControl: { group: withControl.plan.typeGroups['realname'], slots: withControl.windowAfter } },
+      {
+        withoutControl: { group: without.plan.typeGroups['realname'], slots: without.windowAfter },
+        withControl: { group: withControl.plan.typeGroups['realname'], slots: withControl.windowAfter },
+      },
       { withoutControl: { group: undefined, slots: 0 }, withControl: { group: 'main', slots: 1 } },
     );
     // Other types keep their group either way.

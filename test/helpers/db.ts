@@ -14,7 +14,10 @@ export interface TestDb {
 }
 
 export function testSchemaName(label: string): string {
-  return `t_${label.toLowerCase().replace(/[^a-z0-9]/g, '_').slice(0, 30)}_${randomUUID().slice(0, 8)}`;
+  return `t_${label
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '_')
+    .slice(0, 30)}_${randomUUID().slice(0, 8)}`;
 }
 
 export async function createTestDb(label = 'test', options: { migrate?: boolean } = {}): Promise<TestDb> {

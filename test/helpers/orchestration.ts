@@ -49,7 +49,13 @@ export interface RunningWorkers {
 export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
   const prefix = uniqueName(label);
-  const taskQueues: TaskQueues = { control: `${prefix}-control`, card: `${prefix}-card`, cardPriority: `${prefix}-card-priority`, gateway: `${prefix}-gateway`, ingest: `${prefix}-ingest` };
+  const taskQueues: TaskQueues = {
+    control: `${prefix}-control`,
+    card: `${prefix}-card`,
+    cardPriority: `${prefix}-card-priority`,
+    gateway: `${prefix}-gateway`,
+    ingest: `${prefix}-ingest`,
+  };
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42 });
@@ -67,7 +73,11 @@ export async function createStack(label: string, options: { seed?: number; confi
     WORKFLOW_ID_PREFIX: `${prefix}-`,
     ...options.config,
   };
-  const deps = await createRuntimeDeps(config, { namespace: redis.namespace, schema: db.schema, name: `test-${label}`.slice(0, 40).replace(/[^a-zA-Z0-9_-]/g, '_') });
+  const deps = await createRuntimeDeps(config, {
+    namespace: redis.namespace,
+    schema: db.schema,
+    name: `test-${label}`.slice(0, 40).replace(/[^a-zA-Z0-9_-]/g, '_'),
+  });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const services = createPollingServices({ deps, namespace: redis.namespace });
@@ -86,7 +96,9 @@ export async function createStack(label: string, options: { seed?: number; confi
       bundle ??= bundleWorkflows();
       const workflowBundle = await bundle;
       const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const workers = (await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))).flat();
+      const workers = (
+        await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))
+      ).flat();
       const runs = workers.map((worker) => worker.run());
       let stopped: Promise<void> | undefined;
       const handle: RunningWorkers = {
@@ -106,7 +118,10 @@ export async function createStack(label: string, options: { seed?: number; confi
     async close() {
       // Leave nothing running on the shared server: this stack's schedulers and cards end with it.
       for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
-        await client.workflow.getHandle(execution.workflowId, execution.runId).terminate('test finished').catch(() => undefined);
+        await client.workflow
+          .getHandle(execution.workflowId, execution.runId)
+          .terminate('test finished')
+          .catch(() => undefined);
       }
       for (const handle of running) await handle.stop();
       await connection.close();

@@ -37,7 +37,12 @@ export async function seedAccount(stack: Stack, options: SeedOptions): Promise<S
     backoffBaseMs: 1_000,
     ...options.carrier,
   });
-  await createPollingConfig(stack.db.pool, { name: `${options.name}-intervals`, priority: 10, match: { carrierId: carrier.id }, intervalsSec: options.intervalsSec });
+  await createPollingConfig(stack.db.pool, {
+    name: `${options.name}-intervals`,
+    priority: 10,
+    match: { carrierId: carrier.id },
+    intervalsSec: options.intervalsSec,
+  });
   stack.simulator.world.updateAccount(gatewayAccount, {
     groups: options.simulatorQps ?? options.qps,
     typeGroups: options.typeGroups ?? {},

@@ -32,7 +32,7 @@ test('ingest mode: read with the backlog, switched sync → async → sync, each
     const toAsync = await api.call('PUT', '/v1/mode/ingest', { mode: 'async' });
     assert.deepEqual(toAsync.body, { mode: 'async', changed: true });
     assert.deepEqual((await api.call('PUT', '/v1/mode/ingest', { mode: 'async' })).body, { mode: 'async', changed: false });
-    assert.equal((await api.stack.deps.reference.ingestMode()), 'async', 'the process reads the new mode at once');
+    assert.equal(await api.stack.deps.reference.ingestMode(), 'async', 'the process reads the new mode at once');
     assert.equal((await api.call<IngestModeAnswer>('GET', '/v1/mode/ingest')).body.updatedBy, 'api');
     assert.deepEqual((await api.call('PUT', '/v1/mode/ingest', { mode: 'sync' })).body, { mode: 'sync', changed: true });
     assert.equal((await api.call('PUT', '/v1/mode/ingest', { mode: 'later' })).status, 400);
@@ -40,7 +40,10 @@ test('ingest mode: read with the backlog, switched sync → async → sync, each
     const { rows } = await api.stack.db.pool.query<{ before: { mode: string }; after: { mode: string } }>(
       "SELECT before, after FROM audit_log WHERE entity_id = 'polling.ingest.mode' ORDER BY occurred_at, id",
     );
-    assert.deepEqual(rows.map((r) => `${r.before.mode}→${r.after.mode}`), ['sync→async', 'async→sync']);
+    assert.deepEqual(
+      rows.map((r) => `${r.before.mode}→${r.after.mode}`),
+      ['sync→async', 'async→sync'],
+    );
   } finally {
     await api.close();
   }

@@ -93,7 +93,8 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
 
     await waitFor('executions in sync mode', async () => (await executions()) >= 15, 30_000);
     await switchTo('async');
-    const handedOver = async (): Promise<number> => Number((await stack.deps.registry.getSingleMetricAsString('cardpoller_ingest_records_total')).match(/ (\d+)$/m)?.[1] ?? 0);
+    const handedOver = async (): Promise<number> =>
+      Number((await stack.deps.registry.getSingleMetricAsString('cardpoller_ingest_records_total')).match(/ (\d+)$/m)?.[1] ?? 0);
     await waitFor('records written by the async ingest', async () => (await handedOver()) >= 15, 30_000);
     await switchTo('sync');
     const afterBack = await executions();
@@ -110,7 +111,10 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
     // The cards hold what the simulator answered last.
     const world = stack.simulator.world.stats(true);
     assert.ok(Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1));
-    const { rows } = await stack.db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1::bigint AND network_status IS NOT NULL AND data_usage_kb IS NOT NULL", [account.carrier.id]);
+    const { rows } = await stack.db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1::bigint AND network_status IS NOT NULL AND data_usage_kb IS NOT NULL',
+      [account.carrier.id],
+    );
     assert.equal(rows[0]!.n, account.cards.length);
   } finally {
     await stack.close();
@@ -118,7 +122,10 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
 });
 
 /** A TCP relay to PostgreSQL that can be cut: refused connections and dropped sessions, as when the database goes away. */
-async function cuttableRelay(target: { host: string; port: number }): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
+async function cuttableRelay(target: {
+  host: string;
+  port: number;
+}): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   let port = 0;
@@ -159,7 +166,13 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
   const ingestPool = createPool({ url: relayed.toString(), schema: stack.db.schema, max: 5, applicationName: 'test-ingest-relayed' });
   const log: string[] = [];
   try {
-    const account = await seedAccount(stack, { name: 'out1', qps: { status: 20 }, typeGroups: { card_status: 'status' }, cards: 20, intervalsSec: { card_status: 2 } });
+    const account = await seedAccount(stack, {
+      name: 'out1',
+      qps: { status: 20 },
+      typeGroups: { card_status: 'status' },
+      cards: 20,
+      intervalsSec: { card_status: 2 },
+    });
     await switchIngestMode(stack.db.pool, 'async', 'test');
     // Everything but the ingest on the stack's own database; the ingest through the relay.
     await stack.startWorkers(['control', 'card', 'gateway']);
@@ -182,10 +195,14 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     const cutAt = Date.now();
     const writtenAtCut = await executions();
     // Polling goes on: records keep being handed over while nothing can be written.
-    const tightened = await waitFor('the backlog to go over its thresholds', async () => {
-      const state = await pressure.state();
-      return state.tightened ? state : undefined;
-    }, 20_000);
+    const tightened = await waitFor(
+      'the backlog to go over its thresholds',
+      async () => {
+        const state = await pressure.state();
+        return state.tightened ? state : undefined;
+      },
+      20_000,
+    );
     assert.ok(tightened.records > 0);
     assert.ok((await pressure.inflightLimit(200)) < 200, 'claiming is tightened');
     const simulatorCalls = (): number => stack.simulator.world.stats(false).accounts['out1-gw']?.groups.status?.calls ?? 0;
@@ -198,14 +215,23 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     await relay.restore();
 
     // The alert is written once the database is back (opened at the moment the backlog went over), then resolved.
-    const resolved = await waitFor('the ingest_backlog alert to open and resolve', async () => {
-      const { rows } = await stack.db.pool.query<{ status: string; opened_at: Date; resolved_at: Date | null }>("SELECT status, opened_at, resolved_at FROM carrier_alert WHERE kind = 'ingest_backlog'");
-      return rows.length === 1 && rows[0]!.status === 'resolved' ? rows[0]! : undefined;
-    }, 40_000);
+    const resolved = await waitFor(
+      'the ingest_backlog alert to open and resolve',
+      async () => {
+        const { rows } = await stack.db.pool.query<{ status: string; opened_at: Date; resolved_at: Date | null }>(
+          "SELECT status, opened_at, resolved_at FROM carrier_alert WHERE kind = 'ingest_backlog'",
+        );
+        return rows.length === 1 && rows[0]!.status === 'resolved' ? rows[0]! : undefined;
+      },
+      40_000,
+    );
     assert.ok(resolved.opened_at.getTime() < resolved.resolved_at!.getTime());
     assert.ok(resolved.opened_at.getTime() >= cutAt - 1000, 'opened when the backlog went over, during the outage');
     assert.equal((await pressure.state()).tightened, false, 'claiming back to normal');
-    assert.ok(log.some((line) => /retrying/.test(line)), 'batches were retried while the database was away');
+    assert.ok(
+      log.some((line) => /retrying/.test(line)),
+      'batches were retried while the database was away',
+    );
 
     await quiesce(stack);
     const runs = await assertEveryRecordLanded(stack, account);

@@ -78,10 +78,18 @@ const drained = (stream: IngestStream) => waitFor('the stream to drain', async (
 async function snapshot(pool: pg.Pool): Promise<Record<string, unknown[]>> {
   const q = async (sql: string): Promise<unknown[]> => (await pool.query<Record<string, unknown>>(sql)).rows;
   return {
-    observations: await q(`SELECT observation_id, observed_at, card_id::text, carrier_id::text, check_type, payload FROM card_observation ORDER BY observation_id`),
-    executions: await q(`SELECT card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details FROM card_execution ORDER BY run_id`),
-    cards: await q(`SELECT id::text, network_status, network_observed_at, realname_status, realname_observed_at, data_usage_kb, data_observed_at FROM iot_card ORDER BY id`),
-    alerts: await q(`SELECT card_id::text, check_type, status, fail_count, last_error, opened_at, recovered_at FROM polling_failure_alert ORDER BY opened_at, check_type`),
+    observations: await q(
+      `SELECT observation_id, observed_at, card_id::text, carrier_id::text, check_type, payload FROM card_observation ORDER BY observation_id`,
+    ),
+    executions: await q(
+      `SELECT card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details FROM card_execution ORDER BY run_id`,
+    ),
+    cards: await q(
+      `SELECT id::text, network_status, network_observed_at, realname_status, realname_observed_at, data_usage_kb, data_observed_at FROM iot_card ORDER BY id`,
+    ),
+    alerts: await q(
+      `SELECT card_id::text, check_type, status, fail_count, last_error, opened_at, recovered_at FROM polling_failure_alert ORDER BY opened_at, check_type`,
+    ),
   };
 }
 
@@ -127,18 +135,27 @@ test('async ingest writes the same rows as sync ingest, in batches across execut
       },
     });
     await drained(async_.stream);
-    assert.ok(batches.some((n) => n > 1), `records were written in batches across executions (batch sizes ${batches.join(', ')})`);
+    assert.ok(
+      batches.some((n) => n > 1),
+      `records were written in batches across executions (batch sizes ${batches.join(', ')})`,
+    );
 
     const [expected, actual] = [await snapshot(sync.db.pool), await snapshot(async_.db.pool)];
     assert.equal(actual.executions!.length, records.length);
     assert.equal(actual.observations!.length, 10);
     assert.deepEqual(actual, expected);
     // The story's end: offline, 250 kB, the alert opened by the third failure recovered.
-    assert.deepEqual((actual.alerts as { status: string }[]).map((alert) => alert.status), ['recovered', 'recovered']);
-    assert.deepEqual((actual.cards as { network_status: string; data_usage_kb: string }[]).map((card) => [card.network_status, String(card.data_usage_kb)]), [
-      ['offline', '250'],
-      ['offline', '250'],
-    ]);
+    assert.deepEqual(
+      (actual.alerts as { status: string }[]).map((alert) => alert.status),
+      ['recovered', 'recovered'],
+    );
+    assert.deepEqual(
+      (actual.cards as { network_status: string; data_usage_kb: string }[]).map((card) => [card.network_status, String(card.data_usage_kb)]),
+      [
+        ['offline', '250'],
+        ['offline', '250'],
+      ],
+    );
   } finally {
     await sync.close();
     await async_.close();
@@ -245,7 +262,9 @@ test('retryable failures retry the whole batch until it commits; an unwritable r
     assert.equal(written.rows[0]!.n, 3);
 
     // A record for a card that no longer exists violates a foreign key: it cannot ever be written.
-    const gone = makeRecord({ cardId: '987654321', carrierId: card.carrierId }, t + 5000, [{ type: 'card_status', outcome: 'success', payload: { network: 'offline' } }]);
+    const gone = makeRecord({ cardId: '987654321', carrierId: card.carrierId }, t + 5000, [
+      { type: 'card_status', outcome: 'success', payload: { network: 'offline' } },
+    ]);
     const good = [3, 4].map((i) => makeRecord(card, t + i * 1000, [{ type: 'carddata', outcome: 'success', payload: { usageKb: i } }]));
     await enqueueAll(e.stream, [good[0]!, gone, good[1]!]);
     await e.stream.enqueue('{not json');
@@ -268,7 +287,13 @@ test('retryable failures retry the whole batch until it commits; an unwritable r
 test('a backlog over its threshold opens the ingest_backlog alert and tightens claiming; draining resolves and relaxes both', async () => {
   const stack = await createStack('ingest-backpressure');
   try {
-    const account = await seedAccount(stack, { name: 'bp1', qps: { status: 100 }, typeGroups: { card_status: 'status' }, cards: 30, intervalsSec: { card_status: 60 } });
+    const account = await seedAccount(stack, {
+      name: 'bp1',
+      qps: { status: 100 },
+      typeGroups: { card_status: 'status' },
+      cards: 30,
+      intervalsSec: { card_status: 60 },
+    });
     const redis: RedisConnection = stack.deps.redis;
     const stream = new IngestStream(redis, stack.redis.namespace);
     await stream.ensureGroup();
@@ -283,25 +308,47 @@ test('a backlog over its threshold opens the ingest_backlog alert and tightens c
 
     // 40 records waiting (4× the threshold): the account may keep 10 / (2 × 4) = 1 card in flight.
     const t = Date.now();
-    await enqueueAll(stream, Array.from({ length: 40 }, (_, i) => makeRecord(card, t - 40_000 + i * 1000, [{ type: 'carddata', outcome: 'success', payload: { usageKb: i } }])));
+    await enqueueAll(
+      stream,
+      Array.from({ length: 40 }, (_, i) => makeRecord(card, t - 40_000 + i * 1000, [{ type: 'carddata', outcome: 'success', payload: { usageKb: i } }])),
+    );
     assert.equal(await monitor.tick(), 'open');
-    const { rows: open } = await stack.db.pool.query<{ carrier_id: string; status: string; alert_count: number }>("SELECT carrier_id::text, status, alert_count FROM carrier_alert WHERE kind = 'ingest_backlog'");
+    const { rows: open } = await stack.db.pool.query<{ carrier_id: string; status: string; alert_count: number }>(
+      "SELECT carrier_id::text, status, alert_count FROM carrier_alert WHERE kind = 'ingest_backlog'",
+    );
     assert.deepEqual(open, [{ carrier_id: account.carrier.id, status: 'open', alert_count: 40 }]);
     assert.equal((await pressure.state()).tightened, true);
     assert.equal(await pressure.inflightLimit(10), 1);
-    const round = (n: number) => control.claimRound({ carrierId: account.carrier.id, tokenPrefix: `bp.${n}`, refreshConfig: false, adaptiveLimit: 10, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX, claimedBy: 'test' } });
+    const round = (n: number) =>
+      control.claimRound({
+        carrierId: account.carrier.id,
+        tokenPrefix: `bp.${n}`,
+        refreshConfig: false,
+        adaptiveLimit: 10,
+        cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX, claimedBy: 'test' },
+      });
     const tight = await round(1);
     assert.equal(tight.kind, 'claimed');
     assert.equal(tight.kind === 'claimed' && tight.claimed.length, 1, 'claiming tightened to one card in flight');
 
     // The ingest catches up: the alert resolves and the account claims up to its limit again.
     const db = { pool: stack.deps.pool, priority: noPriority };
-    const consumer = new IngestConsumer({ stream, readConnection: redis.duplicate(), writer: db, concurrency: 2, batchSize: 50, blockMs: 100, log: () => undefined });
+    const consumer = new IngestConsumer({
+      stream,
+      readConnection: redis.duplicate(),
+      writer: db,
+      concurrency: 2,
+      batchSize: 50,
+      blockMs: 100,
+      log: () => undefined,
+    });
     consumer.start();
     await drained(stream);
     await consumer.stop();
     assert.equal(await monitor.tick(), 'clear');
-    const { rows: resolved } = await stack.db.pool.query<{ status: string; resolved: boolean }>("SELECT status, resolved_at >= opened_at AS resolved FROM carrier_alert WHERE kind = 'ingest_backlog'");
+    const { rows: resolved } = await stack.db.pool.query<{ status: string; resolved: boolean }>(
+      "SELECT status, resolved_at >= opened_at AS resolved FROM carrier_alert WHERE kind = 'ingest_backlog'",
+    );
     assert.deepEqual(resolved, [{ status: 'resolved', resolved: true }]);
     assert.equal((await pressure.state()).tightened, false);
     const relaxed = await round(2);

@@ -13,7 +13,9 @@ let cardCounter = 0;
 export async function makeCard(pool: pg.Pool, carrierId?: string): Promise<{ cardId: string; carrierId: string }> {
   const carrier = carrierId ?? (await makeCarrier(pool, `ingest-${randomUUID().slice(0, 8)}`)).id;
   cardCounter += 1;
-  const [card] = await insertCards(pool, [{ iccid: iccid(900_000 + cardCounter), msisdn: null, carrierId: carrier, status: 'active', enablePolling: true, deviceId: null, standalone: true }]);
+  const [card] = await insertCards(pool, [
+    { iccid: iccid(900_000 + cardCounter), msisdn: null, carrierId: carrier, status: 'active', enablePolling: true, deviceId: null, standalone: true },
+  ]);
   return { cardId: card!.id, carrierId: carrier };
 }
 
@@ -26,11 +28,21 @@ export interface StepSpec {
 }
 
 /** One execution of the card at `at` (ms) with the given steps; ids unique unless `runId` is given. */
-export function makeRecord(card: { cardId: string; carrierId: string }, at: number, steps: readonly StepSpec[], options: { runId?: string; priorityItemId?: string } = {}): IngestRecord {
+export function makeRecord(
+  card: { cardId: string; carrierId: string },
+  at: number,
+  steps: readonly StepSpec[],
+  options: { runId?: string; priorityItemId?: string } = {},
+): IngestRecord {
   const runId = options.runId ?? randomUUID();
   const results: StepResult[] = steps.map((step) =>
     step.outcome === 'success'
-      ? { type: step.type, outcome: 'success', gatewayMs: 7, observation: { collectionId: `obs-${runId}-${step.type}`, observedAt: new Date(at).toISOString(), payload: step.payload ?? {} } }
+      ? {
+          type: step.type,
+          outcome: 'success',
+          gatewayMs: 7,
+          observation: { collectionId: `obs-${runId}-${step.type}`, observedAt: new Date(at).toISOString(), payload: step.payload ?? {} },
+        }
       : { type: step.type, outcome: 'failure', errorClass: 'transient', message: 'gateway unreachable', gatewayMs: 9 },
   );
   const failCounts: TypeFinish[] = steps.map((step) => ({
@@ -43,7 +55,11 @@ export function makeRecord(card: { cardId: string; carrierId: string }, at: numb
     confirmationMissed: false,
     confirmed: false,
   }));
-  const outcome: ExecutionOutcome = steps.every((s) => s.outcome === 'success') ? 'success' : steps.every((s) => s.outcome === 'failure') ? 'failure' : 'partial';
+  const outcome: ExecutionOutcome = steps.every((s) => s.outcome === 'success')
+    ? 'success'
+    : steps.every((s) => s.outcome === 'failure')
+      ? 'failure'
+      : 'partial';
   return toIngestRecord(
     {
       carrierId: card.carrierId,

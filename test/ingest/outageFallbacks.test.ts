@@ -30,7 +30,8 @@ function switchablePool(pool: Pool): Switchable {
     get(target, property, receiver) {
       if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
       return (...args: unknown[]): Promise<unknown> => {
-        if (state.down) return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED', errno: -111, syscall: 'connect' }));
+        if (state.down)
+          return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED', errno: -111, syscall: 'connect' }));
         return (target.query as (...a: unknown[]) => Promise<unknown>).apply(target, args);
       };
     },
@@ -58,7 +59,14 @@ async function setup(stack: Stack, name: string, types: Partial<Record<CheckType
   const lines: string[] = [];
   // TTL 0: every call reloads, so each one meets the outage and must fall back.
   const reference = new ReferenceData(db.pool, { ttlMs: 0, log: (line) => void lines.push(line) });
-  const activities = createCardActivities({ pool: db.pool, store: stack.deps.store, reference, packages: createPackageEvaluator(db.pool), priority: priority ?? stack.services.priority, log: (line) => void lines.push(line) });
+  const activities = createCardActivities({
+    pool: db.pool,
+    store: stack.deps.store,
+    reference,
+    packages: createPackageEvaluator(db.pool),
+    priority: priority ?? stack.services.priority,
+    log: (line) => void lines.push(line),
+  });
   return {
     stack,
     db,
@@ -67,7 +75,15 @@ async function setup(stack: Stack, name: string, types: Partial<Record<CheckType
     activities,
     lines,
     async claimAll(round) {
-      const claim = await stack.deps.store.claim({ carrierId, leaseMs: 60_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: round, typeGroups: {}, countRealname: false });
+      const claim = await stack.deps.store.claim({
+        carrierId,
+        leaseMs: 60_000,
+        inflightLimit: 10,
+        priorityRatio: 0,
+        tokenPrefix: round,
+        typeGroups: {},
+        countRealname: false,
+      });
       return new Map(claim.claimed.map((c) => [c.cardId, c.token]));
     },
   };
@@ -81,7 +97,13 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
     const [remembered, unknown] = s.cardIds as [string, string, string];
     // Prepared once while PostgreSQL answers: this process remembers the row.
     let tokens = await s.claimAll('fb1.1');
-    const first = await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: remembered, token: tokens.get(remembered)!, execValue: 'run-1', fromPriority: false });
+    const first = await s.activities.prepareExecution({
+      carrierId: s.carrierId,
+      cardId: remembered,
+      token: tokens.get(remembered)!,
+      execValue: 'run-1',
+      fromPriority: false,
+    });
     assert.equal(first.kind, 'run');
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
 
@@ -101,7 +123,14 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
       cardId: remembered,
       token,
       plan,
-      results: [{ type: 'card_status', outcome: 'success', gatewayMs: 3, observation: { collectionId: 'fb1-status-1', observedAt: new Date().toISOString(), payload: { state: 'active' } } }],
+      results: [
+        {
+          type: 'card_status',
+          outcome: 'success',
+          gatewayMs: 3,
+          observation: { collectionId: 'fb1-status-1', observedAt: new Date().toISOString(), payload: { state: 'active' } },
+        },
+      ],
       startedAt: before,
       fromPriority: false,
       workflowId: `card-${remembered}`,
@@ -139,7 +168,13 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
     await stack.deps.pool.query('UPDATE iot_card SET enable_polling = false WHERE id = $1::bigint', [remembered]);
     await stack.deps.store.upsert({ carrierId: s.carrierId, cardId: remembered, dues: { card_status: Date.now() - 1 } });
     tokens = await s.claimAll('fb1.3');
-    const again = await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: remembered, token: tokens.get(remembered)!, execValue: 'run-4', fromPriority: false });
+    const again = await s.activities.prepareExecution({
+      carrierId: s.carrierId,
+      cardId: remembered,
+      token: tokens.get(remembered)!,
+      execValue: 'run-4',
+      fromPriority: false,
+    });
     assert.equal(again.kind, 'not_polled');
     assert.ok(s.lines.some((line) => line.includes('read from PostgreSQL again')));
   } finally {
@@ -159,13 +194,17 @@ test('PostgreSQL unreachable: sync mode fails the preparation as before; a card 
     const s = await setup(stack, 'fb2', { card_status: 600 }, priority);
     const [a, b] = s.cardIds as [string, string, string];
     let tokens = await s.claimAll('fb2.1');
-    for (const cardId of [a, b]) await s.activities.prepareExecution({ carrierId: s.carrierId, cardId, token: tokens.get(cardId)!, execValue: `run-${cardId}`, fromPriority: false });
+    for (const cardId of [a, b])
+      await s.activities.prepareExecution({ carrierId: s.carrierId, cardId, token: tokens.get(cardId)!, execValue: `run-${cardId}`, fromPriority: false });
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
 
     // Sync mode (the default): the record would need PostgreSQL anyway, so nothing changes.
     s.db.down = true;
     tokens = await s.claimAll('fb2.2');
-    await assert.rejects(s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a2', fromPriority: false }), /ECONNREFUSED/);
+    await assert.rejects(
+      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a2', fromPriority: false }),
+      /ECONNREFUSED/,
+    );
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
 
     // Async mode (read while PostgreSQL answered), and a request-check pending on card b.
@@ -177,7 +216,10 @@ test('PostgreSQL unreachable: sync mode fails the preparation as before; a card 
     await stack.deps.store.requestCheck({ carrierId: s.carrierId, cardId: b, cooldownMs: 0, lane: 'priority', types: ['card_status'] });
     s.db.down = true;
     tokens = await s.claimAll('fb2.4');
-    assert.equal((await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a4', fromPriority: false })).kind, 'run');
+    assert.equal(
+      (await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a4', fromPriority: false })).kind,
+      'run',
+    );
     claimed.length = 0;
     await assert.rejects(
       s.activities.prepareExecution({ carrierId: s.carrierId, cardId: b, token: tokens.get(b)!, execValue: 'run-b4', fromPriority: true }),

@@ -13,7 +13,12 @@ test('a polling config change during a running rebuild is applied once that rebu
   const api = await createApiStack('cfg-during-rebuild');
   try {
     const carrier = await api.call<{ id: string }>('POST', '/v1/carriers', carrierBody('cfgdr'));
-    const config = await api.call<{ id: string }>('POST', '/v1/polling-configs', { name: 'base', priority: 1, match: { carrierId: carrier.body.id }, intervalsSec: { card_status: 600 } });
+    const config = await api.call<{ id: string }>('POST', '/v1/polling-configs', {
+      name: 'base',
+      priority: 1,
+      match: { carrierId: carrier.body.id },
+      intervalsSec: { card_status: 600 },
+    });
     const card = await api.call<{ id: string }>('POST', '/v1/cards', { iccid: iccid(8101), carrierId: carrier.body.id, status: 'active', enablePolling: true });
     assert.equal(card.status, 201);
     // Let the rebuild the config creation started finish.
@@ -30,10 +35,14 @@ test('a polling config change during a running rebuild is applied once that rebu
     assert.ok(during?.types.card_status.due != null && during.types.carddata.due === null, 'nothing applied while the other rebuild holds the lock');
     // That rebuild ends; the change it did not see must be applied by one more pass.
     await api.stack.redis.redis.del(lockKey);
-    const after = await waitFor('config change applied after the running rebuild', async () => {
-      const state = await api.stack.deps.store.readDue(carrier.body.id, card.body.id);
-      return state?.types.carddata.due != null && state.types.card_status.due === null ? state : undefined;
-    }, 10_000);
+    const after = await waitFor(
+      'config change applied after the running rebuild',
+      async () => {
+        const state = await api.stack.deps.store.readDue(carrier.body.id, card.body.id);
+        return state?.types.carddata.due != null && state.types.card_status.due === null ? state : undefined;
+      },
+      10_000,
+    );
     assert.ok((after.types.carddata.due ?? 0) <= Date.now() + 30_000);
   } finally {
     await api.close();

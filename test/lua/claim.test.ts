@@ -72,10 +72,7 @@ describe('claim', () => {
     // Without the retry flag the cards are simply not due any more: the first attempt's claims would be orphaned.
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, inflightLimit: 2 })), []);
     const retried = await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, retry: true });
-    assert.deepEqual(
-      retried.claimed.map((x) => `${x.cardId}=${x.token}`).sort(),
-      ['a=run.7:a', 'b=run.7:b'],
-    );
+    assert.deepEqual(retried.claimed.map((x) => `${x.cardId}=${x.token}`).sort(), ['a=run.7:a', 'b=run.7:b']);
     // A prefix that shares a beginning is another round: not handed back.
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.', now: NOW + 2, retry: true })), ['c']);
   });
@@ -109,7 +106,12 @@ describe('claim', () => {
     const result = await claim(c, { inflightLimit: 4, priorityRatio: 0.5 });
     assert.deepEqual(
       result.claimed.map((x) => [x.cardId, x.fromPriority]),
-      [['p1', true], ['p2', true], ['n1', false], ['n2', false]],
+      [
+        ['p1', true],
+        ['p2', true],
+        ['n1', false],
+        ['n2', false],
+      ],
     );
     const c2 = nextCarrier();
     for (const id of ['p1', 'p2', 'p3']) await card(c2, id, { package: NOW - 5 }, 'priority');
@@ -161,7 +163,10 @@ describe('claim', () => {
     assert.deepEqual(dueTypes(state, INTERVALS, NOW + 5).types, ['card_status']);
     // Its finish writes card_status only: carddata stays due, so the card is due again at once.
     assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
-    assert.equal(await fx.store.finish({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 50, set: { [DueField.due('card_status')]: NOW + 60_000 }, del: [] }), true);
+    assert.equal(
+      await fx.store.finish({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 50, set: { [DueField.due('card_status')]: NOW + 60_000 }, del: [] }),
+      true,
+    );
     const done = await fx.hash(c, 'a');
     assert.equal(done['due:carddata'], String(NOW - 20));
     assert.equal(done.dfr, undefined, 'finish drops dfr');
@@ -177,7 +182,7 @@ describe('claim', () => {
     const c = nextCarrier();
     for (let i = 0; i < 6; i += 1) await card(c, `c${i}`, { card_status: NOW - 100 + i, carddata: NOW - 100 + i });
     const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 2 } });
-    assert.deepEqual(ids(result), ['c0', 'c1', 'c2', 'c3', 'c4'], 'status gets its 5, not data\'s 2');
+    assert.deepEqual(ids(result), ['c0', 'c1', 'c2', 'c3', 'c4'], "status gets its 5, not data's 2");
     const dfr = await Promise.all(['c0', 'c1', 'c2', 'c3', 'c4'].map(async (id) => (await fx.hash(c, id)).dfr));
     assert.deepEqual(dfr, ['', '', 'carddata', 'carddata', 'carddata']);
     assert.equal(await fx.score(c, 'queue', 'c5'), NOW - 95, 'both groups closed: the round ended before c5');
@@ -234,7 +239,14 @@ describe('claim', () => {
     await card(c, 'n2', { card_status: NOW - 10 });
     const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 10, data: 0 }, priorityRatio: 0.25, inflightLimit: 4 });
     // Priority quota 1 (p1 skipped, p2), normal lane (n1 skipped, n2), priority again (p3).
-    assert.deepEqual(result.claimed.map((x) => [x.cardId, x.fromPriority]), [['p2', true], ['n2', false], ['p3', true]]);
+    assert.deepEqual(
+      result.claimed.map((x) => [x.cardId, x.fromPriority]),
+      [
+        ['p2', true],
+        ['n2', false],
+        ['p3', true],
+      ],
+    );
     assert.equal((await fx.hash(c, 'p2')).prio, '1', 'deferred: back to the priority lane at finish');
     assert.equal((await fx.hash(c, 'p3')).prio, undefined);
     assert.equal(await fx.score(c, 'prio', 'p1'), NOW - 50);
@@ -244,9 +256,15 @@ describe('claim', () => {
   test('budget per type: a round skips at most capacity + 100 cards', async () => {
     const c = nextCarrier();
     const skippable = 120;
-    await fx.store.upsertMany(Array.from({ length: skippable }, (_, i) => ({ carrierId: c, cardId: `d${String(i).padStart(3, '0')}`, now: NOW, dues: { carddata: NOW - 1_000 + i } })));
+    await fx.store.upsertMany(
+      Array.from({ length: skippable }, (_, i) => ({ carrierId: c, cardId: `d${String(i).padStart(3, '0')}`, now: NOW, dues: { carddata: NOW - 1_000 + i } })),
+    );
     await card(c, 'late', { card_status: NOW - 1 });
-    assert.deepEqual(ids(await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 }, inflightLimit: 2 })), [], '102 skipped, then the round ends');
+    assert.deepEqual(
+      ids(await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 }, inflightLimit: 2 })),
+      [],
+      '102 skipped, then the round ends',
+    );
     assert.deepEqual(ids(await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 }, inflightLimit: 30, tokenPrefix: 'r2' })), ['late']);
   });
 

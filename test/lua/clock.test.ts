@@ -24,7 +24,15 @@ test('the runtime store reads Redis TIME, whatever the process clock says', asyn
     // A card due in 30 minutes by Redis' clock is not due, although the skewed host thinks it is.
     await deps.store.upsert({ carrierId: '1', cardId: 'k1', now: redisNow, dues: { card_status: redisNow + 1_800_000 } });
     assert.equal(await deps.store.dueNowCount('1'), 0);
-    const claimed = await deps.store.claim({ carrierId: '1', leaseMs: 10_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: 'clock.1', typeGroups: {}, countRealname: false });
+    const claimed = await deps.store.claim({
+      carrierId: '1',
+      leaseMs: 10_000,
+      inflightLimit: 10,
+      priorityRatio: 0,
+      tokenPrefix: 'clock.1',
+      typeGroups: {},
+      countRealname: false,
+    });
     assert.equal(claimed.claimed.length, 0, 'claimed a card that is not due on the shared clock');
   } finally {
     Date.now = realNow;

@@ -60,8 +60,17 @@ describe('finish', () => {
     const c = carrier;
     await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW - 10, carddata: NOW - 10 } });
     await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW - 5, cooldownMs: 0, lane: 'normal', types: ['carddata', 'card_status'] });
-    const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW, typeGroups: { card_status: 'status', carddata: 'data' }, groupBudget: { status: 1, data: 0 } });
-    assert.deepEqual(claimed.claimed.map((x) => x.cardId), ['a']);
+    const claimed = await fx.store.claim({
+      ...CLAIM_DEFAULTS,
+      carrierId: c,
+      now: NOW,
+      typeGroups: { card_status: 'status', carddata: 'data' },
+      groupBudget: { status: 1, data: 0 },
+    });
+    assert.deepEqual(
+      claimed.claimed.map((x) => x.cardId),
+      ['a'],
+    );
     assert.equal((await fx.hash(c, 'a')).dfr, 'carddata');
     // A result that (wrongly) also writes carddata: its due is not moved later, its confirmation untouched.
     const set = { [DueField.due('card_status')]: NOW + 60_000, [DueField.due('carddata')]: NOW + 60_000, [DueField.confirm('carddata')]: '30' };
@@ -77,11 +86,11 @@ describe('finish', () => {
     assert.equal(await fx.score(c, 'queue', 'a'), NOW - 10, 'due again at once');
   });
 
-  test('a stale token does not read dfr as its own (the current owner\'s claim decides)', async () => {
+  test("a stale token does not read dfr as its own (the current owner's claim decides)", async () => {
     const c = await executing();
     await fx.redis.hset(fx.keys(c).due('a'), 'dfr', 'card_status');
     assert.equal(await finish(c, { leaseLost: true }), false);
-    assert.equal((await fx.hash(c, 'a')).dfr, 'card_status', 'nothing released: the claim\'s fields stay');
+    assert.equal((await fx.hash(c, 'a')).dfr, 'card_status', "nothing released: the claim's fields stay");
   });
 
   test('prio = 1 → priority lane', async () => {
@@ -168,8 +177,14 @@ describe('finish', () => {
   test("request with confirmation during execution: the request's cfm/exp win over the result's", async () => {
     const c = await executing();
     await fx.store.requestCheck({
-      carrierId: c, cardId: 'a', now: NOW + 50, cooldownMs: 0, lane: 'priority', types: ['card_status'],
-      confirmDelaysSec: [10, 30], expected: 'offline',
+      carrierId: c,
+      cardId: 'a',
+      now: NOW + 50,
+      cooldownMs: 0,
+      lane: 'priority',
+      types: ['card_status'],
+      confirmDelaysSec: [10, 30],
+      expected: 'offline',
     });
     await finish(c, { del: [DueField.confirm('card_status'), DueField.expected('card_status')] });
     const state = await fx.store.readDue(c, 'a');
@@ -235,7 +250,10 @@ describe('finish with a result record (at most once per token)', () => {
     assert.equal(await finish(c, { ...failing(2), now: NOW + 200, record: 'second' }), true, 'same reply as the first call');
     assert.deepEqual(await fx.hash(c, 'a'), after, 'nothing applied by the retry');
     assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
-    assert.deepEqual(await fx.store.finishWithRecord({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 300, set: {}, del: [], record: 'third' }), { owned: true, replayed: 'first' });
+    assert.deepEqual(await fx.store.finishWithRecord({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 300, set: {}, del: [], record: 'third' }), {
+      owned: true,
+      replayed: 'first',
+    });
     const ttl = await fx.redis.pttl(fx.keys(c).finished('a'));
     assert.ok(ttl > 0 && ttl <= HOUR, `record expires within the hour (pttl ${ttl})`);
   });

@@ -141,7 +141,10 @@ describe('release', () => {
     assert.equal((await fx.hash(c, 'a')).clm, undefined);
     // Claimable at once.
     const again = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10, tokenPrefix: 'r2' });
-    assert.deepEqual(again.claimed.map((x) => x.token), ['r2:a']);
+    assert.deepEqual(
+      again.claimed.map((x) => x.token),
+      ['r2:a'],
+    );
   });
 
   test('with a retry delay: the card is claimable only once the delay has passed', async () => {
@@ -151,7 +154,10 @@ describe('release', () => {
     const early = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1_000, tokenPrefix: 'r2' });
     assert.deepEqual(early.claimed, []);
     const later = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10 + 15_000, tokenPrefix: 'r3' });
-    assert.deepEqual(later.claimed.map((x) => x.token), ['r3:a']);
+    assert.deepEqual(
+      later.claimed.map((x) => x.token),
+      ['r3:a'],
+    );
   });
 
   test('wrong token → false', async () => {
@@ -165,6 +171,9 @@ describe('release', () => {
     assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + LEASE + 1), false);
     const next = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + LEASE + 1, tokenPrefix: 'r2' });
     assert.equal(next.expired, 1);
-    assert.deepEqual(next.claimed.map((x) => x.cardId), ['a']);
+    assert.deepEqual(
+      next.claimed.map((x) => x.cardId),
+      ['a'],
+    );
   });
 });

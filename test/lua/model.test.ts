@@ -112,8 +112,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
   const resolve = (match: (p: PendingRequest) => boolean): void => {
     pending = pending.filter((p) => !match(p));
   };
-  const randomDues = (): [CheckType, number][] =>
-    rnd.subset(CHECK_TYPES).map((type) => [type, now + rnd.int(-2_000, 5_000)] as [CheckType, number]);
+  const randomDues = (): [CheckType, number][] => rnd.subset(CHECK_TYPES).map((type) => [type, now + rnd.int(-2_000, 5_000)] as [CheckType, number]);
 
   const ops: { name: string; weight: number; run: () => Promise<void> }[] = [
     {
@@ -175,16 +174,26 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         const expected = delays.length > 0 && rnd.chance(0.5) ? 'offline' : '';
         log.push(`requestCheck ${account}/${cardId} ${lane} ${types.join(',')} cd=${cooldownMs} cfm=${delays.join(',')} exp=${expected}`);
         const reply = await fx.store.requestCheck({
-          carrierId: account, cardId, now, cooldownMs, lane, types,
-          confirmDelaysSec: delays, ...(expected ? { expected } : {}),
+          carrierId: account,
+          cardId,
+          now,
+          cooldownMs,
+          lane,
+          types,
+          confirmDelaysSec: delays,
+          ...(expected ? { expected } : {}),
         });
         const expectedReply = model.requestCheck(account, {
-          cardId, now, cooldownMs, delays: delays.join(','), expected, lane, types,
+          cardId,
+          now,
+          cooldownMs,
+          delays: delays.join(','),
+          expected,
+          lane,
+          types,
         });
         const modelReply =
-          expectedReply.reply < 0
-            ? { status: 'not_polled' }
-            : { status: expectedReply.reply > 0 ? 'requested' : 'cooldown', requested: expectedReply.reply };
+          expectedReply.reply < 0 ? { status: 'not_polled' } : { status: expectedReply.reply > 0 ? 'requested' : 'cooldown', requested: expectedReply.reply };
         assert.deepEqual(reply, modelReply, 'requestCheck reply');
         for (const type of expectedReply.types) pending.push({ account, cardId, type, at: now, trueAt: trueNow });
         tally(`requestCheck:${reply.status}`);
@@ -221,10 +230,17 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         if (expected.stopped) tally('claim:budgetStop');
         tally('claim:partial', expected.deferred.filter((d) => d.length > 0).length);
         tally('claim:skipped', expected.skipped);
-        result.claimed.forEach((c, i) => issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow, deferred: expected.deferred[i] ?? [] }));
+        result.claimed.forEach((c, i) =>
+          issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow, deferred: expected.deferred[i] ?? [] }),
+        );
         if (issued.length > 16) issued.splice(0, issued.length - 16);
         const after = await readSnapshot(fx.redis, keys, CARDS);
-        checkBudget(before.get(account)!, after.get(account)!, result.claimed.map((c) => c.cardId), input);
+        checkBudget(
+          before.get(account)!,
+          after.get(account)!,
+          result.claimed.map((c) => c.cardId),
+          input,
+        );
         if (!groupBudget && result.claimed.length < expected.capacity) {
           // I4: with capacity to spare and no budget, nothing due is left unclaimed.
           const snap = after.get(account)!;
@@ -382,9 +398,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     // I5: a pending request keeps its type due no later than the latest pending request of that
     // type (all made at or before now, so the card stays due until an execution serves them).
     for (const p of pending) {
-      const latest = Math.max(
-        ...pending.filter((q) => q.account === p.account && q.cardId === p.cardId && q.type === p.type).map((q) => q.at),
-      );
+      const latest = Math.max(...pending.filter((q) => q.account === p.account && q.cardId === p.cardId && q.type === p.type).map((q) => q.at));
       const due = Number(snapshot.get(p.account)!.due[p.cardId]?.[`due:${p.type}`] ?? NaN);
       if (skewMs === 0) assert.ok(due <= latest, `I5: request ${JSON.stringify(p)} lost (due:${p.type} = ${due})`);
       else if (!(due <= latest)) {
@@ -409,8 +423,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     for (const id of ACCOUNTS) {
       const polled = [...model.account(id).prio.keys(), ...model.account(id).queue.keys()];
       const result = await fx.store.claim({
-        carrierId: id, now: now + 10 * 3_600_000, leaseMs: LEASE, inflightLimit: 100, priorityRatio: 0,
-        tokenPrefix: 'final', typeGroups: TYPE_GROUPS, countRealname: true,
+        carrierId: id,
+        now: now + 10 * 3_600_000,
+        leaseMs: LEASE,
+        inflightLimit: 100,
+        priorityRatio: 0,
+        tokenPrefix: 'final',
+        typeGroups: TYPE_GROUPS,
+        countRealname: true,
       });
       assert.deepEqual(new Set(result.claimed.map((c) => c.cardId)), new Set(polled), `I4: account ${id} not all claimable`);
     }
@@ -421,7 +441,9 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
   } finally {
     await fx.close();
   }
-  console.log(`model test (${label}): seed ${SEED}, ${steps} steps, ops ${JSON.stringify(counts)}, outcomes ${JSON.stringify(outcomes)}, lost requests ${lostRequests}`);
+  console.log(
+    `model test (${label}): seed ${SEED}, ${steps} steps, ops ${JSON.stringify(counts)}, outcomes ${JSON.stringify(outcomes)}, lost requests ${lostRequests}`,
+  );
   return { lostRequests };
 }
 

@@ -36,20 +36,26 @@ test('executing card moved to another account: old finish does not re-add it, ne
   await fx.store.upsert({ carrierId: to, cardId: 'x', now: NOW + 1, dues: { card_status: NOW + 1 } });
   assert.deepEqual(await accountsHolding(fx.redis, 'x', [from, to]), [to]);
 
-  assert.deepEqual(
-    await fx.store.requestCheck({ carrierId: from, cardId: 'x', now: NOW + 2, cooldownMs: 0, lane: 'priority', types: ['card_status'] }),
-    { status: 'not_polled' },
-  );
+  assert.deepEqual(await fx.store.requestCheck({ carrierId: from, cardId: 'x', now: NOW + 2, cooldownMs: 0, lane: 'priority', types: ['card_status'] }), {
+    status: 'not_polled',
+  });
   const finished = await fx.store.finish({
-    carrierId: from, cardId: 'x', token: 'r1:x', now: NOW + 3,
-    set: { 'due:card_status': NOW + 60_000, 'ok:card_status': NOW + 3 }, del: [],
+    carrierId: from,
+    cardId: 'x',
+    token: 'r1:x',
+    now: NOW + 3,
+    set: { 'due:card_status': NOW + 60_000, 'ok:card_status': NOW + 3 },
+    del: [],
   });
   assert.equal(finished, true, 'the old claim is released');
   assert.deepEqual(await accountsHolding(fx.redis, 'x', [from, to]), [to]);
   assert.equal(await fx.redis.exists(fx.keys(from).due('x')), 0, 'old hash not recreated');
   assert.deepEqual(await fx.store.depths(from), { priority: 0, normal: 0, running: 0 });
   const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: to, now: NOW + 3, tokenPrefix: 'n1' });
-  assert.deepEqual(claimed.claimed.map((c) => c.token), ['n1:x']);
+  assert.deepEqual(
+    claimed.claimed.map((c) => c.token),
+    ['n1:x'],
+  );
 });
 
 test('concurrent observer never sees a card in two accounts while it moves back and forth', async () => {

@@ -192,7 +192,13 @@ describe('upsert', () => {
     await fx.store.upsertMany(['x', 'y', 'z'].map((cardId, i) => ({ carrierId: c, cardId, now: NOW, dues: { card_status: NOW + i } })));
     assert.deepEqual(await fx.store.depths(c), { priority: 0, normal: 3, running: 0 });
     assert.equal(await fx.store.dueNowCount(c, NOW + 1), 2);
-    assert.equal(await fx.store.removeMany([{ carrierId: c, cardId: 'x' }, { carrierId: c, cardId: 'nope' }]), 1);
+    assert.equal(
+      await fx.store.removeMany([
+        { carrierId: c, cardId: 'x' },
+        { carrierId: c, cardId: 'nope' },
+      ]),
+      1,
+    );
     assert.deepEqual(await fx.store.depths(c), { priority: 0, normal: 2, running: 0 });
   });
 });

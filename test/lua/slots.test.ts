@@ -132,7 +132,16 @@ test('every command, MULTI and pipeline the TypeScript code sends stays in one s
     // Batches across accounts: one pipeline per slot.
     await store.upsertMany(accounts.flatMap((carrierId) => ['a', 'b'].map((cardId) => ({ carrierId, cardId, now, dues: { card_status: now - 1 } }))));
     for (const carrierId of accounts) {
-      const { claimed } = await store.claim({ carrierId, now, leaseMs: 10_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: `p${carrierId}`, typeGroups: {}, countRealname: false });
+      const { claimed } = await store.claim({
+        carrierId,
+        now,
+        leaseMs: 10_000,
+        inflightLimit: 10,
+        priorityRatio: 0,
+        tokenPrefix: `p${carrierId}`,
+        typeGroups: {},
+        countRealname: false,
+      });
       const [first, second] = claimed;
       assert.ok(first && second, `claimed two cards of ${carrierId}`);
       assert.equal(await store.acquireExec(carrierId, first.cardId, first.token, 'w', 10_000, now), 'acquired');
@@ -163,14 +172,23 @@ test('every command, MULTI and pipeline the TypeScript code sends stays in one s
     await stream.ensureGroup();
     await stream.enqueue('{"r":1}');
     const entries = await stream.read(redis, 'c1', 10, 0);
-    await stream.touch('c1', entries.map((entry) => entry.id));
+    await stream.touch(
+      'c1',
+      entries.map((entry) => entry.id),
+    );
     await stream.reclaim('c2', 0, 10);
     await stream.pruneConsumers(0, 'c2');
-    await stream.ack(entries.map((entry) => entry.id), entries.length);
+    await stream.ack(
+      entries.map((entry) => entry.id),
+      entries.length,
+    );
     await stream.backlog();
     await stream.writeRate();
 
-    assert.ok(sent.some((command) => command.pipeline !== undefined), 'pipelines were recorded');
+    assert.ok(
+      sent.some((command) => command.pipeline !== undefined),
+      'pipelines were recorded',
+    );
     assert.deepEqual(crossSlot(sent), []);
     // The instrument itself: a pipeline over two accounts is caught.
     sent.length = 0;

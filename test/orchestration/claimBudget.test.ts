@@ -11,10 +11,16 @@ import { seedAccount } from '../helpers/seed.js';
 import { createCardActivities } from '../../src/activities/card.js';
 import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 
-test('claim round: the previous round\'s calls in the limiter window do not shrink the next round\'s budget; waiting calls do', async () => {
+test("claim round: the previous round's calls in the limiter window do not shrink the next round's budget; waiting calls do", async () => {
   const stack = await createStack('claim-budget');
   try {
-    const account = await seedAccount(stack, { name: 'budget1', qps: { main: 10 }, typeGroups: { card_status: 'main' }, cards: 40, intervalsSec: { card_status: 600 } });
+    const account = await seedAccount(stack, {
+      name: 'budget1',
+      qps: { main: 10 },
+      typeGroups: { card_status: 'main' },
+      cards: 40,
+      intervalsSec: { card_status: 600 },
+    });
     const carrierId = account.carrier.id;
     const activities = stackControlActivities(stack);
     const dueAll = async (): Promise<void> => {
@@ -22,7 +28,13 @@ test('claim round: the previous round\'s calls in the limiter window do not shri
       await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: now } })));
     };
     const round = (n: number) =>
-      activities.claimRound({ carrierId, tokenPrefix: `test.${n}`, refreshConfig: false, sinceLastRoundMs: 1000, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' } });
+      activities.claimRound({
+        carrierId,
+        tokenPrefix: `test.${n}`,
+        refreshConfig: false,
+        sinceLastRoundMs: 1000,
+        cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
+      });
 
     await dueAll();
     const first = await round(1);
@@ -51,7 +63,7 @@ test('claim round: the previous round\'s calls in the limiter window do not shri
   }
 });
 
-test('claim round: cards due for two groups fill the larger group; the smaller group\'s types are deferred, not run, and due again', async () => {
+test("claim round: cards due for two groups fill the larger group; the smaller group's types are deferred, not run, and due again", async () => {
   const stack = await createStack('claim-budget-split');
   try {
     const account = await seedAccount(stack, {
@@ -66,22 +78,44 @@ test('claim round: cards due for two groups fill the larger group; the smaller g
     const dueAt = Date.now() - 1_000;
     // Staggered dues fix the lane order.
     await stack.deps.store.upsertMany(account.cards.map((card, i) => ({ carrierId, cardId: card.id, dues: { card_status: dueAt + i, carddata: dueAt + i } })));
-    const round = await activities.claimRound({ carrierId, tokenPrefix: 'split.1', refreshConfig: false, sinceLastRoundMs: 1000, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' } });
+    const round = await activities.claimRound({
+      carrierId,
+      tokenPrefix: 'split.1',
+      refreshConfig: false,
+      sinceLastRoundMs: 1000,
+      cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
+    });
     assert.equal(round.kind, 'claimed');
     if (round.kind !== 'claimed') return;
     // The strict rule stopped at the third card (data full): 2 cards, status at 20 % of its budget.
     assert.equal(round.claimed.length, 10, 'one second of the status budget');
     const states = await Promise.all(round.claimed.map((c) => stack.deps.store.readDue(carrierId, c.cardId)));
-    assert.deepEqual(states.map((state) => state?.deferred.join(',')), ['', '', ...Array<string>(8).fill('carddata')]);
+    assert.deepEqual(
+      states.map((state) => state?.deferred.join(',')),
+      ['', '', ...Array<string>(8).fill('carddata')],
+    );
 
     // A deferred card's execution runs card_status only; carddata stays due and the card comes back.
     const deferred = round.claimed[2]!;
-    const cards = createCardActivities({ pool: stack.deps.pool, store: stack.deps.store, reference: stack.deps.reference, packages: createPackageEvaluator(stack.deps.pool), priority: stack.services.priority });
+    const cards = createCardActivities({
+      pool: stack.deps.pool,
+      store: stack.deps.store,
+      reference: stack.deps.reference,
+      packages: createPackageEvaluator(stack.deps.pool),
+      priority: stack.services.priority,
+    });
     const plan = await cards.prepareExecution({ carrierId, cardId: deferred.cardId, token: deferred.token, execValue: 'run-1', fromPriority: false });
     if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
     assert.deepEqual(plan.types, ['card_status']);
     const finished = await cards.finishExecution({
-      carrierId, cardId: deferred.cardId, token: deferred.token, plan, startedAt: Date.now(), fromPriority: false, workflowId: 'w', runId: 'run-1',
+      carrierId,
+      cardId: deferred.cardId,
+      token: deferred.token,
+      plan,
+      startedAt: Date.now(),
+      fromPriority: false,
+      workflowId: 'w',
+      runId: 'run-1',
       results: [{ type: 'card_status', outcome: 'success', gatewayMs: 5 }],
     });
     assert.equal(finished.owned, true);

@@ -12,13 +12,26 @@ import { seedAccount } from '../helpers/seed.js';
 test('a claim round run again under the same token prefix (first attempt) hands back the claims already made', async () => {
   const stack = await createStack('claim-recovery');
   try {
-    const account = await seedAccount(stack, { name: 'recover1', qps: { main: 50 }, typeGroups: { card_status: 'main' }, cards: 12, intervalsSec: { card_status: 600 } });
+    const account = await seedAccount(stack, {
+      name: 'recover1',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main' },
+      cards: 12,
+      intervalsSec: { card_status: 600 },
+    });
     const carrierId = account.carrier.id;
     const now = Date.now() - 1;
     await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: now } })));
     const activities = stackControlActivities(stack);
     const round = () =>
-      activities.claimRound({ carrierId, tokenPrefix: 'run-a.7', refreshConfig: false, sinceLastRoundMs: 1000, adaptiveLimit: 5, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' } });
+      activities.claimRound({
+        carrierId,
+        tokenPrefix: 'run-a.7',
+        refreshConfig: false,
+        sinceLastRoundMs: 1000,
+        adaptiveLimit: 5,
+        cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
+      });
     const first = await round();
     assert.equal(first.kind, 'claimed');
     if (first.kind !== 'claimed') return;
@@ -30,7 +43,14 @@ test('a claim round run again under the same token prefix (first attempt) hands 
     assert.deepEqual(new Set(again.claimed.map((c) => c.token)), new Set(first.claimed.map((c) => c.token)), 'the same claims, handed back');
     assert.equal(again.running, 5, 'nothing else claimed');
     // A new round (next prefix) claims normally.
-    const next = await activities.claimRound({ carrierId, tokenPrefix: 'run-a.8', refreshConfig: false, sinceLastRoundMs: 1000, adaptiveLimit: 10, cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' } });
+    const next = await activities.claimRound({
+      carrierId,
+      tokenPrefix: 'run-a.8',
+      refreshConfig: false,
+      sinceLastRoundMs: 1000,
+      adaptiveLimit: 10,
+      cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
+    });
     assert.equal(next.kind === 'claimed' ? next.claimed.length : -1, 5);
   } finally {
     await stack.close();

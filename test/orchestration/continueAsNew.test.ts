@@ -29,7 +29,13 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
   const stack = await createStack('orch-can');
   try {
     // A one-hour interval: only the requests make a card run within the test (from the priority lane).
-    const account = await seedAccount(stack, { name: 'can1', qps: { main: 50 }, typeGroups: { card_status: 'main' }, cards: CARDS, intervalsSec: { card_status: 3600 } });
+    const account = await seedAccount(stack, {
+      name: 'can1',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main' },
+      cards: CARDS,
+      intervalsSec: { card_status: 3600 },
+    });
     const carrierId = account.carrier.id;
     const workers = await stack.startWorkers();
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
@@ -68,7 +74,9 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
         if (Date.now() - began > 90_000) {
           const description = await scheduler.describe();
           const status = await scheduler.query(schedulerStatusQuery).catch((error: unknown) => ({ rounds: `unknown (${String(error)})` }));
-          throw new Error(`only ${runIds.length} scheduler runs after ${sent.length} requests (history ${description.historyLength} events, ${status.rounds} claim rounds)`);
+          throw new Error(
+            `only ${runIds.length} scheduler runs after ${sent.length} requests (history ${description.historyLength} events, ${status.rounds} claim rounds)`,
+          );
         }
         const runId = (await scheduler.describe()).runId;
         if (runId !== runIds[runIds.length - 1]) {
@@ -87,7 +95,9 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
     const uncovered = await waitFor(
       'a priority execution of every requested card after its request',
       async () => {
-        const { rows } = await stack.db.pool.query<{ card_id: string; started_at: Date }>('SELECT card_id::text, started_at FROM card_execution WHERE from_priority');
+        const { rows } = await stack.db.pool.query<{ card_id: string; started_at: Date }>(
+          'SELECT card_id::text, started_at FROM card_execution WHERE from_priority',
+        );
         const missing = sent.filter((request) => !rows.some((row) => row.card_id === request.cardId && row.started_at >= request.sentAt));
         return missing.length === 0 ? missing : undefined;
       },
@@ -129,7 +139,8 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
       'the continued-as-new runs in visibility',
       async () => {
         let n = 0;
-        for await (const run of stack.client.workflow.list({ query: `WorkflowId = "${schedulerId}" AND ExecutionStatus = "ContinuedAsNew"` })) if (run.workflowId === schedulerId) n += 1;
+        for await (const run of stack.client.workflow.list({ query: `WorkflowId = "${schedulerId}" AND ExecutionStatus = "ContinuedAsNew"` }))
+          if (run.workflowId === schedulerId) n += 1;
         return n >= RUNS_WANTED - 1 ? n : undefined;
       },
       15_000,
@@ -138,8 +149,14 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
     // Both forms were exercised on both sides of a continue-as-new.
     const first = runsSeenAt[0] ?? 0;
     for (const via of ['update', 'signal'] as const) {
-      assert.ok(sent.slice(0, first).some((r) => r.via === via), `${via} before the first continue-as-new`);
-      assert.ok(sent.slice(first).some((r) => r.via === via), `${via} after the first continue-as-new`);
+      assert.ok(
+        sent.slice(0, first).some((r) => r.via === via),
+        `${via} before the first continue-as-new`,
+      );
+      assert.ok(
+        sent.slice(first).some((r) => r.via === via),
+        `${via} after the first continue-as-new`,
+      );
     }
     await workers.stop();
   } finally {

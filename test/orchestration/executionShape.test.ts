@@ -42,15 +42,31 @@ async function shapeOf(client: Client, workflowId: string): Promise<RunShape> {
 }
 
 /** Runs the account's cards once each (intervals long enough that nothing runs twice) and returns every card's last run. */
-async function runOnce(label: string, config: Partial<Config>, types: readonly CheckType[]): Promise<{ stack: Stack; account: SeedAccount; shapes: RunShape[] }> {
+async function runOnce(
+  label: string,
+  config: Partial<Config>,
+  types: readonly CheckType[],
+): Promise<{ stack: Stack; account: SeedAccount; shapes: RunShape[] }> {
   const stack = await createStack(label, { config });
   const typeGroups = { card_status: 'main', carddata: 'main', realname: 'main' } as const;
-  const account = await seedAccount(stack, { name: `${label}1`, qps: { main: 50 }, typeGroups, cards: 6, intervalsSec: Object.fromEntries(types.map((t) => [t, 600])), carrier: { realnameControl: true } });
+  const account = await seedAccount(stack, {
+    name: `${label}1`,
+    qps: { main: 50 },
+    typeGroups,
+    cards: 6,
+    intervalsSec: Object.fromEntries(types.map((t) => [t, 600])),
+    carrier: { realnameControl: true },
+  });
   // Every type due at the same moment, so each execution runs all of them together.
   const now = Date.now();
-  await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: Object.fromEntries(types.map((t) => [t, now])) })));
+  await stack.deps.store.upsertMany(
+    account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: Object.fromEntries(types.map((t) => [t, now])) })),
+  );
   await stack.startWorkers();
-  await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+  await ensurePollingControl(
+    { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+    { reconcileEveryMs: 2000 },
+  );
   await waitFor(
     'one recorded execution of every card',
     async () => {
@@ -111,7 +127,9 @@ test('card execution shape', async (t) => {
   await t.test('GATEWAY_STEPS=queue: steps run as activities on the gateway task queue', async (t) => {
     const run = await runOnce('shape-queue', { GATEWAY_STEPS: 'queue' }, ['card_status', 'carddata']);
     try {
-      t.diagnostic(`two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ${run.shapes.map((s) => s.workflowTasks).join(',')}`);
+      t.diagnostic(
+        `two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ${run.shapes.map((s) => s.workflowTasks).join(',')}`,
+      );
       for (const shape of run.shapes) {
         assert.equal(shape.outcome, 'success', JSON.stringify(shape));
         assert.equal(shape.activityTasks, 2, JSON.stringify(shape));

@@ -28,12 +28,22 @@ test('gateway failures back off, open one alert per card and type after the thre
     const [card] = account.cards;
     assert.ok(card);
     await stack.startWorkers();
-    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+    await ensurePollingControl(
+      { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+      { reconcileEveryMs: 2000 },
+    );
 
-    const alert = await waitFor('a failure alert', async () => {
-      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error, first_failed_at FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`, [card.id]);
-      return rows.length > 0 ? rows : undefined;
-    }, 90_000);
+    const alert = await waitFor(
+      'a failure alert',
+      async () => {
+        const { rows } = await stack.db.pool.query<AlertRow>(
+          `SELECT status, fail_count, last_error, first_failed_at FROM polling_failure_alert WHERE card_id = $1::bigint AND check_type = 'card_status'`,
+          [card.id],
+        );
+        return rows.length > 0 ? rows : undefined;
+      },
+      90_000,
+    );
     assert.equal(alert.length, 1, 'one alert per card and type');
     assert.equal(alert[0]?.status, 'open');
     assert.ok((alert[0]?.fail_count ?? 0) >= 3, `opened at the threshold, fail_count ${alert[0]?.fail_count}`);
@@ -61,14 +71,22 @@ test('gateway failures back off, open one alert per card and type after the thre
 
     // More failures refresh the same alert instead of opening more.
     await new Promise((r) => setTimeout(r, 3000));
-    const { rows: stillOne } = await stack.db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM polling_failure_alert WHERE card_id = $1::bigint`, [card.id]);
+    const { rows: stillOne } = await stack.db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM polling_failure_alert WHERE card_id = $1::bigint`, [
+      card.id,
+    ]);
     assert.equal(stillOne[0]?.n, '1');
 
     stack.simulator.world.updateAccount('fail1-gw', { errorRate: 0 });
-    await waitFor('alert recovered', async () => {
-      const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint`, [card.id]);
-      return rows[0]?.status === 'recovered';
-    }, 60_000);
+    await waitFor(
+      'alert recovered',
+      async () => {
+        const { rows } = await stack.db.pool.query<AlertRow>(`SELECT status, fail_count, last_error FROM polling_failure_alert WHERE card_id = $1::bigint`, [
+          card.id,
+        ]);
+        return rows[0]?.status === 'recovered';
+      },
+      60_000,
+    );
     const healed = await stack.deps.store.readDue(account.carrier.id, card.id);
     assert.equal(healed?.types.card_status.fail, 0);
     assert.equal(healed?.types.card_status.err, null);

@@ -25,14 +25,34 @@ interface Running {
 
 /** One card of a fresh account, due for `types`, claimed and prepared as a cardCheck run would. */
 async function prepared(stack: Stack, name: string, types: readonly CheckType[]): Promise<Running> {
-  const account = await seedAccount(stack, { name, qps: { main: 50 }, typeGroups: { card_status: 'main', carddata: 'main' }, cards: 1, intervalsSec: Object.fromEntries(types.map((t) => [t, 600])) });
+  const account = await seedAccount(stack, {
+    name,
+    qps: { main: 50 },
+    typeGroups: { card_status: 'main', carddata: 'main' },
+    cards: 1,
+    intervalsSec: Object.fromEntries(types.map((t) => [t, 600])),
+  });
   const carrierId = account.carrier.id;
   const cardId = account.cards[0]!.id;
   const now = Date.now();
   await stack.deps.store.upsert({ carrierId, cardId, dues: Object.fromEntries(types.map((t) => [t, now - 1])) });
-  const claim = await stack.deps.store.claim({ carrierId, leaseMs: 60_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: `${name}.1`, typeGroups: {}, countRealname: false });
+  const claim = await stack.deps.store.claim({
+    carrierId,
+    leaseMs: 60_000,
+    inflightLimit: 10,
+    priorityRatio: 0,
+    tokenPrefix: `${name}.1`,
+    typeGroups: {},
+    countRealname: false,
+  });
   const token = claim.claimed[0]!.token;
-  const activities = createCardActivities({ pool: stack.deps.pool, store: stack.deps.store, reference: stack.deps.reference, packages: createPackageEvaluator(stack.deps.pool), priority: stack.services.priority });
+  const activities = createCardActivities({
+    pool: stack.deps.pool,
+    store: stack.deps.store,
+    reference: stack.deps.reference,
+    packages: createPackageEvaluator(stack.deps.pool),
+    priority: stack.services.priority,
+  });
   const plan = await activities.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
   if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
   const run: ExecutionPlanRun = plan;
@@ -70,10 +90,22 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
     const card = await prepared(stack, 'idem2', ['carddata', 'package']);
     // A streak of 3 failures with its alert open.
     await stack.deps.redis.hset(stack.deps.store.keys(card.carrierId).due(card.cardId), DueField.fail('carddata'), '3');
-    const alert = await recordFailure(stack.deps.pool, { cardId: card.cardId, carrierId: card.carrierId, type: 'carddata', failCount: 3, error: 'transient|x', threshold: 3 });
+    const alert = await recordFailure(stack.deps.pool, {
+      cardId: card.cardId,
+      carrierId: card.carrierId,
+      type: 'carddata',
+      failCount: 3,
+      error: 'transient|x',
+      threshold: 3,
+    });
     assert.equal(alert.opened, true);
     const input = card.input([
-      { type: 'carddata', outcome: 'success', gatewayMs: 5, observation: { collectionId: 'idem2-carddata-1', observedAt: new Date().toISOString(), payload: { usageKb: 10 } } },
+      {
+        type: 'carddata',
+        outcome: 'success',
+        gatewayMs: 5,
+        observation: { collectionId: 'idem2-carddata-1', observedAt: new Date().toISOString(), payload: { usageKb: 10 } },
+      },
     ]);
     const first = await card.activities.finishExecution(input);
     await new Promise((resolve) => setTimeout(resolve, 5)); // a retry comes later: a re-evaluation would differ
@@ -82,10 +114,19 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
     assert.equal(second.failCounts.find((t) => t.type === 'carddata')?.failBefore, 3);
     // The durable record written from the retry's result recovers the alert.
     const ingest = createIngestActivities({ pool: stack.deps.pool, priority: stack.services.priority });
-    const recorded = await ingest.recordExecution({ ...input, results: second.results, outcome: second.outcome, owned: second.owned, failCounts: second.failCounts });
+    const recorded = await ingest.recordExecution({
+      ...input,
+      results: second.results,
+      outcome: second.outcome,
+      owned: second.owned,
+      failCounts: second.failCounts,
+    });
     assert.equal(recorded.alertsRecovered, 1);
     const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_failure_alert WHERE card_id = $1::bigint', [card.cardId]);
-    assert.deepEqual(rows.map((r) => r.status), ['recovered']);
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      ['recovered'],
+    );
   } finally {
     await stack.close();
   }

@@ -31,7 +31,15 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
     const keys = store.keys(carrierId);
     const dueAt = Date.now() - 1;
     await store.upsert({ carrierId, cardId: card.id, dues: { card_status: dueAt, carddata: dueAt } });
-    const claim = await store.claim({ carrierId, leaseMs: 20_000, inflightLimit: 10, priorityRatio: 0, tokenPrefix: 'lost.1', typeGroups: {}, countRealname: false });
+    const claim = await store.claim({
+      carrierId,
+      leaseMs: 20_000,
+      inflightLimit: 10,
+      priorityRatio: 0,
+      tokenPrefix: 'lost.1',
+      typeGroups: {},
+      countRealname: false,
+    });
     const token = claim.claimed[0]!.token;
 
     await stack.startWorkers(['card', 'ingest']);
@@ -73,15 +81,22 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
     assert.equal(Number(await redis.zscore(keys.running, thief)), takenAt + 20_000);
     assert.equal(Number(await redis.zscore(keys.queue, card.id)), takenAt + 20_000, 'lane score untouched');
 
-    const executions = await waitFor('the execution record', async () => {
-      const rows = await listExecutions(stack.db.pool, card.id);
-      return rows.length > 0 ? rows : undefined;
-    }, 10_000);
+    const executions = await waitFor(
+      'the execution record',
+      async () => {
+        const rows = await listExecutions(stack.db.pool, card.id);
+        return rows.length > 0 ? rows : undefined;
+      },
+      10_000,
+    );
     assert.equal(executions.length, 1);
     assert.equal(executions[0]?.outcome, 'aborted');
     assert.deepEqual(executions[0]?.details?.steps, [{ type: 'card_status', outcome: 'success' }]);
     const observations = await listCardObservations(stack.db.pool, card.id);
-    assert.deepEqual(observations.map((o) => o.type), ['card_status']);
+    assert.deepEqual(
+      observations.map((o) => o.type),
+      ['card_status'],
+    );
   } finally {
     await stack.close();
   }

@@ -14,12 +14,19 @@ import { requestCheckSignal } from '../../src/workflows/messages.js';
 test('carrierScheduler: claim failures for longer than its retries and a signal request-check during them; the loop keeps going and the request is served', async (t) => {
   const stack = await createStack('loop-failures');
   try {
-    const account = await seedAccount(stack, { name: 'loop1', qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: 4, intervalsSec: { card_status: 2 } });
+    const account = await seedAccount(stack, {
+      name: 'loop1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 4,
+      intervalsSec: { card_status: 2 },
+    });
     const carrierId = account.carrier.id;
     await stack.startWorkers();
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
-    const executions = async (): Promise<number> => Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution')).rows[0]?.n);
+    const executions = async (): Promise<number> =>
+      Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution')).rows[0]?.n);
     await waitFor('executions before the fault', async () => (await executions()) >= 4, 30_000);
 
     // Fault: the account's running set is not a sorted set any more — every claim round fails in Redis.
@@ -51,7 +58,9 @@ test('carrierScheduler: claim failures for longer than its retries and a signal 
     assert.equal(description.status.name, 'RUNNING');
     await waitFor(
       'executions after the repair',
-      async () => Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE started_at > $1', [repairedAt])).rows[0]?.n) >= 4,
+      async () =>
+        Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE started_at > $1', [repairedAt])).rows[0]?.n) >=
+        4,
       40_000,
     );
     // The signal taken off the queue during the fault was not lost: its priority item exists and was served.

@@ -49,7 +49,13 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
   const phase = (what: string): void => t.diagnostic(`${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
   const stack = await createStack('orch-mode');
   try {
-    const account = await seedAccount(stack, { name: 'mode1', qps: { main: 50 }, typeGroups: { card_status: 'main' }, cards: CARDS, intervalsSec: { card_status: 2 } });
+    const account = await seedAccount(stack, {
+      name: 'mode1',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main' },
+      cards: CARDS,
+      intervalsSec: { card_status: 2 },
+    });
     const carrierId = account.carrier.id;
     const workers = await stack.startWorkers();
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
@@ -117,13 +123,17 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
     await waitFor(
       'an execution of every polled card after the switch back',
       async () => {
-        const { rows } = await stack.db.pool.query<{ card_id: string }>('SELECT DISTINCT card_id::text FROM card_execution WHERE started_at >= $1', [switchedAt]);
+        const { rows } = await stack.db.pool.query<{ card_id: string }>('SELECT DISTINCT card_id::text FROM card_execution WHERE started_at >= $1', [
+          switchedAt,
+        ]);
         return rows.length >= polled.length ? rows : undefined;
       },
       30_000,
     );
     phase('every polled card executed again');
-    const { rows: after } = await stack.db.pool.query<{ card_id: string }>('SELECT DISTINCT card_id::text FROM card_execution WHERE started_at >= $1', [switchedAt]);
+    const { rows: after } = await stack.db.pool.query<{ card_id: string }>('SELECT DISTINCT card_id::text FROM card_execution WHERE started_at >= $1', [
+      switchedAt,
+    ]);
     assert.deepEqual(after.map((r) => r.card_id).sort(), polled.map((c) => c.id).sort(), 'exactly the polled cards run after the switch');
     assert.ok(simulatorCalls(stack) > callsDrained);
     // Still consistent after executions finished and rescored the cards.

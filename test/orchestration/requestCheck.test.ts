@@ -63,10 +63,14 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       const asked = new Date();
       const result = await requestCheck(ref, carrierId, { cardId: a.id, types: ['card_status'], actor: 'test', source: 'test' });
       assert.deepEqual(result, { status: 'requested', requested: 1, types: { card_status: 'requested' } });
-      const [execution] = await waitFor('the requested execution', async () => {
-        const rows = await executionsSince(stack, a.id, asked);
-        return rows.length > 0 ? rows : undefined;
-      }, 30_000);
+      const [execution] = await waitFor(
+        'the requested execution',
+        async () => {
+          const rows = await executionsSince(stack, a.id, asked);
+          return rows.length > 0 ? rows : undefined;
+        },
+        30_000,
+      );
       assert.ok(execution);
       assert.equal(execution.from_priority, true);
       assert.deepEqual(execution.types, ['card_status']);
@@ -74,16 +78,26 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       assert.equal((await stack.client.workflow.getHandle(execution.workflow_id, execution.run_id).describe()).taskQueue, stack.taskQueues.cardPriority);
       t.diagnostic(`request → execution finished in ${Date.now() - asked.getTime()} ms`);
       // The durable priority item went pending → processing → completed, each step audited.
-      const { rows: items } = await stack.db.pool.query<{ status: string; id: string }>('SELECT id::text, status FROM polling_priority_item WHERE card_id = $1::bigint', [a.id]);
-      await waitFor('item completed', async () => {
-        const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_priority_item WHERE card_id = $1::bigint', [a.id]);
-        return rows[0]?.status === 'completed';
-      }, 10_000);
+      const { rows: items } = await stack.db.pool.query<{ status: string; id: string }>(
+        'SELECT id::text, status FROM polling_priority_item WHERE card_id = $1::bigint',
+        [a.id],
+      );
+      await waitFor(
+        'item completed',
+        async () => {
+          const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_priority_item WHERE card_id = $1::bigint', [a.id]);
+          return rows[0]?.status === 'completed';
+        },
+        10_000,
+      );
       const { rows: audit } = await stack.db.pool.query<{ action: string }>(
         `SELECT action FROM audit_log WHERE entity_type = 'polling_priority_item' AND entity_id = $1 ORDER BY id`,
         [items[0]?.id],
       );
-      assert.deepEqual(audit.map((r) => r.action), ['created', 'claimed', 'completed']);
+      assert.deepEqual(
+        audit.map((r) => r.action),
+        ['created', 'claimed', 'completed'],
+      );
     });
 
     await t.test('inside the cooldown nothing is requested', async () => {
@@ -107,7 +121,10 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
         const due = await stack.deps.store.readDue(carrierId, card.id);
         assert.equal(due?.types.realname.due, null, `card ${card.id} got a realname due time`);
       }
-      const { rows } = await stack.db.pool.query<{ status: string; failure_reason: string | null }>('SELECT status, failure_reason FROM polling_priority_item WHERE card_id = $1 ORDER BY id DESC LIMIT 1', [c.id]);
+      const { rows } = await stack.db.pool.query<{ status: string; failure_reason: string | null }>(
+        'SELECT status, failure_reason FROM polling_priority_item WHERE card_id = $1 ORDER BY id DESC LIMIT 1',
+        [c.id],
+      );
       assert.equal(rows[0]?.status, 'failed');
       assert.match(rows[0]?.failure_reason ?? '', /capability not configured/);
     });
@@ -123,16 +140,29 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
     await t.test('delayed confirmation re-checks until the expected state is seen, then stops', async () => {
       stack.simulator.world.updateCard(b.iccid, { network: 'offline', afterMs: 2500 });
       const asked = new Date();
-      const result = await requestCheck(ref, carrierId, { cardId: b.id, types: ['card_status'], confirmDelaysSec: [1, 1, 1, 1, 1, 1, 1, 1], expected: 'offline' });
+      const result = await requestCheck(ref, carrierId, {
+        cardId: b.id,
+        types: ['card_status'],
+        confirmDelaysSec: [1, 1, 1, 1, 1, 1, 1, 1],
+        expected: 'offline',
+      });
       assert.equal(result.status, 'requested');
-      await waitFor('offline observed', async () => {
-        const { rows } = await stack.db.pool.query<{ network_status: string | null }>('SELECT network_status FROM iot_card WHERE id = $1::bigint', [b.id]);
-        return rows[0]?.network_status === 'offline';
-      }, 30_000);
-      const due = await waitFor('confirmation cleared', async () => {
-        const state = await stack.deps.store.readDue(carrierId, b.id);
-        return state && state.types.card_status.exp === null ? state : undefined;
-      }, 10_000);
+      await waitFor(
+        'offline observed',
+        async () => {
+          const { rows } = await stack.db.pool.query<{ network_status: string | null }>('SELECT network_status FROM iot_card WHERE id = $1::bigint', [b.id]);
+          return rows[0]?.network_status === 'offline';
+        },
+        30_000,
+      );
+      const due = await waitFor(
+        'confirmation cleared',
+        async () => {
+          const state = await stack.deps.store.readDue(carrierId, b.id);
+          return state && state.types.card_status.exp === null ? state : undefined;
+        },
+        10_000,
+      );
       assert.deepEqual(due.types.card_status.cfm, []);
       const atConfirm = (await executionsSince(stack, b.id, asked)).length;
       // More than one check (the first saw "online"), and the delays were not all used up.
@@ -148,14 +178,23 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       const asked = new Date();
       await requestCheck(ref, carrierId, { cardId: c.id, types: ['card_status'] });
       const handle = stack.client.workflow.getHandle(cardWorkflowId(c.id, stack.config.WORKFLOW_ID_PREFIX));
-      await waitFor('card execution running', async () => (await handle.describe().catch(() => undefined))?.status.name === 'RUNNING' && (await handle.describe()).startTime >= asked, 20_000, 100);
+      await waitFor(
+        'card execution running',
+        async () => (await handle.describe().catch(() => undefined))?.status.name === 'RUNNING' && (await handle.describe()).startTime >= asked,
+        20_000,
+        100,
+      );
       const second = await requestCheck(ref, carrierId, { cardId: c.id, types: ['carddata'] });
       assert.deepEqual(second, { status: 'requested', requested: 1, types: { carddata: 'requested' } });
       stack.simulator.world.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 30, p99: 80 } });
-      const rows = await waitFor('the carddata request executed', async () => {
-        const all = await executionsSince(stack, c.id, asked);
-        return all.some((r) => r.types.includes('carddata')) ? all : undefined;
-      }, 30_000);
+      const rows = await waitFor(
+        'the carddata request executed',
+        async () => {
+          const all = await executionsSince(stack, c.id, asked);
+          return all.some((r) => r.types.includes('carddata')) ? all : undefined;
+        },
+        30_000,
+      );
       assert.ok(rows.length >= 2, 'the request made during the first execution got its own execution');
     });
   } finally {

@@ -16,7 +16,13 @@ for (const mode of ['child', 'client'] as const) {
     const config: Partial<Config> = { CARD_START_MODE: mode };
     const stack = await createStack(`start-conflict-${mode}`, { config });
     try {
-      const account = await seedAccount(stack, { name: `conflict-${mode}`, qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: 2, intervalsSec: { card_status: 600 } });
+      const account = await seedAccount(stack, {
+        name: `conflict-${mode}`,
+        qps: { main: 20 },
+        typeGroups: { card_status: 'main' },
+        cards: 2,
+        intervalsSec: { card_status: 600 },
+      });
       const [blocked, free] = account.cards;
       assert.ok(blocked && free);
       // The "earlier run": a run under the card's workflow id on a queue no worker polls, so it stays running.
@@ -33,7 +39,8 @@ for (const mode of ['child', 'client'] as const) {
         await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
         await waitFor(
           'the free card checked',
-          async () => Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [free.id])).rows[0]?.n) >= 1,
+          async () =>
+            Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [free.id])).rows[0]?.n) >= 1,
           30_000,
         );
         const failedAt = Date.now();
@@ -53,7 +60,8 @@ for (const mode of ['child', 'client'] as const) {
       // Once the earlier run is gone, the card is checked after its retry delay.
       await waitFor(
         'the blocked card checked after the earlier run ended',
-        async () => Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [blocked.id])).rows[0]?.n) >= 1,
+        async () =>
+          Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [blocked.id])).rows[0]?.n) >= 1,
         FAILED_START_RETRY_MS + 20_000,
       );
     } finally {

@@ -18,11 +18,26 @@ test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all
   try {
     const budgets = { s1: 8, s2: 12 };
     const accounts = [
-      await seedAccount(stack, { name: 's1', qps: { status: budgets.s1 }, typeGroups: { card_status: 'status' }, cards: CARDS, intervalsSec: { card_status: INTERVAL_SEC } }),
-      await seedAccount(stack, { name: 's2', qps: { status: budgets.s2 }, typeGroups: { card_status: 'status' }, cards: CARDS, intervalsSec: { card_status: INTERVAL_SEC } }),
+      await seedAccount(stack, {
+        name: 's1',
+        qps: { status: budgets.s1 },
+        typeGroups: { card_status: 'status' },
+        cards: CARDS,
+        intervalsSec: { card_status: INTERVAL_SEC },
+      }),
+      await seedAccount(stack, {
+        name: 's2',
+        qps: { status: budgets.s2 },
+        typeGroups: { card_status: 'status' },
+        cards: CARDS,
+        intervalsSec: { card_status: INTERVAL_SEC },
+      }),
     ];
     await stack.startWorkers();
-    await ensurePollingControl({ client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX }, { reconcileEveryMs: 2000 });
+    await ensurePollingControl(
+      { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+      { reconcileEveryMs: 2000 },
+    );
     // Warm-up: the first round of every card (they start within max(interval/10, 2 s)).
     await new Promise((r) => setTimeout(r, INTERVAL_SEC * 1000));
     const from = new Date();
@@ -41,7 +56,10 @@ test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all
     const expected = Math.floor(OBSERVE_MS / 1000 / INTERVAL_SEC) - 1;
     for (const account of accounts) {
       for (const card of account.cards) {
-        assert.ok((counts.get(card.id) ?? 0) >= expected, `card ${card.id} of ${account.carrier.name} ran ${counts.get(card.id) ?? 0} times, expected ≥ ${expected}`);
+        assert.ok(
+          (counts.get(card.id) ?? 0) >= expected,
+          `card ${card.id} of ${account.carrier.name} ran ${counts.get(card.id) ?? 0} times, expected ≥ ${expected}`,
+        );
       }
     }
     const { rows: lateness } = await stack.db.pool.query<{ p50: number; p99: number; n: string }>(
@@ -50,7 +68,9 @@ test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all
          FROM card_execution WHERE started_at >= $1 AND started_at < $2`,
       [from, to],
     );
-    t.diagnostic(`executions ${lateness[0]?.n} in ${OBSERVE_MS} ms; lateness p50 ${Math.round(lateness[0]?.p50 ?? 0)} ms p99 ${Math.round(lateness[0]?.p99 ?? 0)} ms`);
+    t.diagnostic(
+      `executions ${lateness[0]?.n} in ${OBSERVE_MS} ms; lateness p50 ${Math.round(lateness[0]?.p50 ?? 0)} ms p99 ${Math.round(lateness[0]?.p99 ?? 0)} ms`,
+    );
 
     const stats = stack.simulator.world.stats(true);
     for (const [name, qps] of Object.entries(budgets)) {

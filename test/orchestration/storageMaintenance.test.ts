@@ -16,12 +16,17 @@ test('storage maintenance: an idempotent hourly schedule whose first run creates
   const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
   const scheduleId = storageMaintenanceScheduleId(ref.workflowIdPrefix);
   t.after(async () => {
-    await stack.client.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    await stack.client.schedule
+      .getHandle(scheduleId)
+      .delete()
+      .catch(() => undefined);
     await stack.close();
   });
   // The migration created this month and the next two; maintenance keeps three ahead, so drop
   // the last one and expect it back.
-  const { rows } = await stack.db.pool.query<{ name: string }>("SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1 DESC LIMIT 1");
+  const { rows } = await stack.db.pool.query<{ name: string }>(
+    "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1 DESC LIMIT 1",
+  );
   const last = rows[0]!.name;
   await stack.db.pool.query(`DROP TABLE ${last}`);
 
@@ -29,11 +34,14 @@ test('storage maintenance: an idempotent hourly schedule whose first run creates
   assert.equal(await ensureStorageMaintenance(ref), true, 'created');
   assert.equal(await ensureStorageMaintenance(ref), false, 'found, not created twice');
   const description = await stack.client.schedule.getHandle(scheduleId).describe();
-  assert.deepEqual((description.spec.intervals ?? []).map((interval) => interval.every), [3_600_000]);
+  assert.deepEqual(
+    (description.spec.intervals ?? []).map((interval) => interval.every),
+    [3_600_000],
+  );
 
   // The schedule names its runs `<id>-<start time>`: find the immediate one and read its result.
   const run = await waitFor(
-    'the schedule\'s first run to complete',
+    "the schedule's first run to complete",
     async () => {
       for await (const execution of stack.client.workflow.list({ query: `WorkflowType = "storageMaintenance" AND WorkflowId STARTS_WITH "${scheduleId}"` })) {
         if (execution.status.name === 'COMPLETED') return execution;

@@ -13,13 +13,25 @@ import { loadRecordedHistories } from './recorded.js';
 
 const WORKFLOW_TYPES = ['pollingControl', 'carrierScheduler', 'cardCheck'];
 /** Events that record a command of the workflow code (what replay compares against the code). */
-const COMMAND_EVENTS = new Set(['MARKER_RECORDED', 'ACTIVITY_TASK_SCHEDULED', 'TIMER_STARTED', 'START_CHILD_WORKFLOW_EXECUTION_INITIATED', 'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES', 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'WORKFLOW_EXECUTION_COMPLETED']);
+const COMMAND_EVENTS = new Set([
+  'MARKER_RECORDED',
+  'ACTIVITY_TASK_SCHEDULED',
+  'TIMER_STARTED',
+  'START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'WORKFLOW_EXECUTION_CONTINUED_AS_NEW',
+  'WORKFLOW_EXECUTION_COMPLETED',
+]);
 
 test('replay: the current workflow code replays the recorded history of every workflow', async () => {
   // Replay mismatches are the result under test; the SDK's own logging of them is noise here.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const histories = loadRecordedHistories();
-  for (const type of WORKFLOW_TYPES) assert.ok(histories.some((h) => h.recorded.workflowType === type), `a recorded ${type} history exists`);
+  for (const type of WORKFLOW_TYPES)
+    assert.ok(
+      histories.some((h) => h.recorded.workflowType === type),
+      `a recorded ${type} history exists`,
+    );
   for (const { file, recorded, history } of histories) {
     assert.equal(history.events?.length, recorded.events.length, `${file} decodes to the events it lists`);
     // Histories that only start the run prove nothing: each must hold commands the code issued.

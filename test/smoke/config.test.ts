@@ -6,7 +6,13 @@ test('config: defaults are loopback and task queues are defined once', () => {
   const config = loadConfig({});
   assert.equal(config.TEMPORAL_ADDRESS, '127.0.0.1:7233');
   assert.match(config.REDIS_URL, /^redis:\/\/127\.0\.0\.1:/);
-  assert.deepEqual(taskQueues(config), { control: 'polling-control', card: 'polling-card', cardPriority: 'polling-card-priority', gateway: 'polling-gateway', ingest: 'polling-ingest' });
+  assert.deepEqual(taskQueues(config), {
+    control: 'polling-control',
+    card: 'polling-card',
+    cardPriority: 'polling-card-priority',
+    gateway: 'polling-gateway',
+    ingest: 'polling-ingest',
+  });
 });
 
 test('config: a bad value names the variable and the value', () => {
@@ -20,7 +26,11 @@ test('config: a bad value names the variable and the value', () => {
   for (const [env, variable] of cases) {
     assert.throws(
       () => loadConfig(env),
-      (error: unknown) => error instanceof ConfigError && error.variable === variable && error.message.includes(variable) && error.message.includes(JSON.stringify(env[variable])),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.variable === variable &&
+        error.message.includes(variable) &&
+        error.message.includes(JSON.stringify(env[variable])),
       variable,
     );
   }

@@ -8,7 +8,10 @@ test('migrations: applying twice changes nothing, and a newer database is refuse
   try {
     const all = readMigrations();
     const first = await migrate(db.pool, db.schema);
-    assert.deepEqual(first.applied, all.map((m) => m.version));
+    assert.deepEqual(
+      first.applied,
+      all.map((m) => m.version),
+    );
     const snapshot = async (): Promise<string> => {
       const { rows } = await db.pool.query<{ t: string }>(
         `SELECT table_name || ':' || column_name || ':' || data_type AS t FROM information_schema.columns

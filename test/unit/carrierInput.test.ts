@@ -7,7 +7,11 @@ test('group QPS must be a whole number ≥ 1 (the limiter admits whole calls per
   assert.deepEqual(validateGroups([{ name: 'main', qps: 5 }]), [{ name: 'main', qps: 5 }]);
   for (const qps of [0.5, 2.5, 0, -1, '5']) {
     assert.throws(
-      () => validateGroups([{ name: 'main', qps: 5 }, { name: 'slow', qps }]),
+      () =>
+        validateGroups([
+          { name: 'main', qps: 5 },
+          { name: 'slow', qps },
+        ]),
       (error: unknown) => error instanceof DomainError && error.field === 'groups[1].qps' && /integer between 1 and/.test(error.message),
       `qps ${String(qps)}`,
     );

@@ -13,8 +13,19 @@ test('due horizon: the lookahead, bounded by the cap, a quarter of the lease and
 });
 
 test('shortest interval over the enabled polling configs', () => {
-  const config = (id: string, enabled: boolean, intervalsSec: Intervals): PollingConfig => ({ id, name: `config ${id}`, enabled, priority: 0, match: {}, intervalsSec });
-  const resolver = new IntervalResolver([config('1', true, { card_status: 300, carddata: 600 }), config('2', false, { card_status: 5 }), config('3', true, { realname: 120 })]);
+  const config = (id: string, enabled: boolean, intervalsSec: Intervals): PollingConfig => ({
+    id,
+    name: `config ${id}`,
+    enabled,
+    priority: 0,
+    match: {},
+    intervalsSec,
+  });
+  const resolver = new IntervalResolver([
+    config('1', true, { card_status: 300, carddata: 600 }),
+    config('2', false, { card_status: 5 }),
+    config('3', true, { realname: 120 }),
+  ]);
   assert.equal(resolver.shortestMs(), 120_000);
   assert.equal(new IntervalResolver([]).shortestMs(), null);
 });

@@ -52,7 +52,7 @@ test('failure: increments the streak, sets first failure once, backs off from th
   });
   assert.equal(third.set['fail:carddata'], 3);
   assert.equal(third.set['ffail:carddata'], undefined, 'first failure of the streak is kept');
-  assert.equal(third.types[0]?.firstFailedAt, 5, 'and handed to the records (the alert\'s first_failed_at)');
+  assert.equal(third.types[0]?.firstFailedAt, 5, "and handed to the records (the alert's first_failed_at)");
   assert.equal(third.set['due:carddata'], now + 40_000);
 });
 
@@ -73,7 +73,12 @@ test('deferral counts nothing and is due again within two seconds', () => {
 
 test('confirmation: not yet seen → next delay; seen → cleared and back to the interval; exhausted → recorded', () => {
   const base = { 'due:card_status': String(now), 'cfm:card_status': '10,30', 'exp:card_status': 'offline' };
-  const online: StepResult = { type: 'card_status', outcome: 'success', gatewayMs: 1, observation: { collectionId: 'c', observedAt: 'x', payload: { network: 'online' } } };
+  const online: StepResult = {
+    type: 'card_status',
+    outcome: 'success',
+    gatewayMs: 1,
+    observation: { collectionId: 'c', observedAt: 'x', payload: { network: 'online' } },
+  };
   const offline: StepResult = { ...online, observation: { collectionId: 'd', observedAt: 'x', payload: { network: 'offline' } } };
   const again = planFinish({ state: state(base), results: [online], intervalsMs: { card_status: 60_000 }, backoffBaseMs: 1, now, random: half });
   assert.equal(again.set['due:card_status'], now + 10_000);
@@ -82,7 +87,14 @@ test('confirmation: not yet seen → next delay; seen → cleared and back to th
   assert.ok(seen.del.includes('cfm:card_status') && seen.del.includes('exp:card_status'));
   assert.equal(seen.set['due:card_status'], now + 60_000);
   assert.equal(seen.types[0]?.confirmed, true);
-  const last = planFinish({ state: state({ 'due:card_status': String(now), 'exp:card_status': 'offline' }), results: [online], intervalsMs: { card_status: 60_000 }, backoffBaseMs: 1, now, random: half });
+  const last = planFinish({
+    state: state({ 'due:card_status': String(now), 'exp:card_status': 'offline' }),
+    results: [online],
+    intervalsMs: { card_status: 60_000 },
+    backoffBaseMs: 1,
+    now,
+    random: half,
+  });
   assert.equal(last.types[0]?.confirmationMissed, true);
   assert.ok(last.del.includes('exp:card_status'));
 });
@@ -101,14 +113,26 @@ test('a type without an interval is no longer polled: its due is deleted', () =>
 });
 
 test('overall outcome', () => {
-  assert.equal(overallOutcome([{ type: 'carddata', outcome: 'success', gatewayMs: 1 }, { type: 'realname', outcome: 'failure', errorClass: 'x', message: '', gatewayMs: 1 }]), 'partial');
+  assert.equal(
+    overallOutcome([
+      { type: 'carddata', outcome: 'success', gatewayMs: 1 },
+      { type: 'realname', outcome: 'failure', errorClass: 'x', message: '', gatewayMs: 1 },
+    ]),
+    'partial',
+  );
   assert.equal(overallOutcome([{ type: 'carddata', outcome: 'failure', errorClass: 'x', message: '', gatewayMs: 1 }]), 'failure');
   assert.equal(overallOutcome([{ type: 'carddata', outcome: 'skipped', reason: 'total_timeout' }]), 'deferred');
 });
 
 test('finish record: what a retried finish replays round-trips exactly, compactly', () => {
   const plan = planFinish({
-    state: state({ 'due:card_status': String(now), 'fail:card_status': '2', 'cfm:card_status': '10', 'exp:card_status': 'offline', 'due:carddata': String(now) }),
+    state: state({
+      'due:card_status': String(now),
+      'fail:card_status': '2',
+      'cfm:card_status': '10',
+      'exp:card_status': 'offline',
+      'due:carddata': String(now),
+    }),
     results: [
       { type: 'card_status', outcome: 'success', gatewayMs: 3, observation: { collectionId: 'c', observedAt: 'x', payload: { network: 'offline' } } },
       { type: 'carddata', outcome: 'failure', errorClass: 'transient', message: 'm', gatewayMs: 2 },
@@ -118,7 +142,12 @@ test('finish record: what a retried finish replays round-trips exactly, compactl
     now,
     random: half,
   });
-  const evaluated: StepResult = { type: 'package', outcome: 'success', gatewayMs: 0, observation: { collectionId: 'package-1-5', observedAt: 'y', payload: { state: 'ok', usagePct: null } } };
+  const evaluated: StepResult = {
+    type: 'package',
+    outcome: 'success',
+    gatewayMs: 0,
+    observation: { collectionId: 'package-1-5', observedAt: 'y', payload: { state: 'ok', usagePct: null } },
+  };
   const record = { outcome: plan.outcome, types: plan.types, evaluated };
   assert.equal(plan.types[0]?.confirmed, true);
   const encoded = encodeFinishRecord(record);

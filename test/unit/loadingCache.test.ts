@@ -39,8 +39,15 @@ test('stale-if-error: a reload that meets an unreachable database answers the la
   let clock = 0;
   const events: string[] = [];
   const unreachable = (error: unknown): boolean => error instanceof Error && error.message === 'unreachable';
-  const cache = new LoadingCache<string, number>(1000, { now: () => clock, staleIfError: unreachable, onStale: (key, stale) => void events.push(`${key}:${stale ? 'stale' : 'fresh'}`) });
-  await assert.rejects(cache.get('k', () => Promise.reject(new Error('unreachable'))), 'nothing to fall back on yet');
+  const cache = new LoadingCache<string, number>(1000, {
+    now: () => clock,
+    staleIfError: unreachable,
+    onStale: (key, stale) => void events.push(`${key}:${stale ? 'stale' : 'fresh'}`),
+  });
+  await assert.rejects(
+    cache.get('k', () => Promise.reject(new Error('unreachable'))),
+    'nothing to fall back on yet',
+  );
   assert.equal(await cache.get('k', () => Promise.resolve(1)), 1);
   clock = 1000;
   let loads = 0;
@@ -56,7 +63,10 @@ test('stale-if-error: a reload that meets an unreachable database answers the la
   assert.equal(loads, 2);
   assert.equal(cache.isStale('k'), true);
   assert.deepEqual(events, ['k:stale'], 'one line per outage, not per call');
-  await assert.rejects(cache.get('k', () => Promise.reject(new Error('syntax error')), true), /syntax error/);
+  await assert.rejects(
+    cache.get('k', () => Promise.reject(new Error('syntax error')), true),
+    /syntax error/,
+  );
   cache.expireAll();
   assert.equal(await cache.get('k', away), 1, 'invalidation keeps the fallback');
   assert.equal(await cache.get('k', () => Promise.resolve(2), true), 2);

@@ -13,17 +13,41 @@ test('next due keeps the phase and is never in the past', () => {
 
 test('backoff grows exponentially from the base, is capped, and jittered in [raw/2, raw]', () => {
   const policy = { baseMs: 1_000, capMs: 10_000 };
-  assert.equal(backoffDelay(1, policy, () => 1), 1_000);
-  assert.equal(backoffDelay(1, policy, () => 0), 500);
-  assert.equal(backoffDelay(3, policy, () => 1), 4_000);
-  assert.equal(backoffDelay(10, policy, () => 1), 10_000);
-  assert.equal(backoffDelay(10, policy, () => 0), 5_000);
+  assert.equal(
+    backoffDelay(1, policy, () => 1),
+    1_000,
+  );
+  assert.equal(
+    backoffDelay(1, policy, () => 0),
+    500,
+  );
+  assert.equal(
+    backoffDelay(3, policy, () => 1),
+    4_000,
+  );
+  assert.equal(
+    backoffDelay(10, policy, () => 1),
+    10_000,
+  );
+  assert.equal(
+    backoffDelay(10, policy, () => 0),
+    5_000,
+  );
 });
 
 test('initial jitter is within [0, max(interval/10, 2 s))', () => {
-  assert.equal(initialJitter(60_000, () => 0), 0);
-  assert.equal(initialJitter(60_000, () => 0.999999), 5_999);
-  assert.equal(initialJitter(100_000, () => 0.5), 5_000);
+  assert.equal(
+    initialJitter(60_000, () => 0),
+    0,
+  );
+  assert.equal(
+    initialJitter(60_000, () => 0.999999),
+    5_999,
+  );
+  assert.equal(
+    initialJitter(100_000, () => 0.5),
+    5_000,
+  );
 });
 
 test('confirmation: confirmed, again with remaining delays, exhausted', () => {

@@ -22,7 +22,16 @@ export interface CardDetail extends ScopedCard {
   readonly due: Partial<Record<CheckType, number>>;
   readonly failures: Partial<Record<CheckType, TypeFailure>>;
   readonly alerts: FailureAlert[];
-  readonly executions: { startedAt: Date; finishedAt?: Date; types: readonly CheckType[]; outcome: string; gatewayMs: number; workflowId: string; runId: string; fromPriority?: boolean }[];
+  readonly executions: {
+    startedAt: Date;
+    finishedAt?: Date;
+    types: readonly CheckType[];
+    outcome: string;
+    gatewayMs: number;
+    workflowId: string;
+    runId: string;
+    fromPriority?: boolean;
+  }[];
   readonly temporalUiUrl: string;
 }
 

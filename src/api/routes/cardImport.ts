@@ -71,7 +71,11 @@ export function registerCardImportRoutes(app: ApiApp, ctx: ApiContext): void {
         consumes: ['application/json', NDJSON],
         querystring: importQuery,
         // Any item: a row that is not a card object is rejected on its own, not the whole request.
-        body: { type: 'array', maxItems: IMPORT_MAX_ROWS, items: { description: 'a card object: iccid, carrierId, msisdn?, status?, enablePolling?, deviceId?, standalone?' } },
+        body: {
+          type: 'array',
+          maxItems: IMPORT_MAX_ROWS,
+          items: { description: 'a card object: iccid, carrierId, msisdn?, status?, enablePolling?, deviceId?, standalone?' },
+        },
         response: { 200: importAnswer, ...errorResponses },
       },
     },
@@ -81,7 +85,16 @@ export function registerCardImportRoutes(app: ApiApp, ctx: ApiContext): void {
       const started = Date.now();
       const result = await importCards({ pool: ctx.deps.pool, lifecycle: ctx.services.lifecycle, store: ctx.deps.store }, rows, { onExisting });
       request.log.info(
-        { rows: rows.length, onExisting, accepted: result.accepted, updated: result.updated, skipped: result.skipped?.length, rejected: result.rejected.length, notLanded: result.notLanded?.length, ms: Date.now() - started },
+        {
+          rows: rows.length,
+          onExisting,
+          accepted: result.accepted,
+          updated: result.updated,
+          skipped: result.skipped?.length,
+          rejected: result.rejected.length,
+          notLanded: result.notLanded?.length,
+          ms: Date.now() - started,
+        },
         'cards imported',
       );
       return result;

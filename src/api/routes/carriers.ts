@@ -10,34 +10,65 @@ import { carrierPatchSchema, carrierSchema, errorResponses, idParams, newCarrier
 export function registerCarrierRoutes(app: ApiApp, ctx: ApiContext): void {
   const { pool } = ctx.deps;
 
-  app.post('/v1/carriers', { schema: { tags: ['carriers'], summary: 'Create a carrier account', body: newCarrierSchema, response: { 201: carrierSchema, ...errorResponses } } }, async (request, reply) => {
-    const carrier = await createCarrier(pool, request.body);
-    request.log.info({ carrierId: carrier.id }, 'carrier created');
-    // A new enabled account needs its scheduler: pollingControl starts it on reconcile.
-    await notifyIfRunning(() => reconcile(ctx.orchestration));
-    return reply.status(201).send(carrier);
-  });
+  app.post(
+    '/v1/carriers',
+    { schema: { tags: ['carriers'], summary: 'Create a carrier account', body: newCarrierSchema, response: { 201: carrierSchema, ...errorResponses } } },
+    async (request, reply) => {
+      const carrier = await createCarrier(pool, request.body);
+      request.log.info({ carrierId: carrier.id }, 'carrier created');
+      // A new enabled account needs its scheduler: pollingControl starts it on reconcile.
+      await notifyIfRunning(() => reconcile(ctx.orchestration));
+      return reply.status(201).send(carrier);
+    },
+  );
 
-  app.get('/v1/carriers', { schema: { tags: ['carriers'], summary: 'List carrier accounts', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: { 200: pageOfSchema(carrierSchema), ...errorResponses } } }, async (request) => {
-    const { query } = request;
-    const after = decodeCursor(query.cursor, ID_CURSOR) ?? '0';
-    // Accounts number in the tens to hundreds: one read, paged in memory.
-    const carriers = (await listCarriers(pool)).filter((carrier) => BigInt(carrier.id) > BigInt(after));
-    return pageOf(carriers.slice(0, query.limit + 1), query.limit, (carrier) => carrier.id);
-  });
+  app.get(
+    '/v1/carriers',
+    {
+      schema: {
+        tags: ['carriers'],
+        summary: 'List carrier accounts',
+        querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+        response: { 200: pageOfSchema(carrierSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { query } = request;
+      const after = decodeCursor(query.cursor, ID_CURSOR) ?? '0';
+      // Accounts number in the tens to hundreds: one read, paged in memory.
+      const carriers = (await listCarriers(pool)).filter((carrier) => BigInt(carrier.id) > BigInt(after));
+      return pageOf(carriers.slice(0, query.limit + 1), query.limit, (carrier) => carrier.id);
+    },
+  );
 
-  app.get('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'One carrier account', params: idParams, response: { 200: carrierSchema, ...errorResponses } } }, async (request) => {
-    const { id } = request.params;
-    return getCarrier(pool, id);
-  });
+  app.get(
+    '/v1/carriers/:id',
+    { schema: { tags: ['carriers'], summary: 'One carrier account', params: idParams, response: { 200: carrierSchema, ...errorResponses } } },
+    async (request) => {
+      const { id } = request.params;
+      return getCarrier(pool, id);
+    },
+  );
 
-  app.patch('/v1/carriers/:id', { schema: { tags: ['carriers'], summary: 'Change a carrier account (groups / typeGroups replace the whole set)', params: idParams, body: carrierPatchSchema, response: { 200: carrierSchema, ...errorResponses } } }, async (request) => {
-    const { id } = request.params;
-    const carrier = await updateCarrier(pool, id, request.body);
-    request.log.info({ carrierId: id }, 'carrier updated');
-    // The scheduler re-reads limits on configChanged; reconcile starts or stops it on enabled changes.
-    await notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, id));
-    await notifyIfRunning(() => reconcile(ctx.orchestration));
-    return carrier;
-  });
+  app.patch(
+    '/v1/carriers/:id',
+    {
+      schema: {
+        tags: ['carriers'],
+        summary: 'Change a carrier account (groups / typeGroups replace the whole set)',
+        params: idParams,
+        body: carrierPatchSchema,
+        response: { 200: carrierSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const carrier = await updateCarrier(pool, id, request.body);
+      request.log.info({ carrierId: id }, 'carrier updated');
+      // The scheduler re-reads limits on configChanged; reconcile starts or stops it on enabled changes.
+      await notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, id));
+      await notifyIfRunning(() => reconcile(ctx.orchestration));
+      return carrier;
+    },
+  );
 }

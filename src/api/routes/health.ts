@@ -44,7 +44,12 @@ const healthSchema = {
   properties: {
     status: { type: 'string', enum: ['ok', 'unavailable'] },
     failed: { type: 'array', items: { type: 'string' }, description: 'the dependencies that did not answer' },
-    checks: { type: 'object', required: ['postgres', 'redis', 'temporal'], additionalProperties: false, properties: { postgres: check, redis: check, temporal: check } },
+    checks: {
+      type: 'object',
+      required: ['postgres', 'redis', 'temporal'],
+      additionalProperties: false,
+      properties: { postgres: check, redis: check, temporal: check },
+    },
   },
 } as const;
 
@@ -52,19 +57,44 @@ const healthSchema = {
 const open = [] as const;
 
 export function registerHealthRoutes(app: ApiApp, ctx: ApiContext): void {
-  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness of PostgreSQL, Redis and Temporal (200 or 503)', security: open, response: { 200: healthSchema, 503: healthSchema } } }, async (_request, reply) => {
-    const [postgres, redis, temporal] = await Promise.all([
-      probe(() => ctx.deps.pool.query('SELECT 1')),
-      probe(() => ctx.deps.redis.ping()),
-      probe(() => ctx.orchestration.client.workflowService.getSystemInfo({})),
-    ]);
-    const checks = { postgres, redis, temporal };
-    const failed = Object.entries(checks).filter(([, check]) => !check.ok).map(([name]) => name);
-    return reply.status(failed.length === 0 ? 200 : 503).send(failed.length === 0 ? { status: 'ok', checks } : { status: 'unavailable', failed, checks });
-  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness of PostgreSQL, Redis and Temporal (200 or 503)',
+        security: open,
+        response: { 200: healthSchema, 503: healthSchema },
+      },
+    },
+    async (_request, reply) => {
+      const [postgres, redis, temporal] = await Promise.all([
+        probe(() => ctx.deps.pool.query('SELECT 1')),
+        probe(() => ctx.deps.redis.ping()),
+        probe(() => ctx.orchestration.client.workflowService.getSystemInfo({})),
+      ]);
+      const checks = { postgres, redis, temporal };
+      const failed = Object.entries(checks)
+        .filter(([, check]) => !check.ok)
+        .map(([name]) => name);
+      return reply.status(failed.length === 0 ? 200 : 503).send(failed.length === 0 ? { status: 'ok', checks } : { status: 'unavailable', failed, checks });
+    },
+  );
 
-  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics', security: open, produces: ['text/plain'], response: { 200: { type: 'string', description: 'Prometheus text exposition format' } } } }, async (_request, reply) => {
-    const body = await ctx.deps.registry.metrics();
-    return reply.type(ctx.deps.registry.contentType).send(body);
-  });
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        security: open,
+        produces: ['text/plain'],
+        response: { 200: { type: 'string', description: 'Prometheus text exposition format' } },
+      },
+    },
+    async (_request, reply) => {
+      const body = await ctx.deps.registry.metrics();
+      return reply.type(ctx.deps.registry.contentType).send(body);
+    },
+  );
 }

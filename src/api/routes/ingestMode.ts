@@ -38,20 +38,49 @@ const ingestModeSetting = {
   },
 } as const;
 
-const ingestModeSwitch = { type: 'object', required: ['mode', 'changed'], additionalProperties: false, properties: { mode: ingestMode, changed: { type: 'boolean' } } } as const;
+const ingestModeSwitch = {
+  type: 'object',
+  required: ['mode', 'changed'],
+  additionalProperties: false,
+  properties: { mode: ingestMode, changed: { type: 'boolean' } },
+} as const;
 
 export function registerIngestModeRoutes(app: ApiApp, ctx: ApiContext): void {
-  app.get('/v1/mode/ingest', { schema: { tags: ['mode'], summary: 'Current ingest mode (sync: card workers write their records; async: batched by the ingest workers)', response: { 200: ingestModeSetting, ...errorResponses } } }, async () => {
-    const { config, pool, redis } = ctx.deps;
-    const [setting, status] = await Promise.all([getIngestMode(pool), ingestStatus({ pool, redis, namespace: config.REDIS_KEY_PREFIX, thresholds: ingestSettings(config).thresholds })]);
-    return { ...status, mode: setting.mode, updatedAt: setting.updatedAt, updatedBy: setting.updatedBy };
-  });
+  app.get(
+    '/v1/mode/ingest',
+    {
+      schema: {
+        tags: ['mode'],
+        summary: 'Current ingest mode (sync: card workers write their records; async: batched by the ingest workers)',
+        response: { 200: ingestModeSetting, ...errorResponses },
+      },
+    },
+    async () => {
+      const { config, pool, redis } = ctx.deps;
+      const [setting, status] = await Promise.all([
+        getIngestMode(pool),
+        ingestStatus({ pool, redis, namespace: config.REDIS_KEY_PREFIX, thresholds: ingestSettings(config).thresholds }),
+      ]);
+      return { ...status, mode: setting.mode, updatedAt: setting.updatedAt, updatedBy: setting.updatedBy };
+    },
+  );
 
-  app.put('/v1/mode/ingest', { schema: { tags: ['mode'], summary: 'Switch the ingest mode at run time (no record in flight is lost)', body: ingestModeBody, response: { 200: ingestModeSwitch, ...errorResponses } } }, async (request) => {
-    const result = await switchIngestMode(ctx.deps.pool, request.body.mode, 'api');
-    // This process' cached reads see the new mode at once; card workers within their cache time.
-    ctx.deps.reference.invalidate();
-    request.log.info({ mode: result.mode, changed: result.changed }, 'ingest mode switched');
-    return result;
-  });
+  app.put(
+    '/v1/mode/ingest',
+    {
+      schema: {
+        tags: ['mode'],
+        summary: 'Switch the ingest mode at run time (no record in flight is lost)',
+        body: ingestModeBody,
+        response: { 200: ingestModeSwitch, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const result = await switchIngestMode(ctx.deps.pool, request.body.mode, 'api');
+      // This process' cached reads see the new mode at once; card workers within their cache time.
+      ctx.deps.reference.invalidate();
+      request.log.info({ mode: result.mode, changed: result.changed }, 'ingest mode switched');
+      return result;
+    },
+  );
 }

@@ -15,11 +15,22 @@ export function registerModeRoutes(app: ApiApp, ctx: ApiContext): void {
     return { mode: setting.mode, updatedAt: setting.updatedAt, updatedBy: setting.updatedBy };
   });
 
-  app.put('/v1/mode', { schema: { tags: ['mode'], summary: 'Switch polling mode (carrier rebuilds Redis first; legacy drains)', body: modeSchema, response: { 200: modeSwitchSchema, ...errorResponses } } }, async (request) => {
-    const { mode } = request.body;
-    const workflowId = pollingControlWorkflowId(ctx.orchestration.workflowIdPrefix);
-    const result = await requireRunning('pollingControl', () => setMode(ctx.orchestration, mode));
-    request.log.info({ workflowId, mode: result.mode, changed: result.changed }, 'mode switched');
-    return result;
-  });
+  app.put(
+    '/v1/mode',
+    {
+      schema: {
+        tags: ['mode'],
+        summary: 'Switch polling mode (carrier rebuilds Redis first; legacy drains)',
+        body: modeSchema,
+        response: { 200: modeSwitchSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { mode } = request.body;
+      const workflowId = pollingControlWorkflowId(ctx.orchestration.workflowIdPrefix);
+      const result = await requireRunning('pollingControl', () => setMode(ctx.orchestration, mode));
+      request.log.info({ workflowId, mode: result.mode, changed: result.changed }, 'mode switched');
+      return result;
+    },
+  );
 }

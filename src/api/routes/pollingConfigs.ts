@@ -37,43 +37,98 @@ export function registerPollingConfigRoutes(app: ApiApp, ctx: ApiContext): void 
     const carriers = await listCarriers(pool, { enabledOnly: true });
     await Promise.all(carriers.map((carrier) => notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, carrier.id))));
     requestRebuild({ pool, redis: ctx.deps.redis, store: ctx.deps.store, namespace: ctx.config.REDIS_KEY_PREFIX })
-      .then((passes) => app.log.info({ rebuild: passes }, passes.length > 0 ? 'cards re-placed after a polling config change' : 'cards re-placed after a polling config change by another process'))
+      .then((passes) =>
+        app.log.info(
+          { rebuild: passes },
+          passes.length > 0 ? 'cards re-placed after a polling config change' : 'cards re-placed after a polling config change by another process',
+        ),
+      )
       .catch((error: unknown) => app.log.error({ err: error }, 're-placing cards after a polling config change failed'));
   };
 
-  app.post('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'Create a polling config', body: newPollingConfigSchema, response: { 201: pollingConfigSchema, ...errorResponses } } }, async (request, reply) => {
-    const { match, intervalsSec, ...rest } = request.body;
-    const config = await createPollingConfig(pool, { ...rest, ...(match === undefined ? {} : { match: validateMatch(match) }), intervalsSec: intervalsOf(intervalsSec) });
-    await announce();
-    return reply.status(201).send(config);
-  });
+  app.post(
+    '/v1/polling-configs',
+    {
+      schema: {
+        tags: ['polling-configs'],
+        summary: 'Create a polling config',
+        body: newPollingConfigSchema,
+        response: { 201: pollingConfigSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { match, intervalsSec, ...rest } = request.body;
+      const config = await createPollingConfig(pool, {
+        ...rest,
+        ...(match === undefined ? {} : { match: validateMatch(match) }),
+        intervalsSec: intervalsOf(intervalsSec),
+      });
+      await announce();
+      return reply.status(201).send(config);
+    },
+  );
 
-  app.get('/v1/polling-configs', { schema: { tags: ['polling-configs'], summary: 'List polling configs (id order)', querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema }, response: { 200: pageOfSchema(pollingConfigSchema), ...errorResponses } } }, async (request) => {
-    const { query } = request;
-    const after = BigInt(decodeCursor(query.cursor, ID_CURSOR) ?? '0');
-    // Rules are few; one read, paged in memory in id order so cursors stay stable.
-    const configs = (await listPollingConfigs(pool)).filter((config) => BigInt(config.id) > after).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
-    return pageOf(configs.slice(0, query.limit + 1), query.limit, (config) => config.id);
-  });
+  app.get(
+    '/v1/polling-configs',
+    {
+      schema: {
+        tags: ['polling-configs'],
+        summary: 'List polling configs (id order)',
+        querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema },
+        response: { 200: pageOfSchema(pollingConfigSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { query } = request;
+      const after = BigInt(decodeCursor(query.cursor, ID_CURSOR) ?? '0');
+      // Rules are few; one read, paged in memory in id order so cursors stay stable.
+      const configs = (await listPollingConfigs(pool)).filter((config) => BigInt(config.id) > after).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      return pageOf(configs.slice(0, query.limit + 1), query.limit, (config) => config.id);
+    },
+  );
 
-  app.get('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'One polling config', params: idParams, response: { 200: pollingConfigSchema, ...errorResponses } } }, async (request) => {
-    const { id } = request.params;
-    return getPollingConfig(pool, id);
-  });
+  app.get(
+    '/v1/polling-configs/:id',
+    { schema: { tags: ['polling-configs'], summary: 'One polling config', params: idParams, response: { 200: pollingConfigSchema, ...errorResponses } } },
+    async (request) => {
+      const { id } = request.params;
+      return getPollingConfig(pool, id);
+    },
+  );
 
-  app.patch('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Change a polling config (intervalsSec / match replace the whole set)', params: idParams, body: pollingConfigPatchSchema, response: { 200: pollingConfigSchema, ...errorResponses } } }, async (request) => {
-    const { id } = request.params;
-    const { match, intervalsSec, ...rest } = request.body;
-    const patch = { ...rest, ...(match === undefined ? {} : { match: validateMatch(match) }), ...(intervalsSec === undefined ? {} : { intervalsSec: intervalsOf(intervalsSec) }) };
-    const config = await updatePollingConfig(pool, id, patch);
-    await announce();
-    return config;
-  });
+  app.patch(
+    '/v1/polling-configs/:id',
+    {
+      schema: {
+        tags: ['polling-configs'],
+        summary: 'Change a polling config (intervalsSec / match replace the whole set)',
+        params: idParams,
+        body: pollingConfigPatchSchema,
+        response: { 200: pollingConfigSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { match, intervalsSec, ...rest } = request.body;
+      const patch = {
+        ...rest,
+        ...(match === undefined ? {} : { match: validateMatch(match) }),
+        ...(intervalsSec === undefined ? {} : { intervalsSec: intervalsOf(intervalsSec) }),
+      };
+      const config = await updatePollingConfig(pool, id, patch);
+      await announce();
+      return config;
+    },
+  );
 
-  app.delete('/v1/polling-configs/:id', { schema: { tags: ['polling-configs'], summary: 'Delete a polling config', params: idParams, response: { 204: noContent, ...errorResponses } } }, async (request, reply) => {
-    const { id } = request.params;
-    await deletePollingConfig(pool, id);
-    await announce();
-    return reply.status(204).send(null);
-  });
+  app.delete(
+    '/v1/polling-configs/:id',
+    { schema: { tags: ['polling-configs'], summary: 'Delete a polling config', params: idParams, response: { 204: noContent, ...errorResponses } } },
+    async (request, reply) => {
+      const { id } = request.params;
+      await deletePollingConfig(pool, id);
+      await announce();
+      return reply.status(204).send(null);
+    },
+  );
 }

@@ -14,15 +14,27 @@ import { requireRunning } from '../workflowCalls.js';
 import { errorResponses, idParams, requestCheckAnswerSchema, requestCheckSchema } from '../schemas.js';
 
 export function registerRequestCheckRoutes(app: ApiApp, ctx: ApiContext): void {
-  app.post('/v1/cards/:id/request-check', { schema: { tags: ['cards'], summary: 'Ask for an immediate check of some types', params: idParams, body: requestCheckSchema, response: { 200: requestCheckAnswerSchema, ...errorResponses } } }, async (request) => {
-    const { id } = request.params;
-    const { body } = request;
-    const input: RequestCheckInput = { ...body, cardId: id, actor: 'api', source: 'api' };
-    validateRequestCheck(input);
-    const card = await getCard(ctx.deps.pool, id);
-    const workflowId = schedulerWorkflowId(card.carrierId, ctx.orchestration.workflowIdPrefix);
-    const result = await requireRunning(`the scheduler of carrier account ${card.carrierId}`, () => requestCheck(ctx.orchestration, card.carrierId, input));
-    request.log.info({ cardId: id, carrierId: card.carrierId, workflowId, types: body.types, lane: body.lane ?? 'priority', result }, 'request-check');
-    return result;
-  });
+  app.post(
+    '/v1/cards/:id/request-check',
+    {
+      schema: {
+        tags: ['cards'],
+        summary: 'Ask for an immediate check of some types',
+        params: idParams,
+        body: requestCheckSchema,
+        response: { 200: requestCheckAnswerSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { body } = request;
+      const input: RequestCheckInput = { ...body, cardId: id, actor: 'api', source: 'api' };
+      validateRequestCheck(input);
+      const card = await getCard(ctx.deps.pool, id);
+      const workflowId = schedulerWorkflowId(card.carrierId, ctx.orchestration.workflowIdPrefix);
+      const result = await requireRunning(`the scheduler of carrier account ${card.carrierId}`, () => requestCheck(ctx.orchestration, card.carrierId, input));
+      request.log.info({ cardId: id, carrierId: card.carrierId, workflowId, types: body.types, lane: body.lane ?? 'priority', result }, 'request-check');
+      return result;
+    },
+  );
 }

@@ -73,7 +73,9 @@ async function accountView(carrier) {
   const alertPage = /** @type {{ items: unknown[], nextCursor?: string } | undefined} */ (alerts.status === 'fulfilled' ? alerts.value : undefined);
   return {
     carrier,
-    ...(status.status === 'fulfilled' ? { status: /** @type {Status} */ (status.value) } : { statusError: String(status.reason instanceof Error ? status.reason.message : status.reason) }),
+    ...(status.status === 'fulfilled'
+      ? { status: /** @type {Status} */ (status.value) }
+      : { statusError: String(status.reason instanceof Error ? status.reason.message : status.reason) }),
     ...(alertPage === undefined ? {} : { openAlerts: alertPage.items.length, moreAlerts: alertPage.nextCursor !== undefined }),
   };
 }
@@ -94,7 +96,8 @@ function chartsOf(carrierId, status) {
    * @param {'used' | 'effective'} key
    * @returns {[number, number][]}
    */
-  const groupPoints = (name, key) => samples.flatMap((sample) => sample.groups.filter((group) => group.name === name).map((group) => /** @type {[number, number]} */ ([sample.t, group[key]])));
+  const groupPoints = (name, key) =>
+    samples.flatMap((sample) => sample.groups.filter((group) => group.name === name).map((group) => /** @type {[number, number]} */ ([sample.t, group[key]])));
   /**
    * @param {(sample: Sample) => number} pick
    * @returns {[number, number][]}
@@ -143,7 +146,20 @@ function groupTable(status) {
   return h(
     'table',
     { class: 'groups' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'group'), h('th', {}, 'budget use'), h('th', {}, 'used/s'), h('th', {}, 'effective'), h('th', {}, 'configured'), h('th', {}, 'needed'))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'group'),
+        h('th', {}, 'budget use'),
+        h('th', {}, 'used/s'),
+        h('th', {}, 'effective'),
+        h('th', {}, 'configured'),
+        h('th', {}, 'needed'),
+      ),
+    ),
     h(
       'tbody',
       {},
@@ -186,10 +202,29 @@ function accountRow(view) {
     h('h3', {}, carrier.name),
     h('span', { class: 'muted' }, `#${carrier.id} · gateway ${carrier.gatewayAccount}${carrier.enabled ? '' : ' · disabled'}`),
     h('span', { class: `badge ${status?.schedulerRunning === true && !status.paused ? 'ok' : 'warn'}`, 'data-field': 'scheduler' }, scheduler),
-    status === undefined ? null : h('span', { class: `badge limited-${status.limitedBy}`, 'data-field': 'limitedBy', title: 'what holds the account back now' }, `limited by: ${status.limitedBy}`),
-    view.openAlerts === undefined ? null : h('span', { class: `badge ${view.openAlerts > 0 ? 'alert' : 'ok'}`, 'data-field': 'openAlerts' }, `${view.openAlerts}${view.moreAlerts === true ? '+' : ''} open alerts`),
+    status === undefined
+      ? null
+      : h(
+          'span',
+          { class: `badge limited-${status.limitedBy}`, 'data-field': 'limitedBy', title: 'what holds the account back now' },
+          `limited by: ${status.limitedBy}`,
+        ),
+    view.openAlerts === undefined
+      ? null
+      : h(
+          'span',
+          { class: `badge ${view.openAlerts > 0 ? 'alert' : 'ok'}`, 'data-field': 'openAlerts' },
+          `${view.openAlerts}${view.moreAlerts === true ? '+' : ''} open alerts`,
+        ),
   );
-  if (status === undefined) return h('article', { class: 'account', 'data-carrier-id': carrier.id }, header, h('p', { class: 'error' }, view.statusError ?? 'no status'), chartsOf(carrier.id, undefined));
+  if (status === undefined)
+    return h(
+      'article',
+      { class: 'account', 'data-carrier-id': carrier.id },
+      header,
+      h('p', { class: 'error' }, view.statusError ?? 'no status'),
+      chartsOf(carrier.id, undefined),
+    );
   const callsPerSec = status.groups.reduce((sum, group) => sum + group.usedLastSecond, 0);
   const engineLimit = status.orchestration === undefined ? '' : ` (engine ${status.orchestration.inflightLimit})`;
   const stats = h(
@@ -204,7 +239,13 @@ function accountRow(view) {
     stat('stretch factor', 'stretchFactor', `×${num(status.capacity.stretchFactor)}`, 'how much longer than configured the intervals really are'),
     stat('expired leases', 'expiredLeases', String(status.expiredLeases)),
   );
-  return h('article', { class: 'account', 'data-carrier-id': carrier.id }, header, h('div', { class: 'numbers' }, stats, groupTable(status)), chartsOf(carrier.id, status));
+  return h(
+    'article',
+    { class: 'account', 'data-carrier-id': carrier.id },
+    header,
+    h('div', { class: 'numbers' }, stats, groupTable(status)),
+    chartsOf(carrier.id, status),
+  );
 }
 
 /** @param {string} mode */

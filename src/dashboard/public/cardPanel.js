@@ -43,9 +43,22 @@ function dueTable(card) {
   const now = Date.now();
   const rows = CHECK_TYPES.filter((type) => card.due[type] !== undefined).map((type) => {
     const due = card.due[type] ?? 0;
-    return h('tr', { 'data-type': type }, h('td', {}, type), h('td', {}, time(due)), h('td', { class: due < now ? 'num late' : 'num' }, due < now ? `${duration(now - due)} overdue` : `in ${duration(due - now)}`));
+    return h(
+      'tr',
+      { 'data-type': type },
+      h('td', {}, type),
+      h('td', {}, time(due)),
+      h('td', { class: due < now ? 'num late' : 'num' }, due < now ? `${duration(now - due)} overdue` : `in ${duration(due - now)}`),
+    );
   });
-  return h('section', { 'data-section': 'due' }, h('h4', {}, 'Due times'), rows.length === 0 ? h('p', { class: 'muted' }, 'Not polled: no due times.') : h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'due at'), h('th', {}, ''))), h('tbody', {}, rows)));
+  return h(
+    'section',
+    { 'data-section': 'due' },
+    h('h4', {}, 'Due times'),
+    rows.length === 0
+      ? h('p', { class: 'muted' }, 'Not polled: no due times.')
+      : h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'due at'), h('th', {}, ''))), h('tbody', {}, rows)),
+  );
 }
 
 /** @param {CardDetail} card */
@@ -57,8 +70,32 @@ function failureTable(card) {
     h('h4', {}, 'Failures'),
     entries.length === 0
       ? h('p', { class: 'muted' }, 'No failing type.')
-      : h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'failures in a row'), h('th', {}, 'since'), h('th', {}, 'last error'))), h('tbody', {}, entries.map(([type, failure]) => h('tr', { 'data-type': type }, h('td', {}, type), h('td', { class: 'num' }, failure.count), h('td', {}, time(failure.firstFailedAt)), h('td', {}, failure.lastError ?? ''))))),
-    card.alerts.length === 0 ? null : h('p', { class: 'error', 'data-field': 'cardAlerts' }, `Open alerts: ${card.alerts.map((alert) => `${alert.type} (${alert.failCount} failures since ${time(alert.openedAt)})`).join('; ')}`),
+      : h(
+          'table',
+          {},
+          h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'failures in a row'), h('th', {}, 'since'), h('th', {}, 'last error'))),
+          h(
+            'tbody',
+            {},
+            entries.map(([type, failure]) =>
+              h(
+                'tr',
+                { 'data-type': type },
+                h('td', {}, type),
+                h('td', { class: 'num' }, failure.count),
+                h('td', {}, time(failure.firstFailedAt)),
+                h('td', {}, failure.lastError ?? ''),
+              ),
+            ),
+          ),
+        ),
+    card.alerts.length === 0
+      ? null
+      : h(
+          'p',
+          { class: 'error', 'data-field': 'cardAlerts' },
+          `Open alerts: ${card.alerts.map((alert) => `${alert.type} (${alert.failCount} failures since ${time(alert.openedAt)})`).join('; ')}`,
+        ),
   );
 }
 
@@ -83,7 +120,12 @@ function executionsSection(card, lookup) {
     title: 'Gateway latency per execution',
     unit: 'ms',
     field: 'gatewayMs',
-    bars: [...card.executions].reverse().map((execution) => ({ label: execution.startedAt, value: execution.gatewayMs, color: OUTCOME_COLORS[execution.outcome] ?? '#dc2626', title: `${time(execution.startedAt)} ${execution.outcome} ${execution.gatewayMs} ms` })),
+    bars: [...card.executions].reverse().map((execution) => ({
+      label: execution.startedAt,
+      value: execution.gatewayMs,
+      color: OUTCOME_COLORS[execution.outcome] ?? '#dc2626',
+      title: `${time(execution.startedAt)} ${execution.outcome} ${execution.gatewayMs} ms`,
+    })),
   });
   return h(
     'section',
@@ -91,7 +133,28 @@ function executionsSection(card, lookup) {
     h('h4', {}, `Recent executions (${card.executions.length})`),
     card.executions.length === 0
       ? h('p', { class: 'muted' }, 'No execution yet.')
-      : [chart, h('table', { id: 'executions' }, h('thead', {}, h('tr', {}, h('th', {}, 'started'), h('th', {}, 'types'), h('th', {}, 'outcome'), h('th', {}, 'gateway'), h('th', {}, 'lane'), h('th', {}, 'Temporal'))), h('tbody', {}, rows))],
+      : [
+          chart,
+          h(
+            'table',
+            { id: 'executions' },
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                h('th', {}, 'started'),
+                h('th', {}, 'types'),
+                h('th', {}, 'outcome'),
+                h('th', {}, 'gateway'),
+                h('th', {}, 'lane'),
+                h('th', {}, 'Temporal'),
+              ),
+            ),
+            h('tbody', {}, rows),
+          ),
+        ],
   );
 }
 
@@ -104,7 +167,8 @@ async function refreshDetail(lookup, mine) {
   try {
     const card = /** @type {CardDetail} */ (await call('GET', `/v1/cards/${lookup.cardId}`));
     if (mine !== generation) return;
-    byId('card-summary').textContent = `card ${card.id} · ICCID ${card.iccid}${card.msisdn === undefined ? '' : ` · MSISDN ${card.msisdn}`} · carrier #${card.carrierId} · ${card.status} · polling ${card.enablePolling ? 'on' : 'off'}`;
+    byId('card-summary').textContent =
+      `card ${card.id} · ICCID ${card.iccid}${card.msisdn === undefined ? '' : ` · MSISDN ${card.msisdn}`} · carrier #${card.carrierId} · ${card.status} · polling ${card.enablePolling ? 'on' : 'off'}`;
     live.replaceChildren(dueTable(card), failureTable(card), executionsSection(card, lookup));
     byId('card-error').textContent = '';
   } catch (error) {
@@ -142,7 +206,12 @@ function requestCheckForm(lookup) {
     call('POST', `/v1/cards/${lookup.cardId}/request-check`, { types, lane: /** @type {HTMLSelectElement} */ (lane).value })
       .then((value) => {
         const answer = /** @type {{ status: string, requested: number, types?: Record<string, string> }} */ (value);
-        const perType = answer.types === undefined ? '' : ` (${Object.entries(answer.types).map(([type, outcome]) => `${type}: ${outcome}`).join(', ')})`;
+        const perType =
+          answer.types === undefined
+            ? ''
+            : ` (${Object.entries(answer.types)
+                .map(([type, outcome]) => `${type}: ${outcome}`)
+                .join(', ')})`;
         result.textContent = `${answer.status}: ${answer.requested} type(s)${perType} at ${new Date().toLocaleTimeString()}`;
       })
       .catch((/** @type {unknown} */ error) => report(error, result));

@@ -53,10 +53,19 @@ export function lineChart(chart) {
   const y = (v) => PAD.top + plotH - (Math.max(0, v) / top) * plotH;
 
   const grid = [0, 0.5, 1].map((f) =>
-    svg('g', {}, svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(top * f), y2: y(top * f), class: 'grid' }), svg('text', { x: PAD.left - 3, y: y(top * f) + 3, class: 'axis', 'text-anchor': 'end' }, format(top * f))),
+    svg(
+      'g',
+      {},
+      svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(top * f), y2: y(top * f), class: 'grid' }),
+      svg('text', { x: PAD.left - 3, y: y(top * f) + 3, class: 'axis', 'text-anchor': 'end' }, format(top * f)),
+    ),
   );
   const ticks = [1, 2 / 3, 1 / 3, 0].map((f) =>
-    svg('text', { x: x(chart.now - f * chart.windowMs), y: HEIGHT - 3, class: 'axis', 'text-anchor': f === 1 ? 'start' : f === 0 ? 'end' : 'middle' }, ago(f * chart.windowMs, chart.windowMs)),
+    svg(
+      'text',
+      { x: x(chart.now - f * chart.windowMs), y: HEIGHT - 3, class: 'axis', 'text-anchor': f === 1 ? 'start' : f === 0 ? 'end' : 'middle' },
+      ago(f * chart.windowMs, chart.windowMs),
+    ),
   );
   const lines = visible.map((series) => {
     let d = '';
@@ -65,14 +74,26 @@ export function lineChart(chart) {
       d += `${t - previous > chart.gapMs ? 'M' : 'L'}${x(t).toFixed(1)},${y(v).toFixed(1)}`;
       previous = t;
     }
-    return svg('path', { d, stroke: series.color, class: series.dashed === true ? 'line dashed' : 'line', 'data-series': series.label, 'data-points': series.points.length });
+    return svg('path', {
+      d,
+      stroke: series.color,
+      class: series.dashed === true ? 'line dashed' : 'line',
+      'data-series': series.label,
+      'data-points': series.points.length,
+    });
   });
   const legend = h(
     'ul',
     { class: 'legend' },
     visible.map((series) => {
       const last = series.points[series.points.length - 1];
-      return h('li', {}, h('span', { class: series.dashed === true ? 'swatch dashed' : 'swatch', 'data-color': series.color }), `${series.label} `, h('b', {}, last === undefined ? '–' : format(last[1])));
+      return h(
+        'li',
+        {},
+        h('span', { class: series.dashed === true ? 'swatch dashed' : 'swatch', 'data-color': series.color }),
+        `${series.label} `,
+        h('b', {}, last === undefined ? '–' : format(last[1])),
+      );
     }),
   );
   for (const swatch of legend.querySelectorAll('.swatch')) if (swatch instanceof HTMLElement) swatch.style.borderColor = swatch.dataset.color ?? '';
@@ -97,10 +118,26 @@ export function barChart(chart) {
   /** @param {number} v */
   const y = (v) => PAD.top + plotH - (Math.max(0, v) / top) * plotH;
   const grid = [0, 0.5, 1].map((f) =>
-    svg('g', {}, svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(top * f), y2: y(top * f), class: 'grid' }), svg('text', { x: PAD.left - 3, y: y(top * f) + 3, class: 'axis', 'text-anchor': 'end' }, `${num(top * f)}`)),
+    svg(
+      'g',
+      {},
+      svg('line', { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(top * f), y2: y(top * f), class: 'grid' }),
+      svg('text', { x: PAD.left - 3, y: y(top * f) + 3, class: 'axis', 'text-anchor': 'end' }, `${num(top * f)}`),
+    ),
   );
   const bars = chart.bars.map((bar, i) =>
-    svg('rect', { x: PAD.left + i * slot + slot * 0.15, y: y(bar.value), width: Math.max(1, slot * 0.7), height: Math.max(0, y(0) - y(bar.value)), fill: bar.color, class: 'bar' }, svg('title', {}, bar.title)),
+    svg(
+      'rect',
+      {
+        x: PAD.left + i * slot + slot * 0.15,
+        y: y(bar.value),
+        width: Math.max(1, slot * 0.7),
+        height: Math.max(0, y(0) - y(bar.value)),
+        fill: bar.color,
+        class: 'bar',
+      },
+      svg('title', {}, bar.title),
+    ),
   );
   const axis = [
     svg('text', { x: PAD.left, y: HEIGHT - 3, class: 'axis', 'text-anchor': 'start' }, 'older'),

@@ -256,14 +256,7 @@ export class CarrierModel {
     return true;
   }
 
-  finish(
-    accountId: string,
-    cardId: string,
-    token: string,
-    now: number,
-    set: readonly [string, string][],
-    del: readonly string[],
-  ): boolean {
+  finish(accountId: string, cardId: string, token: string, now: number, set: readonly [string, string][], del: readonly string[]): boolean {
     const a = this.account(accountId);
     const owned = this.liveExpiry(a, cardId, token, now) !== null;
     const inLane = this.laneOf(a, cardId) !== null;
