@@ -14,6 +14,8 @@ import { schedulerWorkflowId, type RequestCheckInput } from '../../src/common/or
 const CARDS = 10;
 /** Runs of the scheduler to see: three continue-as-new while requests are being sent. */
 const RUNS_WANTED = 4;
+/** Pause between two signals of the signal sender (see the sender). */
+const SIGNAL_PACE_MS = 50;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface SentRequest {
@@ -64,6 +66,12 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
           assert.deepEqual(result, { status: 'requested', requested: 1, types: { card_status: 'requested' } }, `update for card ${card.id}`);
         } else {
           await scheduler.signal(requestCheckSignal, input);
+          // A signal returns before the workflow has seen it, so an unpaced sender is a firehose of
+          // hundreds per second: the server then refuses every workflow task that would close the
+          // run (continue-as-new) because newer signals arrived meanwhile, and the run can never
+          // roll over. An update waits for the workflow; the signal sender is paced to a high but
+          // finite rate (20/s on one account) instead.
+          await sleep(SIGNAL_PACE_MS);
         }
         sent.push({ cardId: card.id, sentAt, via });
       }
