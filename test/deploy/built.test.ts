@@ -112,8 +112,11 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
     assert.deepEqual(report.workers.map((w) => w.taskQueue).sort(), Object.values(stack.taskQueues).sort());
 
     // Every line is JSON; the lines of a card's activities carry its card, account, token and run.
+    // A run's execution row can land before its process has written the activity's log line.
+    const finishedLines = (): LogLine[] => logLines(running).filter((line) => line.msg === 'Activity completed' && line.activityType === 'finishExecution');
+    await waitFor('finishExecution logged per card', async () => finishedLines().length >= account.cards.length, 15_000).catch(() => undefined);
     const lines = logLines(running);
-    const finished = lines.filter((line) => line.msg === 'Activity completed' && line.activityType === 'finishExecution');
+    const finished = finishedLines();
     assert.ok(finished.length >= account.cards.length, `finishExecution logged per card (${finished.length})`);
     const cardIds = new Set(account.cards.map((card) => String(card.id)));
     for (const line of finished) {
