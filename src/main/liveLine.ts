@@ -42,7 +42,8 @@ function limitOf(status: SchedulerStatus | undefined): string {
   return `${LIMIT_LABELS[view.limitedBy]} (${engine}, lag ${view.startLagMs}ms)`;
 }
 
-export function startLiveLine(deps: LiveLineDeps): { stop(): void } {
+/** `stop` resolves once a tick in flight has ended: its connections may be closed after that. */
+export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
   let previousCalls = new Map<string, number>();
   let previousAt = Date.now();
   const tick = async (): Promise<void> => {
@@ -78,8 +79,14 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): void } {
     previousAt = now;
     deps.log(`[live] ${new Date().toISOString().slice(11, 19)} ${parts.join(' | ')}`);
   };
+  let inFlight: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
-    tick().catch((error: unknown) => deps.log(`[live] ${String(error)}`));
+    inFlight = tick().catch((error: unknown) => deps.log(`[live] ${String(error)}`));
   }, EVERY_MS);
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return inFlight;
+    },
+  };
 }

@@ -104,7 +104,7 @@ const stop = async (): Promise<void> => {
   if (stopping) return;
   stopping = true;
   log('\nstopping…');
-  live.stop();
+  await live.stop();
   await api.close();
   await workers.shutdown();
   await connection.close();

@@ -97,7 +97,18 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
     await makeCurrent('a');
     const began = new Date();
     await ensurePollingControl(ref, { reconcileEveryMs: 1000 });
-    const onA = await waitFor('a card run on version a', async () => (await cardRunsSince(began))[0], 60_000);
+    // A run's behaviour is recorded when its workflow task completes, after the execution row is
+    // written: read it once the run has closed.
+    const isClosed = async (run: { workflow_id: string; run_id: string }): Promise<boolean> =>
+      (await stack.client.workflow.getHandle(run.workflow_id, run.run_id).describe()).status.name !== 'RUNNING';
+    const onA = await waitFor(
+      'a closed card run on version a',
+      async () => {
+        for (const run of await cardRunsSince(began)) if (await isClosed(run)) return run;
+        return undefined;
+      },
+      60_000,
+    );
     assert.deepEqual(await runVersion(stack.client, onA.workflow_id, onA.run_id), { behavior: 'PINNED', buildId: 'a' });
     assert.deepEqual(await runVersion(stack.client, schedulerId), { behavior: 'AUTO_UPGRADE', buildId: 'a' });
 
@@ -108,10 +119,7 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
       'a card run started on version b',
       async () => {
         for (const run of await cardRunsSince(switched)) {
-          // The run's behaviour is recorded when its workflow task completes, after the execution
-          // row is written: read it once the run has closed.
-          const status = (await stack.client.workflow.getHandle(run.workflow_id, run.run_id).describe()).status.name;
-          if (status === 'RUNNING') continue;
+          if (!(await isClosed(run))) continue;
           const version = await runVersion(stack.client, run.workflow_id, run.run_id);
           if (version.buildId === 'b') return { run, version };
         }

@@ -58,7 +58,7 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
   let stack: Stack | undefined;
   const entries: EntryProcess[] = [];
   let apiUrl = '';
-  let live: { stop(): void } | undefined;
+  let live: { stop(): Promise<void> } | undefined;
   const liveLines: string[] = [];
   const began = Date.now();
   const phase = (t: TestContext, what: string): void => t.diagnostic(`${((Date.now() - began) / 1000).toFixed(1)} s: ${what}`);
@@ -104,7 +104,7 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
   });
 
   after(async () => {
-    live?.stop();
+    await live?.stop();
     for (const entry of entries) {
       if (!isRunning(entry)) continue;
       entry.child.kill('SIGKILL');
