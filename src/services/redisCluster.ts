@@ -11,6 +11,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureRedisServer } from './redis.js';
+import { Redis } from 'ioredis';
 import { execFileAsync, isTcpOpen, readPid, isAlive, spawnDetached, stopPidFile, waitUntil } from './process.js';
 
 export const CLUSTER_HOST = '127.0.0.1';
@@ -64,6 +65,23 @@ export async function clusterInfo(host: string, port: number): Promise<Record<st
     if (at > 0) fields[line.slice(0, at)] = line.slice(at + 1).trim();
   }
   return fields;
+}
+
+/**
+ * Slot ranges whose replica this node lists in `CLUSTER SLOTS`: what clients discover. Redis lists
+ * a replica there only once its replication offset is above 0 — on a new, empty cluster that is
+ * after the master's first replication ping (up to `repl-ping-replica-period`, 10 s) — so until
+ * then a client sees the masters only.
+ */
+export async function rangesWithReplica(host: string, port: number): Promise<number> {
+  const connection = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await connection.connect();
+    const ranges = (await connection.call('CLUSTER', 'SLOTS')) as unknown[][];
+    return ranges.filter((range) => range.length >= 4).length;
+  } finally {
+    connection.disconnect();
+  }
 }
 
 /** Healthy = state ok, every slot served, and this node knows all the others. */
@@ -155,7 +173,10 @@ export async function startRedisCluster(root: string, log: (line: string) => voi
   // Restarted nodes rejoin from nodes.conf; a new cluster propagates its configuration by gossip.
   const waited = await waitUntil(
     'Redis Cluster state ok on every node',
-    async () => (await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))))).every((info) => isHealthy(info, ports.length)),
+    async () =>
+      (await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))))).every((info) => isHealthy(info, ports.length)) &&
+      // Clients discover every replica: each node lists one per slot range (3 masters + 3 replicas).
+      (await Promise.all(ports.map((port) => rangesWithReplica(host, port).catch(() => -1)))).every((n) => n >= (ports.length >= 6 ? ports.length / 2 : 0)),
     60_000,
   ).catch((error: unknown) => {
     throw new Error(`${error instanceof Error ? error.message : String(error)}; to start over: scripts/services.ts down --cluster, then delete ${root}`);
