@@ -567,8 +567,20 @@ export async function temporalClusterUp(options: TemporalClusterOptions, log: (l
   const configFiles = writeClusterConfigs(options);
   const services = {} as Record<ClusterService, 'reused' | 'started'>;
   await phase('services', async () => {
-    for (const service of CLUSTER_SERVICES) services[service] = await startClusterService(options, service, configFiles[service]);
-    await Promise.all(CLUSTER_SERVICES.map((service) => waitForService(options, service, 120_000)));
+    // One at a time: on new databases the first service writes the cluster metadata, and services
+    // starting together race to insert it (one exits with "Failed to apply cluster metadata").
+    // A service that still exits during start is started once more.
+    for (const service of CLUSTER_SERVICES) {
+      services[service] = await startClusterService(options, service, configFiles[service]);
+      try {
+        await waitForService(options, service, 120_000);
+      } catch (error) {
+        if (servicePid(options, service) !== undefined) throw error;
+        log(`${service} exited during start; starting it once more (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`);
+        services[service] = await startClusterService(options, service, configFiles[service]);
+        await waitForService(options, service, 120_000);
+      }
+    }
     await waitUntil(
       `Temporal cluster health at ${frontendAddress(options)}`,
       () => succeeds(['operator', 'cluster', 'health', '--address', frontendAddress(options)]),
