@@ -207,13 +207,21 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
     const [controlVictim] = [...controlWorkers].sort((a, b) => (shared.get(b) ?? 0) - (shared.get(a) ?? 0));
     assert.ok(controlVictim);
     const cardRuns = `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-"`;
+    // Work counts are read before the search: the kill follows the find at once, since a card
+    // run lasts a few hundred ms and one found open is soon closed (CI saw the kill interrupt none).
+    const before = await work();
+    let killedAt = new Date();
     const cardVictim = await waitFor(
       'a card worker holding an open card run',
       async () => {
         for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running"` })) {
           const identities = [...(await workflowTaskIdentities(stack.client, run.workflowId, run.runId))];
           const holder = cardWorkers.find((worker) => identities.some((id) => id.startsWith(identityPrefix(worker))));
-          if (holder) return holder;
+          if (holder) {
+            killedAt = new Date();
+            await Promise.all([killHard(holder), killHard(controlVictim)]);
+            return holder;
+          }
         }
         return undefined;
       },
@@ -221,9 +229,6 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
       100,
     );
     const survivors = processes.filter((w) => w !== controlVictim && w !== cardVictim);
-    const before = await work();
-    const killedAt = new Date();
-    await Promise.all([killHard(cardVictim), killHard(controlVictim)]);
     phase(`killed ${cardVictim.name} (pid ${cardVictim.child.pid}) and ${controlVictim.name} (pid ${controlVictim.child.pid})`);
 
     // Every card keeps being checked, by the surviving processes.

@@ -338,14 +338,31 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     await configureAccount(sim.url, account, { groups: { g: 6 }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 10, p99: 40 } });
     const limiter = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 10 });
     const client = new GatewayClient({ baseUrl: sim.url });
-    const settleMs = 10_000;
+    // Settled = the rate stayed at 6 (the refused rate − 1, where recovery stops climbing at +1 QPS
+    // per second) with no rejection for `quietMs`. AIMD reaches it after a few rejections (each a
+    // halving and a climb): ~10 s on a quiet machine, longer under load (CI once saw a rejection
+    // 10 s in), so it is waited for.
+    const settleLimitMs = 60_000;
+    const quietMs = 2500;
     const measureMs = 10_000;
     const start = Date.now();
-    const end = start + settleMs + measureMs;
+    let end = start + settleLimitMs + measureMs;
     let settled: { calls: number; rejected: number } | undefined;
     const snapshot = (async () => {
-      await sleep(settleMs);
-      settled = groupStats(await simStats(sim.url), account, 'g');
+      let rejected = -1;
+      let quietSince = Date.now();
+      while (Date.now() - start < settleLimitMs) {
+        await sleep(250);
+        const now = groupStats(await simStats(sim.url), account, 'g');
+        const rate = await limiter.effectiveRate('pb', 'g');
+        if (now.rejected !== rejected || rate !== 6) [rejected, quietSince] = [now.rejected, Date.now()];
+        if (rejected > 0 && Date.now() - quietSince >= quietMs) {
+          settled = now;
+          end = Date.now() + measureMs;
+          return;
+        }
+      }
+      end = Date.now();
     })();
     const caller = async (index: number): Promise<void> => {
       const iccid = `89861000${String(index).padStart(12, '0')}`;
@@ -364,7 +381,7 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     await Promise.all([snapshot, ...Array.from({ length: 30 }, (_, i) => caller(i))]);
     const final = groupStats(await simStats(sim.url), account, 'g');
     client.close();
-    assert.ok(settled);
+    assert.ok(settled, `no ${quietMs} ms at 6 QPS without rejections within ${settleLimitMs} ms: ${JSON.stringify(final)}`);
     const rate = ((final.calls - settled.calls) * 1000) / measureMs;
     const effective = await limiter.effectiveRate('pb', 'g');
     const report = { settling: settled, final, measuredQps: rate, effectiveRate: effective, limiter: limiter.stats() };
