@@ -8,6 +8,7 @@ import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import type { Carrier, NewCarrier } from '../../src/domain/carrier.js';
 import type { CardStatus, ScopedCard } from '../../src/domain/card.js';
 import type { Intervals } from '../../src/domain/pollingConfig.js';
+import type { CheckType } from '../../src/common/checkTypes.js';
 import type { BenchStack } from './stack.js';
 
 /** Cards go to the lifecycle service in chunks this big (one INSERT and one pipeline each). */
@@ -87,4 +88,18 @@ export async function addCards(
     created.push(...result.created);
   }
   return created;
+}
+
+/**
+ * Spreads the cards' first dues evenly over one interval from `leadMs` on: a fleet in its steady
+ * state, its cards created at different times. The lifecycle path gives new cards dues jittered over
+ * max(interval/10, 2 s) (DESIGN §7), and each card keeps its phase (§6), so cards created in one
+ * batch stay a burst every interval for good.
+ */
+export async function spreadDues(stack: BenchStack, account: SeededAccount, type: CheckType, intervalMs: number, leadMs = 1000): Promise<void> {
+  const now = await stack.deps.store.clockNow();
+  const step = intervalMs / Math.max(1, account.cards.length);
+  await stack.deps.store.upsertMany(
+    account.cards.map((card, i) => ({ carrierId: account.carrier.id, cardId: card.id, now, dues: { [type]: Math.round(now + leadMs + i * step) } })),
+  );
 }

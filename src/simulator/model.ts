@@ -104,8 +104,16 @@ export class SimWorld {
   readonly cards = new Map<string, SimCard>();
   random: () => number;
 
-  constructor(private seed: number) {
+  /** Length of the windows calls are counted in: one second less the stamping slack (see {@link SimulatorOptions}). */
+  private readonly windowMs: number;
+
+  constructor(
+    private seed: number,
+    stampSlackMs = 0,
+  ) {
+    if (!(stampSlackMs >= 0 && stampSlackMs < ONE_SECOND_MS)) throw new RangeError(`stampSlackMs must be in [0, ${ONE_SECOND_MS}), got ${stampSlackMs}`);
     this.random = createPrng(seed);
+    this.windowMs = ONE_SECOND_MS - stampSlackMs;
   }
 
   reset(seed: number = this.seed): void {
@@ -148,7 +156,7 @@ export class SimWorld {
     const group = account.settings.typeGroups[type] ?? 'default';
     let counters = account.groups.get(group);
     if (!counters) {
-      counters = { calls: 0, rejected: 0, faults: 0, accepted: new SlidingWindow(ONE_SECOND_MS), arrivals: new SlidingWindow(ONE_SECOND_MS) };
+      counters = { calls: 0, rejected: 0, faults: 0, accepted: new SlidingWindow(this.windowMs), arrivals: new SlidingWindow(this.windowMs) };
       account.groups.set(group, counters);
     }
     counters.arrivals.record(now);
@@ -156,7 +164,7 @@ export class SimWorld {
     if (limit !== undefined && counters.accepted.count(now) >= limit) {
       counters.rejected += 1;
       const oldest = counters.accepted.oldest(now) ?? now;
-      return { admitted: false, group, retryAfterMs: Math.max(1, Math.ceil(oldest + ONE_SECOND_MS - now)) };
+      return { admitted: false, group, retryAfterMs: Math.max(1, Math.ceil(oldest + this.windowMs - now)) };
     }
     counters.accepted.record(now);
     counters.calls += 1;
