@@ -217,7 +217,8 @@ test('2 card, 2 control, 1 gateway, 1 ingest worker processes: one card and one 
         for await (const run of stack.client.workflow.list({ query: `${cardRuns} AND ExecutionStatus = "Running"` })) {
           const identities = [...(await workflowTaskIdentities(stack.client, run.workflowId, run.runId))];
           const holder = cardWorkers.find((worker) => identities.some((id) => id.startsWith(identityPrefix(worker))));
-          if (holder) {
+          // Visibility lags the run's state: the run may have closed already; its description does not lag.
+          if (holder && (await stack.client.workflow.getHandle(run.workflowId, run.runId).describe()).status.name === 'RUNNING') {
             killedAt = new Date();
             await Promise.all([killHard(holder), killHard(controlVictim)]);
             return holder;
