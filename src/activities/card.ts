@@ -101,7 +101,7 @@ export interface CardFinishInput extends FinishInput {
 }
 
 export interface CardFinishResult extends FinishResult {
-  readonly failCounts: readonly TypeFinish[];
+  readonly typeFinishes: readonly TypeFinish[];
   /** The step results plus the local package evaluation, for the durable record. */
   readonly results: readonly StepResult[];
 }
@@ -304,10 +304,10 @@ export function createCardActivities(deps: CardActivityDeps) {
       if (finished.replayed !== null) {
         // This token's finish already landed (an earlier attempt): its result, nothing counted twice.
         const first = decodeFinishRecord(finished.replayed);
-        return { owned: finished.owned, outcome: first.outcome, failCounts: first.types, results: recorded(first.evaluated) };
+        return { owned: finished.owned, outcome: first.outcome, typeFinishes: first.types, results: recorded(first.evaluated) };
       }
       for (const type of plan.types) deps.metrics?.check(input.carrierId, type.type, type.outcome);
-      return { owned: finished.owned, outcome: plan.outcome, failCounts: plan.types, results: recorded(evaluated) };
+      return { owned: finished.owned, outcome: plan.outcome, typeFinishes: plan.types, results: recorded(evaluated) };
     },
   };
 }

@@ -210,6 +210,15 @@ export type StepResult =
     }
   | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
 
+/**
+ * A finish's per-type records (`typeFinishes`), read under their former name `failCounts` too:
+ * payloads written before the rename outlive a deploy (a local activity result recorded in the
+ * history of a run still in flight, which replay hands back as recorded; an ingest stream entry).
+ */
+export function typeFinishesOf<T>(value: { readonly typeFinishes?: readonly T[]; readonly failCounts?: readonly T[] }): readonly T[] | undefined {
+  return value.typeFinishes ?? value.failCounts;
+}
+
 export interface GatewayStepInput {
   readonly carrierId: string;
   readonly cardId: string;

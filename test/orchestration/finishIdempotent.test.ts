@@ -73,7 +73,7 @@ test('finishExecution retried after its finish landed returns the first result; 
     const input = card.input([{ type: 'card_status', outcome: 'failure', errorClass: 'transient', message: 'carrier unavailable', gatewayMs: 12 }]);
     const first = await card.activities.finishExecution(input);
     assert.equal(first.owned, true);
-    assert.equal(first.failCounts[0]?.failAfter, 1);
+    assert.equal(first.typeFinishes[0]?.failAfter, 1);
     // The local activity's retry: same input, after the first attempt's Lua finish landed.
     const second = await card.activities.finishExecution(input);
     assert.deepEqual(second, first);
@@ -111,7 +111,7 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
     await new Promise((resolve) => setTimeout(resolve, 5)); // a retry comes later: a re-evaluation would differ
     const second = await card.activities.finishExecution(input);
     assert.deepEqual(second, first);
-    assert.equal(second.failCounts.find((t) => t.type === 'carddata')?.failBefore, 3);
+    assert.equal(second.typeFinishes.find((t) => t.type === 'carddata')?.failBefore, 3);
     // The durable record written from the retry's result recovers the alert.
     const ingest = createIngestActivities({ pool: stack.deps.pool, priority: stack.services.priority });
     const recorded = await ingest.recordExecution({
@@ -119,7 +119,7 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
       results: second.results,
       outcome: second.outcome,
       owned: second.owned,
-      failCounts: second.failCounts,
+      typeFinishes: second.typeFinishes,
     });
     assert.equal(recorded.alertsRecovered, 1);
     const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_failure_alert WHERE card_id = $1::bigint', [card.cardId]);
