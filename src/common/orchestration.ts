@@ -191,14 +191,18 @@ export type ExecutionPlan =
   /** The card is gone or no longer polled in PostgreSQL: finish without calling the gateway. */
   | { readonly kind: 'not_polled'; readonly reason: string };
 
-export interface Observation {
+/**
+ * What a successful step saw of the card (a gateway call's answer, or the local package
+ * evaluation), as carried in its StepResult; becomes a card_observation row (ObservationRow).
+ */
+export interface StepObservation {
   readonly collectionId: string;
   readonly observedAt: string;
   readonly payload: Readonly<Record<string, unknown>>;
 }
 
 export type StepResult =
-  | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: Observation; readonly gatewayMs: number }
+  | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: StepObservation; readonly gatewayMs: number }
   | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
   /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
   /** `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts). */

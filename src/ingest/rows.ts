@@ -4,7 +4,7 @@
  */
 import type { CheckType } from '../common/checkTypes.js';
 import type { ExecutionOutcome } from '../common/orchestration.js';
-import type { Observation } from '../db/observations.js';
+import type { ObservationRow } from '../db/observations.js';
 import type { Execution, ExecutionOutcome as StoredOutcome } from '../db/executions.js';
 import type { IngestRecord } from './record.js';
 
@@ -40,7 +40,7 @@ export interface RecoveryRow {
 }
 
 export interface RecordRows {
-  readonly observations: Observation[];
+  readonly observations: ObservationRow[];
   readonly execution: Execution;
   readonly recoveries: RecoveryRow[];
   readonly failures: FailureRow[];
@@ -49,7 +49,7 @@ export interface RecordRows {
 export function rowsOf(record: IngestRecord): RecordRows {
   const finishedAt = new Date(record.finishedAt);
   const startedAt = new Date(record.startedAt);
-  const observations: Observation[] = [];
+  const observations: ObservationRow[] = [];
   for (const result of record.results) {
     if (result.outcome !== 'success' || !result.observation) continue;
     observations.push({
