@@ -81,7 +81,7 @@ export interface PrepareInput {
   readonly cardId: string;
   readonly token: string;
   /** The execution's identity (its run id): only this executor may renew and finish. */
-  readonly execValue: string;
+  readonly executorId: string;
   readonly fromPriority: boolean;
   /**
    * Time from the run's creation to its first workflow task (server times): how far the engine
@@ -169,7 +169,7 @@ export function createCardActivities(deps: CardActivityDeps) {
       const carrier = await deps.reference.carrier(input.carrierId);
       const leaseMs = carrier?.leaseMs ?? DEFAULT_LEASE_MS;
       if (input.startLagMs !== undefined) await deps.store.recordStart(input.carrierId, input.startLagMs);
-      const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.execValue, leaseMs);
+      const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
       if (!carrier) return { kind: 'not_polled', reason: 'carrier account no longer exists' };

@@ -226,9 +226,9 @@ export function typeFinishesOf<T>(value: { readonly typeFinishes?: readonly T[];
 export interface GatewayStepInput {
   readonly carrierId: string;
   readonly cardId: string;
-  /** Claim token and execution value: the lease is renewed with them before the call. */
+  /** Claim token and executor id (the run id, held in the exec key): the lease is renewed with them before the call. */
   readonly token: string;
-  readonly execValue: string;
+  readonly executorId: string;
   readonly leaseMs: number;
   readonly gatewayAccount: string;
   readonly iccid: string;

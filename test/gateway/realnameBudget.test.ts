@@ -42,7 +42,7 @@ async function realnameStep(stack: Stack, name: string, realnameControl: boolean
     packages: createPackageEvaluator(stack.deps.pool),
     priority: stack.services.priority,
   });
-  const plan = await card.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
+  const plan = await card.prepareExecution({ carrierId, cardId, token, executorId: 'run-1', fromPriority: false });
   assert.equal(plan.kind, 'run');
   const run: ExecutionPlanRun = plan;
   const gateway = createGatewayActivities({ client: stack.deps.gateway, limiter: stack.deps.limiter, store: stack.deps.store });
@@ -50,7 +50,7 @@ async function realnameStep(stack: Stack, name: string, realnameControl: boolean
     carrierId,
     cardId,
     token,
-    execValue: 'run-1',
+    executorId: 'run-1',
     leaseMs: run.leaseMs,
     gatewayAccount: run.gatewayAccount,
     iccid: run.iccid,

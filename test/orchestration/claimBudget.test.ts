@@ -104,7 +104,7 @@ test("claim round: cards due for two groups fill the larger group; the smaller g
       packages: createPackageEvaluator(stack.deps.pool),
       priority: stack.services.priority,
     });
-    const plan = await cards.prepareExecution({ carrierId, cardId: deferred.cardId, token: deferred.token, execValue: 'run-1', fromPriority: false });
+    const plan = await cards.prepareExecution({ carrierId, cardId: deferred.cardId, token: deferred.token, executorId: 'run-1', fromPriority: false });
     if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
     assert.deepEqual(plan.types, ['card_status']);
     const finished = await cards.finishExecution({

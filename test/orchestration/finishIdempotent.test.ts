@@ -53,7 +53,7 @@ async function prepared(stack: Stack, name: string, types: readonly CheckType[])
     packages: createPackageEvaluator(stack.deps.pool),
     priority: stack.services.priority,
   });
-  const plan = await activities.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
+  const plan = await activities.prepareExecution({ carrierId, cardId, token, executorId: 'run-1', fromPriority: false });
   if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
   const run: ExecutionPlanRun = plan;
   assert.deepEqual([...run.types].sort(), [...types].sort());
