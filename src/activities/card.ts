@@ -152,7 +152,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         return notNow(input, 'PostgreSQL unreachable and no remembered row of the card polled in this account', error);
       if (!fallingBack)
         log(
-          `card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their remembered rows, records go to the async ingest`,
+          `card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their ` +
+            `remembered rows, records go to the async ingest`,
         );
       fallingBack = true;
       return { card: row, remembered: true };
@@ -198,7 +199,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         iccid: card.iccid,
         gatewayAccount: carrier.gatewayAccount,
         types,
-        typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)), // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
+        // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
+        typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)),
         stepTimeoutMs: carrier.stepTimeoutMs,
         totalTimeoutMs: carrier.totalTimeoutMs,
         leaseMs,
