@@ -3,28 +3,18 @@
  * in-process gateway simulator, and the four workers on task queues unique to the test — all on
  * the real Temporal dev server, Redis and PostgreSQL.
  */
-import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config, type TaskQueues } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorkers, WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
+import { WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
 import { createPollingServices } from '../../src/polling/pollingServices.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
 import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createControlActivities, type ControlActivityDeps } from '../../src/activities/control.js';
-
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-let runtimeInstalled = false;
-
-/** Worker logs at ERROR: expected activity failures (error injection) would drown the test output. */
-function installQuietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
+import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
 
 export interface Stack {
   readonly config: Config;
@@ -49,28 +39,12 @@ export interface RunningWorkers {
 export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
   const prefix = uniqueName(label);
-  const taskQueues: TaskQueues = {
-    control: `${prefix}-control`,
-    card: `${prefix}-card`,
-    cardPriority: `${prefix}-card-priority`,
-    gateway: `${prefix}-gateway`,
-    ingest: `${prefix}-ingest`,
-  };
+  const taskQueues = stackTaskQueues(prefix);
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42 });
   const config: Config = {
-    ...base,
-    GATEWAY_URL: simulator.url,
-    DATABASE_SCHEMA: db.schema,
-    REDIS_KEY_PREFIX: redis.namespace,
-    TASK_QUEUE_CONTROL: taskQueues.control,
-    TASK_QUEUE_CARD: taskQueues.card,
-    TASK_QUEUE_CARD_PRIORITY: taskQueues.cardPriority,
-    TASK_QUEUE_GATEWAY: taskQueues.gateway,
-    TASK_QUEUE_INGEST: taskQueues.ingest,
-    WORKER_SHUTDOWN_GRACE_MS: 2000,
-    WORKFLOW_ID_PREFIX: `${prefix}-`,
+    ...stackConfig(base, { gatewayUrl: simulator.url, schema: db.schema, namespace: redis.namespace, taskQueues, workflowIdPrefix: `${prefix}-` }),
     ...options.config,
   };
   const deps = await createRuntimeDeps(config, {
@@ -92,14 +66,7 @@ export async function createStack(label: string, options: { seed?: number; confi
     taskQueues,
     services,
     async startWorkers(kinds = WORKER_KINDS) {
-      installQuietRuntime();
-      bundle ??= bundleWorkflows();
-      const workflowBundle = await bundle;
-      const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const workers = (
-        await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))
-      ).flat();
-      const runs = workers.map((worker) => worker.run());
+      const { workers, runs, connection: nativeConnection } = await startStackWorkers({ config, deps, services, taskQueues }, kinds);
       let stopped: Promise<void> | undefined;
       const handle: RunningWorkers = {
         workers,
@@ -117,12 +84,7 @@ export async function createStack(label: string, options: { seed?: number; confi
     },
     async close() {
       // Leave nothing running on the shared server: this stack's schedulers and cards end with it.
-      for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
-        await client.workflow
-          .getHandle(execution.workflowId, execution.runId)
-          .terminate('test finished')
-          .catch(() => undefined);
-      }
+      await terminateRunning(client, config.WORKFLOW_ID_PREFIX, 'test finished');
       for (const handle of running) await handle.stop();
       await connection.close();
       await simulator.close();
