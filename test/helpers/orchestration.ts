@@ -14,6 +14,8 @@ import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
 import { createControlActivities, type ControlActivityDeps } from '../../src/activities/control.js';
+import { createCardActivities, type CardActivities } from '../../src/activities/card.js';
+import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
 
 export interface Stack {
@@ -123,5 +125,16 @@ export function stackControlActivities(stack: Stack, extra: Partial<ControlActiv
     requests: stack.services.requests,
     modes: stack.services.modes,
     ...extra,
+  });
+}
+
+/** The card worker's bookkeeping activities over the stack's own stores, called directly (outside a worker). */
+export function stackCardActivities(stack: Stack): CardActivities {
+  return createCardActivities({
+    pool: stack.deps.pool,
+    store: stack.deps.store,
+    reference: stack.deps.reference,
+    packages: createPackageEvaluator(stack.deps.pool),
+    priority: stack.services.priority,
   });
 }

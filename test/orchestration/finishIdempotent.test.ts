@@ -6,11 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import { createStack, stackCardActivities, type Stack } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createCardActivities } from '../../src/activities/card.js';
+import type { CardActivities } from '../../src/activities/card.js';
 import { createIngestActivities } from '../../src/activities/ingest.js';
-import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import { recordFailure } from '../../src/db/alerts.js';
 import { DueField } from '../../src/redis/dueFields.js';
 import type { CheckType } from '../../src/common/checkTypes.js';
@@ -19,7 +18,7 @@ import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/common
 interface Running {
   readonly carrierId: string;
   readonly cardId: string;
-  readonly activities: ReturnType<typeof createCardActivities>;
+  readonly activities: CardActivities;
   readonly input: (results: StepResult[]) => FinishInput;
 }
 
@@ -46,13 +45,7 @@ async function prepared(stack: Stack, name: string, types: readonly CheckType[])
     countRealname: false,
   });
   const token = claim.claimed[0]!.token;
-  const activities = createCardActivities({
-    pool: stack.deps.pool,
-    store: stack.deps.store,
-    reference: stack.deps.reference,
-    packages: createPackageEvaluator(stack.deps.pool),
-    priority: stack.services.priority,
-  });
+  const activities = stackCardActivities(stack);
   const plan = await activities.prepareExecution({ carrierId, cardId, token, executorId: 'run-1', fromPriority: false });
   if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
   const run: ExecutionPlanRun = plan;
