@@ -48,7 +48,8 @@ async function main(): Promise<void> {
   const gate = await checkBeforeRun();
   if (gate.reasons.length > 0 && !allowBusy) {
     process.stderr.write(
-      `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (the result is then marked invalid).\n`,
+      `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass ` +
+        `--allow-busy (the result is then marked invalid).\n`,
     );
     process.exitCode = 3;
     return;

@@ -61,12 +61,14 @@ try {
     fresh.push((rows / first.ms) * 1000);
     resent.push((rows / again.ms) * 1000);
     process.stdout.write(
-      `run ${run + 1}: ${rows} rows → accepted ${first.answer.accepted}, rejected ${first.answer.rejected.length} in ${Math.round(first.ms)} ms (${Math.round(fresh[run]!)} rows/s); ` +
+      `run ${run + 1}: ${rows} rows → accepted ${first.answer.accepted}, rejected ${first.answer.rejected.length} in ` +
+        `${Math.round(first.ms)} ms (${Math.round(fresh[run]!)} rows/s); ` +
         `re-sent with onExisting=skip: skipped ${again.answer.skipped?.length ?? 0} in ${Math.round(again.ms)} ms (${Math.round(resent[run]!)} rows/s)\n`,
     );
   }
   process.stdout.write(
-    `import rate, ${rows} rows with 1 % bad: best ${Math.round(Math.max(...fresh))} rows/s, median ${Math.round(median(fresh))} rows/s; re-import (skip): median ${Math.round(median(resent))} rows/s\n`,
+    `import rate, ${rows} rows with 1 % bad: best ${Math.round(Math.max(...fresh))} rows/s, median ` +
+      `${Math.round(median(fresh))} rows/s; re-import (skip): median ${Math.round(median(resent))} rows/s\n`,
   );
   await app.close();
 } finally {

@@ -214,10 +214,12 @@ export const ingest: Scenario = async (context) => {
     return {
       title: `Ingest: sync vs async on the same load, and a ${PAUSE_SEC} s PostgreSQL pause`,
       explain: [
-        `Load: ${CARDS} cards of one account, card_status + carddata every ${INTERVAL_SEC} s, budgets far above it (the engine is the limit), gateway latency p50 5 ms.`,
+        `Load: ${CARDS} cards of one account, card_status + carddata every ${INTERVAL_SEC} s, budgets far above it ` +
+          `(the engine is the limit), gateway latency p50 5 ms.`,
         'rows/s: card_execution + card_observation rows that reached PostgreSQL per second of the window.',
         'statements/execution: every SQL statement of the process in the window ÷ executions written.',
-        `Pause: card_execution and card_observation locked (EXCLUSIVE) for ${PAUSE_SEC} s in async mode; thresholds ${settings.thresholds.records} records / ${settings.thresholds.maxAgeMs / 1000} s.`,
+        `Pause: card_execution and card_observation locked (EXCLUSIVE) for ${PAUSE_SEC} s in async mode; thresholds ` +
+          `${settings.thresholds.records} records / ${settings.thresholds.maxAgeMs / 1000} s.`,
       ],
       config: {
         cards: CARDS,
@@ -275,8 +277,12 @@ export const ingest: Scenario = async (context) => {
         },
       ],
       notes: [
-        `async writes ${sync.rowsPerSec > 0 ? round(async_.rowsPerSec / sync.rowsPerSec, 2) : '—'}× the rows/s of sync with ${sync.statementsPerExecution > 0 ? round(async_.statementsPerExecution / sync.statementsPerExecution, 2) : '—'}× the statements per execution.`,
-        `Pause: backlog peaked at ${peak} records (oldest ${oldestPeak} s) with ${pausedCallsPerSec} gateway calls/s going on; claiming tightened to ${minLimit} in flight; ${drainedAt === undefined ? `not drained within ${DRAIN_LIMIT_SEC} s` : `drained ${round((drainedAt - resumedAt) / 1000, 1)} s after the pause`}.`,
+        `async writes ${sync.rowsPerSec > 0 ? round(async_.rowsPerSec / sync.rowsPerSec, 2) : '—'}× the rows/s of sync with ` +
+          `${sync.statementsPerExecution > 0 ? round(async_.statementsPerExecution / sync.statementsPerExecution, 2) : '—'}× ` +
+          `the statements per execution.`,
+        `Pause: backlog peaked at ${peak} records (oldest ${oldestPeak} s) with ${pausedCallsPerSec} gateway calls/s ` +
+          `going on; claiming tightened to ${minLimit} in flight; ` +
+          `${drainedAt === undefined ? `not drained within ${DRAIN_LIMIT_SEC} s` : `drained ${round((drainedAt - resumedAt) / 1000, 1)} s after the pause`}.`,
       ],
     };
   } finally {

@@ -54,13 +54,15 @@ async function main(): Promise<void> {
   if (gate.reasons.length > 0) {
     if (!options.allowBusy && timed.length > 0) {
       process.stderr.write(
-        `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass --allow-busy (every result is then marked invalid).\n`,
+        `Refusing to benchmark: the machine is busy.\n- ${gate.reasons.join('\n- ')}\nWait for it to be quiet, or pass ` +
+          `--allow-busy (every result is then marked invalid).\n`,
       );
       process.exitCode = EXIT_BUSY;
       return;
     }
     log(
-      `machine busy (${gate.reasons.join('; ')}): running anyway, ${timed.length > 0 ? 'every timed result marked invalid' : 'the chosen scenarios only count, their figures stay valid'}`,
+      `machine busy (${gate.reasons.join('; ')}): running anyway, ` +
+        `${timed.length > 0 ? 'every timed result marked invalid' : 'the chosen scenarios only count, their figures stay valid'}`,
     );
   }
   // Installed before any pg client exists so every statement of the run is counted.

@@ -45,6 +45,7 @@ const bundle = await bundleWorkflows(join(ROOT, 'src', 'workflows', 'index.ts'))
 mkdirSync(DIST, { recursive: true });
 writeFileSync(join(DIST, 'workflow-bundle.js'), bundle.code);
 process.stdout.write(
-  `[build] bundled workflows: ${join(DIST, 'workflow-bundle.js')}, ${Math.round(bundle.code.length / 1024)} KiB, build id wf-${workflowCodeHash(bundle.code)} (${Date.now() - started} ms)\n`,
+  `[build] bundled workflows: ${join(DIST, 'workflow-bundle.js')}, ${Math.round(bundle.code.length / 1024)} KiB, ` +
+    `build id wf-${workflowCodeHash(bundle.code)} (${Date.now() - started} ms)\n`,
 );
 process.stdout.write(`[build] done in ${Date.now() - began} ms\n`);

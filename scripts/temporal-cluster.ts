@@ -98,11 +98,13 @@ async function main(): Promise<void> {
   } else if (command === 'status') {
     const statuses = await temporalClusterStatus(options);
     log(
-      `Temporal server ${options.version}, binaries ${binariesBuilt(options) ? 'built' : 'not built'} in ${options.binDir}; frontend ${frontendAddress(options)}`,
+      `Temporal server ${options.version}, binaries ${binariesBuilt(options) ? 'built' : 'not built'} in ` +
+        `${options.binDir}; frontend ${frontendAddress(options)}`,
     );
     for (const s of statuses) {
       log(
-        `${s.service.padEnd(8)} ${s.pid === undefined ? 'not running' : `pid ${s.pid}`}, port ${s.grpcPort} ${s.listening ? 'listening' : 'closed'}; log ${serviceLogFile(options, s.service)}`,
+        `${s.service.padEnd(8)} ${s.pid === undefined ? 'not running' : `pid ${s.pid}`}, port ${s.grpcPort} ` +
+          `${s.listening ? 'listening' : 'closed'}; log ${serviceLogFile(options, s.service)}`,
       );
     }
     if (statuses.some((s) => s.pid === undefined)) process.exitCode = 3;

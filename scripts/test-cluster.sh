@@ -23,7 +23,8 @@ npx tsx scripts/services.ts up --test --cluster
 export REDIS_CLUSTER_NODES="${REDIS_CLUSTER_NODES:-127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005}"
 if ! npx tsx scripts/temporal-cluster.ts status >/dev/null 2>&1; then
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/card-poller/temporal-server"
-  echo "[test-cluster] starting the Temporal cluster; when its binaries are not in $cache yet, they are built first with Go: the first build takes minutes (6.5-15 on 2 cores), later runs reuse them"
+  echo "[test-cluster] starting the Temporal cluster; when its binaries are not in $cache yet, they are built first with Go:" \
+    "the first build takes minutes (6.5-15 on 2 cores), later runs reuse them"
 fi
 npx tsx scripts/temporal-cluster.ts up
 npx tsx scripts/migrate.ts

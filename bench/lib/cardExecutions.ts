@@ -142,9 +142,8 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
       if (delta > 0) byName[name] = delta;
     }
     const schedulers = await schedulerSnapshots(stack, carrierIds);
-    log(
-      `schedulers: ${schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`).join('; ')}`,
-    );
+    const schedulerLines = schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`);
+    log(`schedulers: ${schedulerLines.join('; ')}`);
     const executions = await executionsBetween(stack.pool, window.from, window.to);
     const sumCalls = (calls: typeof window.end.calls): number =>
       Object.values(calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);

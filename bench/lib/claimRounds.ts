@@ -233,8 +233,11 @@ export function claimExplain(comparison: ClaimComparison): string {
     ? `the local Redis Cluster (${comparison.clusterNodes.length} nodes: 3 masters + 3 replicas on this host)`
     : `REDIS_CLUSTER_NODES (${comparison.clusterNodes.join(', ')})`;
   return (
-    `Claim rounds: ${cluster}, appendonly ${comparison.appendonly.cluster} (every write also goes to a replica), vs single Redis (REDIS_URL), appendonly ${comparison.appendonly.single}. ` +
-    `One connection per backend, auto-pipelining; claim rounds of ${comparison.roundSize} then acquireExec + finish per card (a cycle); only full rounds are timed. ` +
-    '"one account": the accounts drained one at a time (the round\'s own latency); "N accounts": drained concurrently (on the cluster their slots spread over the masters).'
+    `Claim rounds: ${cluster}, appendonly ${comparison.appendonly.cluster} (every write also goes to a replica), ` +
+    `vs single Redis (REDIS_URL), appendonly ${comparison.appendonly.single}. ` +
+    `One connection per backend, auto-pipelining; claim rounds of ${comparison.roundSize} then acquireExec + ` +
+    `finish per card (a cycle); only full rounds are timed. ` +
+    '"one account": the accounts drained one at a time (the round\'s own latency); "N accounts": drained ' +
+    'concurrently (on the cluster their slots spread over the masters).'
   );
 }

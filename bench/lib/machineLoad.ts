@@ -225,7 +225,8 @@ export function invalidReasons(gate: GateResult, during: DuringSummary): string[
       .map((p) => `${p.name} ${p.cores}`)
       .join(', ');
     reasons.push(
-      `other processes used ${during.othersMeanCores} cores on average during the scenario (limit ${during.limitOthersMeanCores}, max ${during.othersMaxCores})${names ? `; busiest: ${names}` : ''}`,
+      `other processes used ${during.othersMeanCores} cores on average during the scenario (limit ` +
+        `${during.limitOthersMeanCores}, max ${during.othersMaxCores})${names ? `; busiest: ${names}` : ''}`,
     );
   }
   return reasons;

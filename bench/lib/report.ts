@@ -74,7 +74,8 @@ export function validityLines(valid: boolean, reasons: readonly string[], load: 
     `other processes ${g.othersCores} cores (limit ${load.beforeRun.limits.othersCores}), steal ${g.stealCores}. ` +
     (d.samples === 0
       ? 'During it: not sampled (shorter than one 5 s sample).'
-      : `During it (${d.samples} samples of 5 s): other processes ${d.othersMeanCores} cores on average (limit ${d.limitOthersMeanCores}), max ${d.othersMaxCores}; ` +
+      : `During it (${d.samples} samples of 5 s): other processes ${d.othersMeanCores} cores on average (limit ` +
+        `${d.limitOthersMeanCores}), max ${d.othersMaxCores}; ` +
         `ours (bench process + services) ${d.oursMeanCores}; steal ${d.stealMeanCores}; load average 1 min up to ${d.loadAverage1mMax}.`);
   if (busyButCounting !== undefined) {
     const busy =

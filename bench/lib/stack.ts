@@ -1,29 +1,26 @@
 /**
- * One orchestration stack per scenario, like the tests' stack: a fresh PostgreSQL schema, a fresh
- * Redis namespace, an in-process simulator (the instrument) and the four workers on task queues
- * unique to the run, all against the running Temporal dev server. Everything is removed on close,
- * so runs never see each other's rows, keys or workflows.
+ * One orchestration stack per scenario, like the tests' stack (the parts both use:
+ * test/helpers/isolatedStack.ts): a fresh PostgreSQL schema, a fresh Redis namespace, an
+ * in-process simulator (the instrument) and the four workers on task queues unique to the run, all
+ * against the running Temporal dev server. Everything is removed on close, so runs never see each
+ * other's rows, keys or workflows.
  */
 import { randomUUID } from 'node:crypto';
-import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { deleteMatching, type RedisConnection } from '../../src/redis/connection.js';
-import type { Config, TaskQueues } from '../../src/config/index.js';
+import type { Config } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorkers, WORKER_KINDS } from '../../src/workers/createWorker.js';
+import { WORKER_KINDS } from '../../src/workers/createWorker.js';
 import { createPollingServices, type PollingServices } from '../../src/polling/pollingServices.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning, type StartedStackWorkers } from '../../test/helpers/isolatedStack.js';
 
 /** close(): at most this many visibility sweeps, this far apart (~10 s when runs keep appearing). */
 const SWEEP_PASSES = 10;
 const SWEEP_PAUSE_MS = 1000;
-
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-let runtimeInstalled = false;
 
 export interface BenchStack {
   readonly config: Config;
@@ -51,41 +48,19 @@ export interface StackOptions {
   readonly cardStartMode?: Config['CARD_START_MODE'];
 }
 
-/** The SDK runtime is process-wide and can be installed once: every bench worker shares it. */
-export function installWorkerRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  // Worker logs at ERROR: deferrals and expected failures would otherwise flood the bench output.
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
+/** The SDK runtime is process-wide and can be installed once: every bench worker shares it (worker logs at ERROR). */
+export { installQuietWorkerRuntime as installWorkerRuntime } from '../../test/helpers/isolatedStack.js';
 
 export async function createBenchStack(base: Config, label: string, options: StackOptions = {}): Promise<BenchStack> {
   const id = `bench-${label}-${randomUUID().slice(0, 8)}`;
   const schema = id.replace(/-/g, '_');
   const namespace = `${id}:`;
-  const taskQueues: TaskQueues = {
-    control: `${id}-control`,
-    card: `${id}-card`,
-    cardPriority: `${id}-card-priority`,
-    gateway: `${id}-gateway`,
-    ingest: `${id}-ingest`,
-  };
+  const taskQueues = stackTaskQueues(id);
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: 42 });
-  const config: Config = {
-    ...base,
-    ...options.workerOverrides,
-    ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}),
-    GATEWAY_URL: simulator.url,
-    DATABASE_SCHEMA: schema,
-    REDIS_KEY_PREFIX: namespace,
-    TASK_QUEUE_CONTROL: taskQueues.control,
-    TASK_QUEUE_CARD: taskQueues.card,
-    TASK_QUEUE_CARD_PRIORITY: taskQueues.cardPriority,
-    TASK_QUEUE_GATEWAY: taskQueues.gateway,
-    TASK_QUEUE_INGEST: taskQueues.ingest,
-    WORKER_SHUTDOWN_GRACE_MS: 2000,
-    WORKFLOW_ID_PREFIX: `${id}-`,
-  };
+  const config = stackConfig(
+    { ...base, ...options.workerOverrides, ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}) },
+    { gatewayUrl: simulator.url, schema, namespace, taskQueues, workflowIdPrefix: `${id}-` },
+  );
   const pool = createPool({ url: config.DATABASE_URL, schema, max: 10, applicationName: id.slice(0, 60) });
   await migrate(pool, schema);
   const deps = await createRuntimeDeps(config, { namespace, schema, name: id.slice(0, 60) });
@@ -93,7 +68,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const services = createPollingServices({ deps, namespace });
   const ref: OrchestrationRef = { client, taskQueues, workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
-  let workers: { all: Worker[]; runs: Promise<void>[]; connection: NativeConnection } | undefined;
+  let workers: StartedStackWorkers | undefined;
 
   return {
     config,
@@ -106,20 +81,13 @@ export async function createBenchStack(base: Config, label: string, options: Sta
     ref,
     services,
     async startOrchestration() {
-      installWorkerRuntime();
-      bundle ??= bundleWorkflows();
-      const workflowBundle = await bundle;
-      const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const all = (
-        await Promise.all(WORKER_KINDS.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))
-      ).flat();
-      workers = { all, runs: all.map((worker) => worker.run()), connection: nativeConnection };
+      workers = await startStackWorkers({ config, deps, services, taskQueues }, WORKER_KINDS);
       await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
     },
     async close() {
       // Workers first: terminating runs they are still completing makes the SDK core log warnings.
       if (workers) {
-        for (const worker of workers.all) if (worker.getState() === 'RUNNING') worker.shutdown();
+        for (const worker of workers.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
         await Promise.allSettled(workers.runs);
         await workers.connection.close();
       }
@@ -128,16 +96,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
       // before the workers stopped show up late, so sweep until two passes in a row find none.
       let quiet = 0;
       for (let pass = 0; pass < SWEEP_PASSES && quiet < 2; pass += 1) {
-        let found = 0;
-        for await (const execution of client.workflow.list({
-          query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"`,
-        })) {
-          found += 1;
-          await client.workflow
-            .getHandle(execution.workflowId, execution.runId)
-            .terminate('bench finished')
-            .catch(() => undefined);
-        }
+        const found = await terminateRunning(client, config.WORKFLOW_ID_PREFIX, 'bench finished');
         quiet = found === 0 ? quiet + 1 : 0;
         if (quiet < 2) await new Promise((resolve) => setTimeout(resolve, SWEEP_PAUSE_MS));
       }

@@ -79,6 +79,7 @@ export function cpuNote(cpu: CpuTimes): string {
   const pct = (v: number): string => `${Math.round(v * 100)} %`;
   return (
     `CPU during the window (share of one core): Temporal server ${pct(cpu.temporal)}, this process (4 workers + simulator + bench) ${pct(cpu.bench)}, ` +
-    `PostgreSQL ${pct(cpu.postgres)}, Redis ${pct(cpu.redis)} — ${pct(total)} of ${cores * 100} % available. The services also served other users' tests during the window.`
+    `PostgreSQL ${pct(cpu.postgres)}, Redis ${pct(cpu.redis)} — ${pct(total)} of ${cores * 100} % available. The ` +
+    `services also served other users' tests during the window.`
   );
 }

@@ -25,9 +25,15 @@ export const ceiling: Scenario = async (context) => {
   return {
     title: "the engine's ceiling: cheapest workflow and card-execution shape",
     explain: [
-      `No-activity workflow: bench/workflows/noop.ts started with the client by ${noop.settings.startConcurrency} concurrent starters, at most ${noop.settings.maxOutstanding} started and not completed; completions counted in the worker (a sink: no extra event or RPC).`,
-      `Card execution: the throughput workload (${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, one gateway type, budgets far above the executor) through carrierScheduler → cardCheck (${startMode} starts) → gateway → PostgreSQL records.`,
-      'CPU ms per workflow/execution: process CPU in the window ÷ completions. History events and workflow tasks: means over a sample of completed runs (fetchHistory).',
+      `No-activity workflow: bench/workflows/noop.ts started with the client by ${noop.settings.startConcurrency} ` +
+        `concurrent starters, at most ${noop.settings.maxOutstanding} started and not completed; completions counted ` +
+        `in the worker (a sink: no extra event or RPC).`,
+      `Card execution: the throughput workload (${THROUGHPUT_CONFIG.accounts} accounts × ` +
+        `${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, one gateway type, ` +
+        `budgets far above the executor) through carrierScheduler → cardCheck (${startMode} starts) → gateway → ` +
+        `PostgreSQL records.`,
+      'CPU ms per workflow/execution: process CPU in the window ÷ completions. History events and workflow tasks: ' +
+        'means over a sample of completed runs (fetchHistory).',
     ],
     config: { noop: { ...noopSeconds, ...noop.settings }, card: { ...cardSeconds, startMode, ...card.settings } },
     results: { noop, card, cardToNoopRatio: ratio },
@@ -59,7 +65,8 @@ export const ceiling: Scenario = async (context) => {
     ],
     verdicts: [],
     notes: [
-      `The no-activity workflow is the most a card execution could approach on this server: the card path reached ${ratio === null ? '–' : `${round(ratio * 100, 1)} %`} of it.`,
+      `The no-activity workflow is the most a card execution could approach on this server: the card path reached ` +
+        `${ratio === null ? '–' : `${round(ratio * 100, 1)} %`} of it.`,
       `No-activity window: ${cpuNote(noop.cpuShares)}`,
       `Card window: ${cpuNote(card.cpuShares)}`,
     ],

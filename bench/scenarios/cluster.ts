@@ -90,7 +90,8 @@ async function measureTarget(context: ScenarioContext, target: Target, address: 
   const pidsAfter = target === 'cluster' ? temporalClusterPids(context.config).join(',') : '';
   const disturbed =
     pidsBefore !== pidsAfter
-      ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service stopped or restarted, the window lost part of its work and CPU`
+      ? `cluster service pids changed during the run (${pidsBefore || 'none'} → ${pidsAfter || 'none'}): a service ` +
+        `stopped or restarted, the window lost part of its work and CPU`
       : undefined;
   return { ...run, target, round, address, ...(disturbed ? { disturbed } : {}) };
 }
@@ -199,7 +200,8 @@ export const cluster: Scenario = async (context) => {
   requireBinaries(options);
   if (usesTemporalCluster(context.config))
     throw new Error(
-      `TEMPORAL_ADDRESS=${context.config.TEMPORAL_ADDRESS} is the Temporal cluster: the scenario compares it with the dev server, unset TEMPORAL_ADDRESS (or point it at the dev server)`,
+      `TEMPORAL_ADDRESS=${context.config.TEMPORAL_ADDRESS} is the Temporal cluster: the scenario compares it with ` +
+        `the dev server, unset TEMPORAL_ADDRESS (or point it at the dev server)`,
     );
   const wasRunning = (await temporalClusterStatus(options)).every((service) => service.pid !== undefined && service.listening);
   const startedAll = await clusterUp(options, context.log);
@@ -217,7 +219,9 @@ export const cluster: Scenario = async (context) => {
       if (step.target === 'dev') context.measured.cardRuns.push({ ...run, source: `cluster round ${step.round} (dev server)` });
       runs.push(run);
       context.log(
-        `${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ${run.history.workflowTasks.mean} workflow tasks, Temporal CPU ${run.cost.cpuMsPerExecution.temporal} ms per execution`,
+        `${label}: ${run.executionsPerSecond} executions/s, ${run.history.events.mean} events, ` +
+          `${run.history.workflowTasks.mean} workflow tasks, Temporal CPU ${run.cost.cpuMsPerExecution.temporal} ms per ` +
+          `execution`,
       );
     }
     const claims = await compareClaimRounds(context.config, { cards: DEFAULT_CLAIM_CARDS, accounts: DEFAULT_CLAIM_ACCOUNTS }, context.log);
@@ -238,13 +242,21 @@ export const cluster: Scenario = async (context) => {
     return {
       title: 'the distributed setup against the single-process one: Temporal cluster vs dev server, Redis Cluster vs single Redis',
       explain: [
-        `Temporal: the throughput workload (${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, budget ${THROUGHPUT_CONFIG.qps} QPS, gateway latency p50 ${THROUGHPUT_CONFIG.latencyMs.p50} ms; ` +
-          `${first.startMode} starts, ${typesPerExecution(first.shape)} type(s) per execution) through a fresh stack per run, against the dev server (${context.config.TEMPORAL_ADDRESS}, one process, SQLite) and the Temporal cluster ` +
-          `(${frontendAddress(options)}, ${TEMPORAL_SERVER_VERSION}, frontend + history + matching + worker as four processes, ${options.numHistoryShards} history shards, persistence and visibility on the project's PostgreSQL). ` +
-          `Runs in the order ${ROUND_ORDER.map((target) => TARGET_NAME[target]).join(', ')} per round (${context.options.rounds} round(s)); figures are means over each target's runs.`,
-        "Temporal CPU: the dev server's process, or the cluster's four service processes (pids from its pid files). \"Its PostgreSQL\": the backends connected to the cluster's databases (temporal, temporal_visibility) — " +
-          'the cluster\'s persistence, which the dev server does in its own process; also counted in "PostgreSQL (all)", which includes the card_execution records of both. ' +
-          'On dev-server runs that column is what the idle cluster (and its other users) did meanwhile, not added to the dev server. Our CPU: this process (four workers, simulator, bench). ' +
+        `Temporal: the throughput workload (${THROUGHPUT_CONFIG.accounts} accounts × ` +
+          `${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, budget ` +
+          `${THROUGHPUT_CONFIG.qps} QPS, gateway latency p50 ${THROUGHPUT_CONFIG.latencyMs.p50} ms; ` +
+          `${first.startMode} starts, ${typesPerExecution(first.shape)} type(s) per execution) through a fresh stack per ` +
+          `run, against the dev server (${context.config.TEMPORAL_ADDRESS}, one process, SQLite) and the Temporal cluster ` +
+          `(${frontendAddress(options)}, ${TEMPORAL_SERVER_VERSION}, frontend + history + matching + worker as four ` +
+          `processes, ${options.numHistoryShards} history shards, persistence and visibility on the project's PostgreSQL). ` +
+          `Runs in the order ${ROUND_ORDER.map((target) => TARGET_NAME[target]).join(', ')} per round ` +
+          `(${context.options.rounds} round(s)); figures are means over each target's runs.`,
+        "Temporal CPU: the dev server's process, or the cluster's four service processes (pids from its pid files). " +
+          '"Its PostgreSQL": the backends connected to the cluster\'s databases (temporal, temporal_visibility) — ' +
+          'the cluster\'s persistence, which the dev server does in its own process; also counted in "PostgreSQL (all)", ' +
+          'which includes the card_execution records of both. ' +
+          'On dev-server runs that column is what the idle cluster (and its other users) did meanwhile, not added to the ' +
+          'dev server. Our CPU: this process (four workers, simulator, bench). ' +
           'Events and workflow tasks per execution: fetchHistory of up to 20 completed runs of each window.',
         claimExplain(claims),
       ],
@@ -271,14 +283,22 @@ export const cluster: Scenario = async (context) => {
       tables: [summaryTable(runs), runsTable(runs), ...claimTables(claims)],
       verdicts: [],
       notes: [
-        `What the ratio (${ratio ?? '–'}) means: on this one ${cores}-core machine the cluster's four processes and the PostgreSQL holding its persistence compete with the workers, the simulator and the dev server's idle process for the same ${cores} cores — ` +
-          'and every history write becomes SQL over a socket where the dev server writes SQLite in its own process. The cluster exists to scale across machines (history shards, matching and frontend spread out, PostgreSQL on its own hosts): ' +
+        `What the ratio (${ratio ?? '–'}) means: on this one ${cores}-core machine the cluster's four processes and ` +
+          `the PostgreSQL holding its persistence compete with the workers, the simulator and the dev server's idle ` +
+          `process for the same ${cores} cores — ` +
+          'and every history write becomes SQL over a socket where the dev server writes SQLite in its own process. The ' +
+          'cluster exists to scale across machines (history shards, matching and frontend spread out, PostgreSQL on its own hosts): ' +
           'one host says what the distribution costs per execution (CPU, events, tasks), not what a cluster can reach.',
-        "The cluster stays up during the dev-server runs and the dev server during the cluster runs: each idles while the other works, and both idle costs are part of the machine's load in every window.",
-        'Events and workflow tasks per execution come from the code and should match between the two servers; a difference is the server version, not the load.',
-        `Redis: the local cluster's 3 masters and 3 replicas also share this machine's ${cores} cores, so a concurrent claim figure here is a lower bound of what spreading accounts over masters on separate hosts gives; the one-account figure is the per-round price of cluster routing (a round trip to the owning master).`,
+        'The cluster stays up during the dev-server runs and the dev server during the cluster runs: each idles while ' +
+          "the other works, and both idle costs are part of the machine's load in every window.",
+        'Events and workflow tasks per execution come from the code and should match between the two servers; a ' +
+          'difference is the server version, not the load.',
+        `Redis: the local cluster's 3 masters and 3 replicas also share this machine's ${cores} cores, so a concurrent ` +
+          `claim figure here is a lower bound of what spreading accounts over masters on separate hosts gives; the ` +
+          `one-account figure is the per-round price of cluster routing (a round trip to the owning master).`,
         wasRunning
-          ? 'The Temporal cluster was running before the scenario and was reused (its other users, e.g. the cluster tests, count as its load during the windows).'
+          ? 'The Temporal cluster was running before the scenario and was reused (its other users, e.g. the cluster tests, ' +
+            'count as its load during the windows).'
           : `The scenario started the Temporal cluster${startedAll ? ' and stopped it at the end' : ' (partly; left running)'}.`,
         ...warnings,
         ...runs.map((run) => `Round ${run.round} ${TARGET_NAME[run.target]}: ${cpuNote(run.cpuShares)}`),

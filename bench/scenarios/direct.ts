@@ -115,7 +115,8 @@ export const direct: Scenario = async (context) => {
     return {
       title: 'direct loop over the same Lua scripts (reference)',
       explain: [
-        'The throughput workload, executed by claim → acquireExec → limiter + gateway client → finish in one loop per account, no Temporal and no PostgreSQL writes.',
+        'The throughput workload, executed by claim → acquireExec → limiter + gateway client → finish in one loop per ' +
+          'account, no Temporal and no PostgreSQL writes.',
         "ratio = executions/s ÷ the direct loop's executions/s.",
       ],
       config: { ...seconds, ...THROUGHPUT_CONFIG },
@@ -133,10 +134,13 @@ export const direct: Scenario = async (context) => {
       verdicts: [],
       notes: [
         ratio !== undefined
-          ? `The orchestration reaches at best ${round(ratio * 100, 1)} % of the direct loop: the rest is the cost of durable workflows (Temporal history writes, task dispatch) and of the PostgreSQL records per execution.`
+          ? `The orchestration reaches at best ${round(ratio * 100, 1)} % of the direct loop: the rest is the cost of ` +
+            `durable workflows (Temporal history writes, task dispatch) and of the PostgreSQL records per execution.`
           : 'No card-execution measurement in this invocation to compare with: run `npm run bench -- --scenario throughput,direct`.',
         cpuNote(window.cpu),
-        `The bench sent no Temporal work in this window: the Temporal server's ${Math.round(window.cpu.temporal * 100)} % of a core is other users' load, a baseline to subtract from the throughput scenario's Temporal figure.`,
+        `The bench sent no Temporal work in this window: the Temporal server's ` +
+          `${Math.round(window.cpu.temporal * 100)} % of a core is other users' load, a baseline to subtract from the ` +
+          `throughput scenario's Temporal figure.`,
       ],
     };
   } finally {

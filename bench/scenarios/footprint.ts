@@ -839,12 +839,29 @@ export const footprint: Scenario = async (context) => {
   return {
     title: 'per-unit costs for the capacity model (Redis bytes per card, PostgreSQL rows and bytes per execution, Temporal events and actions per execution)',
     explain: [
-      "These figures count bytes, rows, history events and actions, not time: they do not depend on how fast or busy the machine is (only the run's duration does).",
-      `Redis: ${REDIS_CARDS} cards with 1 type (card_status) and ${REDIS_CARDS} with 4 (card_status, carddata, realname, package), created through LifecycleService.createCards (PostgreSQL rows, then upsert.lua); MEMORY USAGE … SAMPLES 0 summed over every key of the account (SCAN of its hash-tagged prefix), by kind of key (src/redis/keys.ts). "claimed + exec right": claim.lua rounds took all 4-type cards and acquireExec.lua gave each an execution right — the bytes those add per card while a run holds it.`,
-      `Polling run: 2 accounts × ${POLL_CARDS} cards, every type every ${POLL_INTERVAL_SEC} s (dues spread over the interval; the 3-type account's types due together so each execution runs all three), budgets ${POLL_QPS} QPS per group, simulator latency p50 20 ms, error rate 0, sync ingest; the real stack (bench/lib/stack.ts: carrierScheduler, cardCheck, gateway steps as local activities, PostgreSQL records).`,
-      "PostgreSQL: per table of the run's schema, exact row counts and pg_total_relation_size (heap + TOAST + indexes) at the window's start and end; updates from pg_stat_user_tables divided by card_execution inserts from the same statistics. Bytes per execution = size growth ÷ executions recorded in the window.",
-      `Temporal: up to ${HISTORY_SAMPLE} completed successful card runs per shape, fetchHistory (events, WorkflowTaskCompleted, ActivityTaskStarted, MarkerRecorded = local activities); the schedulers' events inside the window (every run, continue-as-new included) ÷ the account's executions started in it; claim rounds = the loop's timers.`,
-      "Actions (Temporal Cloud's billing unit, https://docs.temporal.io/cloud/actions): workflow started 1 (client, child, continue-as-new); a child start's intent 1 more (the doc counts 2 per child start); activity scheduled 1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts; timer 1; signal 1; accepted update 1; search-attribute upsert 1 (those given at start are free). Queries (status, dashboard) and workflow-task heartbeats are billed too but are not in history.",
+      'These figures count bytes, rows, history events and actions, not time: they do not depend on how fast or busy ' +
+        "the machine is (only the run's duration does).",
+      `Redis: ${REDIS_CARDS} cards with 1 type (card_status) and ${REDIS_CARDS} with 4 (card_status, carddata, ` +
+        `realname, package), created through LifecycleService.createCards (PostgreSQL rows, then upsert.lua); MEMORY ` +
+        `USAGE … SAMPLES 0 summed over every key of the account (SCAN of its hash-tagged prefix), by kind of key ` +
+        `(src/redis/keys.ts). "claimed + exec right": claim.lua rounds took all 4-type cards and acquireExec.lua gave ` +
+        `each an execution right — the bytes those add per card while a run holds it.`,
+      `Polling run: 2 accounts × ${POLL_CARDS} cards, every type every ${POLL_INTERVAL_SEC} s (dues spread over the ` +
+        `interval; the 3-type account's types due together so each execution runs all three), budgets ${POLL_QPS} QPS ` +
+        `per group, simulator latency p50 20 ms, error rate 0, sync ingest; the real stack (bench/lib/stack.ts: ` +
+        `carrierScheduler, cardCheck, gateway steps as local activities, PostgreSQL records).`,
+      "PostgreSQL: per table of the run's schema, exact row counts and pg_total_relation_size (heap + TOAST + " +
+        "indexes) at the window's start and end; updates from pg_stat_user_tables divided by card_execution inserts " +
+        'from the same statistics. Bytes per execution = size growth ÷ executions recorded in the window.',
+      `Temporal: up to ${HISTORY_SAMPLE} completed successful card runs per shape, fetchHistory (events, ` +
+        `WorkflowTaskCompleted, ActivityTaskStarted, MarkerRecorded = local activities); the schedulers' events inside ` +
+        `the window (every run, continue-as-new included) ÷ the account's executions started in it; claim rounds = the ` +
+        `loop's timers.`,
+      "Actions (Temporal Cloud's billing unit, https://docs.temporal.io/cloud/actions): workflow started 1 (client, " +
+        "child, continue-as-new); a child start's intent 1 more (the doc counts 2 per child start); activity scheduled " +
+        '1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts; timer ' +
+        '1; signal 1; accepted update 1; search-attribute upsert 1 (those given at start are free). Queries (status, ' +
+        'dashboard) and workflow-task heartbeats are billed too but are not in history.',
     ],
     config: {
       redisCards: REDIS_CARDS,
@@ -861,8 +878,12 @@ export const footprint: Scenario = async (context) => {
     tables,
     verdicts: [],
     notes: [
-      `Due hashes are ${redis.encoding}-encoded (small hashes); a card's hash grows after its first checks (ok:t per type, fail/err/ffail on failures), so the "after polling" rows are the steady-state figure and the seeded rows the floor.`,
-      `INFO used_memory grew ${redis.usedMemoryDeltaPerCard} B per seeded card (the shared Redis also serves other users, so this is a cross-check: it adds the keyspace's hash-table slots and expiry entries that MEMORY USAGE leaves out).`,
+      `Due hashes are ${redis.encoding}-encoded (small hashes); a card's hash grows after its first checks (ok:t per ` +
+        `type, fail/err/ffail on failures), so the "after polling" rows are the steady-state figure and the seeded ` +
+        `rows the floor.`,
+      `INFO used_memory grew ${redis.usedMemoryDeltaPerCard} B per seeded card (the shared Redis also serves other ` +
+        `users, so this is a cross-check: it adds the keyspace's hash-table slots and expiry entries that MEMORY USAGE ` +
+        `leaves out).`,
       `Observation rows per execution by account: ${Object.entries(exec.observationsPerExecution)
         .map(([name, n]) => `${name} ${n}`)
         .join(', ')}; row datum sizes: card_execution ${Object.entries(exec.executionByTypes)
@@ -870,21 +891,33 @@ export const footprint: Scenario = async (context) => {
         .join(', ')}; card_observation ${Object.entries(exec.observationByType)
         .map(([type, w]) => `${type} ${w.meanBytes} B`)
         .join(', ')}.`,
-      `Observation partitions in the schema: ${exec.partitions.map((p) => `${p.name} ${p.bound}`).join('; ')} — created by the migration (3 months from the day it ran) plus DEFAULT; nothing in the code creates later months or drops old ones (see docs/capacity.md).`,
-      `Per account, not per card, after polling: ${first.redis.map((r) => `${r.account} running ${r.keys.running.bytes} B, rate limiter ${r.keys.rateLimit.bytes} B (${r.keys.rateLimit.keys} keys), engine ${r.keys.engine.bytes} B`).join('; ')}. The limiter ZSET holds about one member per call of the last second, so it grows with the group's QPS, not with cards.`,
-      `pollingControl over the window (${control.windowSeconds} s): ${control.counts.events} events, ${control.counts.workflowTasks} workflow tasks, ${control.counts.actions} actions (${Object.entries(
-        control.counts.actionsByKind,
-      )
-        .map(([kind, n]) => `${kind} ${n}`)
-        .join(', ')}) — per deployment, not per card.`,
+      `Observation partitions in the schema: ${exec.partitions.map((p) => `${p.name} ${p.bound}`).join('; ')} — ` +
+        `created by the migration (3 months from the day it ran) plus DEFAULT; nothing in the code creates later ` +
+        `months or drops old ones (see docs/capacity.md).`,
+      `Per account, not per card, after polling: ` +
+        `${first.redis
+          .map(
+            (r) =>
+              `${r.account} running ${r.keys.running.bytes} B, ` +
+              `rate limiter ${r.keys.rateLimit.bytes} B (${r.keys.rateLimit.keys} keys), engine ${r.keys.engine.bytes} B`,
+          )
+          .join('; ')}. ` +
+        `The limiter ZSET holds about one member per call of the last second, so it grows with the group's QPS, not ` +
+        `with cards.`,
+      `pollingControl over the window (${control.windowSeconds} s): ${control.counts.events} events, ` +
+        `${control.counts.workflowTasks} workflow tasks, ${control.counts.actions} actions (${Object.entries(control.counts.actionsByKind)
+          .map(([kind, n]) => `${kind} ${n}`)
+          .join(', ')}) — per deployment, not per card.`,
       ...(rc
         ? [
-            `Request-checks: scheduler actions per request by kind ${JSON.stringify(rc.schedulerActionsByKind)}; the execution each request causes costs what any execution costs.`,
+            `Request-checks: scheduler actions per request by kind ${JSON.stringify(rc.schedulerActionsByKind)}; the ` +
+              `execution each request causes costs what any execution costs.`,
           ]
         : []),
       ...runs.map(
         (run) =>
-          `${run.startMode}: ${run.executions} executions in ${run.windowSeconds} s (${run.executionsPerSecond}/s offered ~${round((2 * POLL_CARDS) / POLL_INTERVAL_SEC, 1)}/s). ${run.cpu}`,
+          `${run.startMode}: ${run.executions} executions in ${run.windowSeconds} s (${run.executionsPerSecond}/s ` +
+          `offered ~${round((2 * POLL_CARDS) / POLL_INTERVAL_SEC, 1)}/s). ${run.cpu}`,
       ),
     ],
   };

@@ -177,7 +177,9 @@ export const priority: Scenario = async (context) => {
 
     const what = 'request → first gateway call p99';
     const backlogShare = backlog.samples > 0 ? backlog.withBacklog / backlog.samples : 0;
-    const backlogText = `normal lane in backlog in ${backlog.withBacklog} of ${backlog.samples} one-second samples, due cards min ${backlog.minDue}, mean ${backlog.meanDue}`;
+    const backlogText =
+      `normal lane in backlog in ${backlog.withBacklog} of ${backlog.samples} one-second samples, due cards min ` +
+      `${backlog.minDue}, mean ${backlog.meanDue}`;
     const verdicts: Verdict[] = [
       answered.length === 0
         ? notChecked(what, `≤ ${inSeconds(PRIORITY_P99_LIMIT_MS)}`, 'no request was answered')
@@ -201,9 +203,13 @@ export const priority: Scenario = async (context) => {
     return {
       title: 'request-check latency and its effect on the normal lane',
       explain: [
-        `Normal lane: cards due at ${NORMAL_LOAD * 100} % of the feasible load, ${feasible.feasibleQps}/s = min(${feasible.budgetQps} QPS of budgets, capacity ${capacity.perSecond} executions/s: ${capacity.source}), so it keeps a backlog. ` +
-          `Plus ${rate} request-checks/s (requestCheck update on the carrier scheduler, card_status) on cards otherwise polled daily, alternating the two accounts; each card requested once.`,
-        `Request → first call: from just before the update is sent to the call's arrival at the simulator (per-card last-call time, read every ${WATCH_EVERY_MS} ms). Request → start: to card_execution.started_at of the priority execution.`,
+        `Normal lane: cards due at ${NORMAL_LOAD * 100} % of the feasible load, ${feasible.feasibleQps}/s = ` +
+          `min(${feasible.budgetQps} QPS of budgets, capacity ${capacity.perSecond} executions/s: ${capacity.source}), so it keeps a backlog. ` +
+          `Plus ${rate} request-checks/s (requestCheck update on the carrier scheduler, card_status) on cards otherwise ` +
+          `polled daily, alternating the two accounts; each card requested once.`,
+        `Request → first call: from just before the update is sent to the call's arrival at the simulator (per-card ` +
+          `last-call time, read every ${WATCH_EVERY_MS} ms). Request → start: to card_execution.started_at of the ` +
+          `priority execution.`,
       ],
       config: {
         ...seconds,
@@ -249,9 +255,9 @@ export const priority: Scenario = async (context) => {
       notes: [
         `Request statuses: ${Object.entries(statuses)
           .map(([s, n]) => `${s} ${n}`)
-          .join(
-            ', ',
-          )}. A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), so about 500 ms of the median is the tick phase.`,
+          .join(', ')}. ` +
+          "A request made through the update is claimed at the scheduler's next one-second tick (only the signal path wakes the loop early), " +
+          'so about 500 ms of the median is the tick phase.',
         'Normal-lane lateness grows in both windows by design (the lane is in backlog); the comparison shows what the requests take from it.',
         capacityNote(
           capacity,

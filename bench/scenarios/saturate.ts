@@ -116,7 +116,8 @@ export const saturate: Scenario = async (context) => {
     }
     const ceiling = 1000 / (1000 + DEFAULT_WINDOW_MARGIN_MS);
     const notes = [
-      `The limiter counts each grant in a window of 1 s + ${DEFAULT_WINDOW_MARGIN_MS} ms (DEFAULT_WINDOW_MARGIN_MS, the margin against grant→arrival jitter): ` +
+      `The limiter counts each grant in a window of 1 s + ${DEFAULT_WINDOW_MARGIN_MS} ms (DEFAULT_WINDOW_MARGIN_MS, ` +
+        `the margin against grant→arrival jitter): ` +
         `its steady ceiling is ${round(ceiling * 100, 1)} % of the budget.`,
       `Executions in the window: ${executions.executions} (${Object.entries(executions.outcomes)
         .map(([o, n]) => `${o} ${n}`)
@@ -131,9 +132,13 @@ export const saturate: Scenario = async (context) => {
     return {
       title: 'budget utilisation under backlog',
       explain: [
-        `Budgets ${BUDGETS.map((b) => `${b.name}:${JSON.stringify(b.qps)}`).join(' ')} scaled × ${factor} so their sum stays within ${CAPACITY_HEADROOM * 100} % of the orchestration capacity, ${capacity.perSecond} executions/s (${capacity.source}).`,
-        `Cards due ${OVERLOAD}× faster than the busiest group's budget (interval ${INTERVAL_SEC} s). Utilisation = accepted gateway calls per second in the window ÷ budget, from the simulator's counters.`,
-        "max/s = the simulator's highest count in any sliding one-second window over the whole run (warm-up included); rejected = calls over the limit (whole run, must be 0); deferrals = rate-limit deferrals in the window.",
+        `Budgets ${BUDGETS.map((b) => `${b.name}:${JSON.stringify(b.qps)}`).join(' ')} scaled × ${factor} so their sum ` +
+          `stays within ${CAPACITY_HEADROOM * 100} % of the orchestration capacity, ${capacity.perSecond} executions/s ` +
+          `(${capacity.source}).`,
+        `Cards due ${OVERLOAD}× faster than the busiest group's budget (interval ${INTERVAL_SEC} s). Utilisation = ` +
+          `accepted gateway calls per second in the window ÷ budget, from the simulator's counters.`,
+        "max/s = the simulator's highest count in any sliding one-second window over the whole run (warm-up included); " +
+          'rejected = calls over the limit (whole run, must be 0); deferrals = rate-limit deferrals in the window.',
       ],
       config: {
         ...seconds,

@@ -116,10 +116,14 @@ export const scale: Scenario = async (context) => {
     const claim = distribution(latencies);
     // Not a performance target: a check that the import did what the figures assume.
     const verdicts = [atLeast('cards in the Redis lanes after the import', inRedis, cards, (n) => String(n), 'every imported card')];
+    const importPath =
+      mode === 'lifecycle'
+        ? `LifecycleService.createCards in chunks of ${IMPORT_CHUNK} (PostgreSQL INSERT + one Redis pipeline of upsert.lua per chunk)`
+        : `CarrierQueueStore.upsertMany in chunks of ${IMPORT_CHUNK} (Redis only)`;
     return {
       title: `${cards} cards in Redis`,
       explain: [
-        `Import: ${mode === 'lifecycle' ? `LifecycleService.createCards in chunks of ${IMPORT_CHUNK} (PostgreSQL INSERT + one Redis pipeline of upsert.lua per chunk)` : `CarrierQueueStore.upsertMany in chunks of ${IMPORT_CHUNK} (Redis only)`}, ${ACCOUNTS} accounts.`,
+        `Import: ${importPath}, ${ACCOUNTS} accounts.`,
         "Memory per card = INFO memory used_memory after − before, ÷ cards (the shared Redis also holds other users' keys, which may move in between).",
         `Claim round = one claim.lua call for up to ${ROUND_SIZE} due cards of one account (alone, one round trip), ${rounds} rounds over the accounts.`,
       ],
@@ -144,7 +148,8 @@ export const scale: Scenario = async (context) => {
       verdicts,
       notes: [
         `${rounds} claim rounds claimed ${claimedTotal} cards (${rounds * ROUND_SIZE} asked for).`,
-        `Redis grew by ${round((memoryAfter - memoryBefore) / 1024 / 1024, 1)} MB for ${cards} cards: one due hash per card plus its member in the account's lane ZSET.`,
+        `Redis grew by ${round((memoryAfter - memoryBefore) / 1024 / 1024, 1)} MB for ${cards} cards: one due hash per ` +
+          `card plus its member in the account's lane ZSET.`,
       ],
     };
   } finally {

@@ -94,10 +94,16 @@ export const throughput: Scenario = async (context) => {
   return {
     title: 'card executions per second by start mode and shape, against the no-activity ceiling',
     explain: [
-      `${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ${THROUGHPUT_CONFIG.intervalSec} s, budget ${THROUGHPUT_CONFIG.qps} QPS per group, gateway latency p50 ${THROUGHPUT_CONFIG.latencyMs.p50} ms: the backlog never drains. ` +
-        `Shape single: card_status only; three: card_status + carddata + realname (one group each). Each variant in a fresh stack with CARD_START_MODE set for its workers.`,
-      `Ratio = executions/s ÷ no-activity workflows/s (${noop.workflowsPerSecond}/s at ${noop.temporalCpuMsPerWorkflow} ms Temporal CPU each, measured ${noop.date.slice(11, 19)} in this invocation).`,
-      'Events and workflow tasks (WorkflowTaskCompleted) per execution: fetchHistory of up to 20 completed runs of the window that ran all the shape\'s types; "child" = sampled runs that have a parent workflow. ' +
+      `${THROUGHPUT_CONFIG.accounts} accounts × ${THROUGHPUT_CONFIG.cardsPerAccount} cards due every ` +
+        `${THROUGHPUT_CONFIG.intervalSec} s, budget ${THROUGHPUT_CONFIG.qps} QPS per group, gateway latency p50 ` +
+        `${THROUGHPUT_CONFIG.latencyMs.p50} ms: the backlog never drains. ` +
+        `Shape single: card_status only; three: card_status + carddata + realname (one group each). Each variant in a ` +
+        `fresh stack with CARD_START_MODE set for its workers.`,
+      `Ratio = executions/s ÷ no-activity workflows/s (${noop.workflowsPerSecond}/s at ` +
+        `${noop.temporalCpuMsPerWorkflow} ms Temporal CPU each, measured ${noop.date.slice(11, 19)} in this ` +
+        `invocation).`,
+      'Events and workflow tasks (WorkflowTaskCompleted) per execution: fetchHistory of up to 20 completed runs of ' +
+        'the window that ran all the shape\'s types; "child" = sampled runs that have a parent workflow. ' +
         'Redis commands and SQL statements: sent by this process (the four workers run in it). CPU ms per execution: process CPU in the window ÷ executions.',
     ],
     config: {
@@ -172,7 +178,10 @@ export const throughput: Scenario = async (context) => {
       ...warnings.map(([run, message]) => `Round ${run.round} ${run.startMode}/${run.shape}: ${message}.`),
       ...runs.map(
         (run) =>
-          `Round ${run.round} ${run.startMode}/${run.shape}: executions by types run ${JSON.stringify(run.typesPerExecution)}; events ${run.history.events.min}–${run.history.events.max}, workflow tasks ${run.history.workflowTasks.min}–${run.history.workflowTasks.max} (${run.history.sampled} runs). ${cpuNote(run.cpuShares)}`,
+          `Round ${run.round} ${run.startMode}/${run.shape}: executions by types run ` +
+          `${JSON.stringify(run.typesPerExecution)}; events ${run.history.events.min}–${run.history.events.max}, ` +
+          `workflow tasks ${run.history.workflowTasks.min}–${run.history.workflowTasks.max} (${run.history.sampled} ` +
+          `runs). ${cpuNote(run.cpuShares)}`,
       ),
       ...runs.slice(0, 1).map(
         (run) =>

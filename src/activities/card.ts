@@ -81,7 +81,7 @@ export interface PrepareInput {
   readonly cardId: string;
   readonly token: string;
   /** The execution's identity (its run id): only this executor may renew and finish. */
-  readonly execValue: string;
+  readonly executorId: string;
   readonly fromPriority: boolean;
   /**
    * Time from the run's creation to its first workflow task (server times): how far the engine
@@ -101,7 +101,7 @@ export interface CardFinishInput extends FinishInput {
 }
 
 export interface CardFinishResult extends FinishResult {
-  readonly failCounts: readonly TypeFinish[];
+  readonly typeFinishes: readonly TypeFinish[];
   /** The step results plus the local package evaluation, for the durable record. */
   readonly results: readonly StepResult[];
 }
@@ -152,7 +152,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         return notNow(input, 'PostgreSQL unreachable and no remembered row of the card polled in this account', error);
       if (!fallingBack)
         log(
-          `card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their remembered rows, records go to the async ingest`,
+          `card executions: PostgreSQL unreachable (${describeConnectionError(error)}); running claimed cards from their ` +
+            `remembered rows, records go to the async ingest`,
         );
       fallingBack = true;
       return { card: row, remembered: true };
@@ -169,7 +170,7 @@ export function createCardActivities(deps: CardActivityDeps) {
       const carrier = await deps.reference.carrier(input.carrierId);
       const leaseMs = carrier?.leaseMs ?? DEFAULT_LEASE_MS;
       if (input.startLagMs !== undefined) await deps.store.recordStart(input.carrierId, input.startLagMs);
-      const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.execValue, leaseMs);
+      const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
       if (!carrier) return { kind: 'not_polled', reason: 'carrier account no longer exists' };
@@ -198,7 +199,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         iccid: card.iccid,
         gatewayAccount: carrier.gatewayAccount,
         types,
-        typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)), // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
+        // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
+        typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)),
         stepTimeoutMs: carrier.stepTimeoutMs,
         totalTimeoutMs: carrier.totalTimeoutMs,
         leaseMs,
@@ -304,10 +306,10 @@ export function createCardActivities(deps: CardActivityDeps) {
       if (finished.replayed !== null) {
         // This token's finish already landed (an earlier attempt): its result, nothing counted twice.
         const first = decodeFinishRecord(finished.replayed);
-        return { owned: finished.owned, outcome: first.outcome, failCounts: first.types, results: recorded(first.evaluated) };
+        return { owned: finished.owned, outcome: first.outcome, typeFinishes: first.types, results: recorded(first.evaluated) };
       }
       for (const type of plan.types) deps.metrics?.check(input.carrierId, type.type, type.outcome);
-      return { owned: finished.owned, outcome: plan.outcome, failCounts: plan.types, results: recorded(evaluated) };
+      return { owned: finished.owned, outcome: plan.outcome, typeFinishes: plan.types, results: recorded(evaluated) };
     },
   };
 }

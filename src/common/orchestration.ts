@@ -191,14 +191,18 @@ export type ExecutionPlan =
   /** The card is gone or no longer polled in PostgreSQL: finish without calling the gateway. */
   | { readonly kind: 'not_polled'; readonly reason: string };
 
-export interface Observation {
+/**
+ * What a successful step saw of the card (a gateway call's answer, or the local package
+ * evaluation), as carried in its StepResult; becomes a card_observation row (ObservationRow).
+ */
+export interface StepObservation {
   readonly collectionId: string;
   readonly observedAt: string;
   readonly payload: Readonly<Record<string, unknown>>;
 }
 
 export type StepResult =
-  | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: Observation; readonly gatewayMs: number }
+  | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: StepObservation; readonly gatewayMs: number }
   | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
   /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
   /** `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts). */
@@ -210,12 +214,21 @@ export type StepResult =
     }
   | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
 
+/**
+ * A finish's per-type records (`typeFinishes`), read under their former name `failCounts` too:
+ * payloads written before the rename outlive a deploy (a local activity result recorded in the
+ * history of a run still in flight, which replay hands back as recorded; an ingest stream entry).
+ */
+export function typeFinishesOf<T>(value: { readonly typeFinishes?: readonly T[]; readonly failCounts?: readonly T[] }): readonly T[] | undefined {
+  return value.typeFinishes ?? value.failCounts;
+}
+
 export interface GatewayStepInput {
   readonly carrierId: string;
   readonly cardId: string;
-  /** Claim token and execution value: the lease is renewed with them before the call. */
+  /** Claim token and executor id (the run id, held in the exec key): the lease is renewed with them before the call. */
   readonly token: string;
-  readonly execValue: string;
+  readonly executorId: string;
   readonly leaseMs: number;
   readonly gatewayAccount: string;
   readonly iccid: string;

@@ -26,7 +26,8 @@ const DEFAULT_SAMPLE_EVERY_MS = 5000;
  * in the page's storage, so no foreign script may run beside it.
  */
 const CONTENT_SECURITY_POLICY =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 const historyQuery = {
   type: 'object',

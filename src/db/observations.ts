@@ -8,10 +8,11 @@ import { requireId, requireText } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';
 
 /**
+ * One card_observation row to insert (from a step's StepObservation, src/ingest/rows.ts).
  * Payload fields copied onto the card: `card_status` → `network` (string), `realname` →
  * `realname` (string), `carddata` → `usageKb` (number). Other fields are kept in the row only.
  */
-export interface Observation {
+export interface ObservationRow {
   readonly observationId: string;
   readonly cardId: string;
   readonly carrierId: string;
@@ -27,7 +28,7 @@ export interface InsertObservationsResult {
   readonly cardsUpdated: number;
 }
 
-function validate(observation: Observation, index: number): void {
+function validate(observation: ObservationRow, index: number): void {
   const at = `observations[${index}]`;
   requireText(observation.observationId, `${at}.observationId`);
   requireId(observation.cardId, `${at}.cardId`);
@@ -43,7 +44,7 @@ function validate(observation: Observation, index: number): void {
  * from the rows actually inserted take each card's newest value per type and apply it only where
  * it is newer than what the card holds.
  */
-export async function insertObservations(db: Queryable, observations: readonly Observation[]): Promise<InsertObservationsResult> {
+export async function insertObservations(db: Queryable, observations: readonly ObservationRow[]): Promise<InsertObservationsResult> {
   if (observations.length === 0) return { inserted: 0, cardsUpdated: 0 };
   observations.forEach(validate);
   const { rows } = await db.query<{ inserted: number; cards_updated: number }>(
@@ -92,7 +93,8 @@ export async function insertObservations(db: Queryable, observations: readonly O
   return { inserted: rows[0]!.inserted, cardsUpdated: rows[0]!.cards_updated };
 }
 
-export interface StoredObservation extends Observation {
+/** A card_observation row as read back. */
+export interface StoredObservation extends ObservationRow {
   readonly insertedAt: Date;
 }
 

@@ -58,7 +58,8 @@ async function createMonth(pool: Pool, month: Date): Promise<number> {
     await client.query('ALTER TABLE card_observation DETACH PARTITION card_observation_default');
     await client.query('SELECT create_card_observation_partitions($1::date, 1)', [month]);
     const moved = await client.query(
-      'WITH gone AS (DELETE FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2 RETURNING *) INSERT INTO card_observation SELECT * FROM gone',
+      'WITH gone AS (DELETE FROM card_observation_default WHERE observed_at >= $1 AND observed_at < $2 RETURNING *) ' +
+        'INSERT INTO card_observation SELECT * FROM gone',
       [month, next],
     );
     await client.query('ALTER TABLE card_observation ATTACH PARTITION card_observation_default DEFAULT');

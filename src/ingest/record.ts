@@ -4,14 +4,14 @@
  * transition. Written by the card worker itself (sync ingest) or handed to the ingest stream and
  * written in batches (async ingest); both paths derive the same rows from it (src/ingest/rows.ts).
  */
-import type { ExecutionOutcome, FinishInput, StepResult } from '../common/orchestration.js';
+import { typeFinishesOf, type ExecutionOutcome, type FinishInput, type StepResult } from '../common/orchestration.js';
 import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {
   readonly results: readonly StepResult[];
   readonly outcome: ExecutionOutcome;
   readonly owned: boolean;
-  readonly failCounts: readonly TypeFinish[];
+  readonly typeFinishes: readonly TypeFinish[];
 }
 
 export interface IngestRecord extends RecordExecutionInput {
@@ -37,8 +37,12 @@ export function parseIngestRecord(json: string): IngestRecord {
   if (typeof record.recordId !== 'string' || typeof record.cardId !== 'string' || typeof record.carrierId !== 'string') {
     throw new TypeError('record lacks recordId, cardId or carrierId');
   }
-  if (typeof record.finishedAt !== 'number' || !Array.isArray(record.results) || !Array.isArray(record.failCounts) || typeof record.plan !== 'object') {
-    throw new TypeError('record lacks finishedAt, results, failCounts or plan');
+  // Entries enqueued before the rename carry the finishes as `failCounts`: still read (typeFinishesOf).
+  const typeFinishes = typeFinishesOf(value as { readonly typeFinishes?: readonly TypeFinish[]; readonly failCounts?: readonly TypeFinish[] });
+  if (typeof record.finishedAt !== 'number' || !Array.isArray(record.results) || !Array.isArray(typeFinishes) || typeof record.plan !== 'object') {
+    throw new TypeError('record lacks finishedAt, results, typeFinishes or plan');
   }
-  return value as IngestRecord;
+  if (Array.isArray(record.typeFinishes)) return value as IngestRecord;
+  const { failCounts: _legacy, ...rest } = value as IngestRecord & { readonly failCounts: unknown };
+  return { ...rest, typeFinishes };
 }

@@ -4,7 +4,7 @@
  */
 import type { CheckType } from '../common/checkTypes.js';
 import type { ExecutionOutcome } from '../common/orchestration.js';
-import type { Observation } from '../db/observations.js';
+import type { ObservationRow } from '../db/observations.js';
 import type { Execution, ExecutionOutcome as StoredOutcome } from '../db/executions.js';
 import type { IngestRecord } from './record.js';
 
@@ -40,7 +40,7 @@ export interface RecoveryRow {
 }
 
 export interface RecordRows {
-  readonly observations: Observation[];
+  readonly observations: ObservationRow[];
   readonly execution: Execution;
   readonly recoveries: RecoveryRow[];
   readonly failures: FailureRow[];
@@ -49,7 +49,7 @@ export interface RecordRows {
 export function rowsOf(record: IngestRecord): RecordRows {
   const finishedAt = new Date(record.finishedAt);
   const startedAt = new Date(record.startedAt);
-  const observations: Observation[] = [];
+  const observations: ObservationRow[] = [];
   for (const result of record.results) {
     if (result.outcome !== 'success' || !result.observation) continue;
     observations.push({
@@ -83,15 +83,15 @@ export function rowsOf(record: IngestRecord): RecordRows {
         ...('errorClass' in r ? { errorClass: r.errorClass, message: r.message } : {}),
         ...('reason' in r ? { reason: r.reason } : {}),
       })),
-      confirmations: record.failCounts.filter((t) => t.confirmed || t.confirmationMissed).map((t) => ({ type: t.type, reached: t.confirmed })),
+      confirmations: record.typeFinishes.filter((t) => t.confirmed || t.confirmationMissed).map((t) => ({ type: t.type, reached: t.confirmed })),
     },
   };
   // Recover only what may be open: a type that had a failure streak before this success.
-  const recoveries = record.failCounts
+  const recoveries = record.typeFinishes
     .filter((t) => t.outcome === 'success' && t.failBefore > 0)
     .map((t) => ({ cardId: record.cardId, type: t.type, at: finishedAt }));
   const failures: FailureRow[] = [];
-  for (const type of record.failCounts) {
+  for (const type of record.typeFinishes) {
     if (type.outcome !== 'failure') continue;
     const result = record.results.find((r) => r.type === type.type);
     const error = result?.outcome === 'failure' ? `${result.errorClass}|${result.message}` : 'unknown';

@@ -72,7 +72,10 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
       const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;
       const use = stats ? ` budget ${((100 * callRate) / budget).toFixed(0)}% (${callRate.toFixed(1)}/${budget} qps)` : '';
       parts.push(
-        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ${depth.running}/${scheduler?.orchestration.inflightLimit ?? '?'} ${limitOf(scheduler)} alerts ${row?.alerts ?? 0}`,
+        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ` +
+          `${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ` +
+          `${depth.running}/${scheduler?.orchestration.inflightLimit ?? '?'} ${limitOf(scheduler)} alerts ` +
+          `${row?.alerts ?? 0}`,
       );
     }
     previousCalls = calls;

@@ -65,7 +65,10 @@ if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
 try {
   const rebuilt = await rebuild({ pool: workers.deps.pool, redis: workers.deps.redis, store: workers.deps.store, namespace: config.REDIS_KEY_PREFIX });
   log(
-    `[rebuild] ${rebuilt.skipped ? `skipped (${rebuilt.skipped})` : `${rebuilt.upserted} cards in ${rebuilt.carriers} accounts (${rebuilt.keptDues} due times kept, ${rebuilt.newDues} new) in ${rebuilt.durationMs} ms`}`,
+    rebuilt.skipped
+      ? `[rebuild] skipped (${rebuilt.skipped})`
+      : `[rebuild] ${rebuilt.upserted} cards in ${rebuilt.carriers} accounts ` +
+          `(${rebuilt.keptDues} due times kept, ${rebuilt.newDues} new) in ${rebuilt.durationMs} ms`,
   );
 } catch (error) {
   // pollingControl (kept running by the control worker) may be rebuilding a Redis it found empty: that one does the job.
@@ -84,7 +87,9 @@ log(`ready in ${Date.now() - started} ms`);
 log(`  Temporal gRPC     ${addresses.temporal}`);
 log(`  Temporal Web UI   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows`);
 log(
-  `  one card's runs   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent('CardId="1"')}   (query: CardId="1")`,
+  `  one card's runs   ` +
+    `${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent('CardId="1"')} ` +
+    `  (query: CardId="1")`,
 );
 log(`  Redis             ${addresses.redis}`);
 log(`  PostgreSQL        ${addresses.postgres}`);

@@ -77,7 +77,8 @@ function assertReachableByPostgresUser(paths: readonly string[]): void {
       if (existsSync(folder) && (statSync(folder).mode & 0o001) === 0) {
         throw new Error(
           `PostgreSQL runs as the "postgres" user, which cannot enter ${folder} (no execute permission for others): ` +
-            `run \`chmod o+x ${folder}\` (and the same for any private folder above the clone), clone into a folder others can enter, or set DATABASE_URL to a running PostgreSQL.`,
+            `run \`chmod o+x ${folder}\` (and the same for any private folder above the clone), clone into a folder others ` +
+            `can enter, or set DATABASE_URL to a running PostgreSQL.`,
         );
       }
       if (dirname(folder) === folder) break;

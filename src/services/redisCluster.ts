@@ -89,6 +89,11 @@ export function isHealthy(info: Record<string, string>, nodes: number): boolean 
   return info.cluster_state === 'ok' && info.cluster_slots_ok === '16384' && Number(info.cluster_known_nodes) >= nodes;
 }
 
+/** Every node of `ports` healthy (isHealthy, knowing all of them); a node that does not answer is not. */
+export async function allNodesHealthy(host: string, ports: readonly number[]): Promise<boolean> {
+  return (await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))))).every((info) => isHealthy(info, ports.length));
+}
+
 function startNode(binary: string, host: string, port: number, dir: string, persistence: ClusterPersistence): void {
   mkdirSync(dir, { recursive: true });
   const args = [
@@ -174,7 +179,7 @@ export async function startRedisCluster(root: string, log: (line: string) => voi
   const waited = await waitUntil(
     'Redis Cluster state ok on every node',
     async () =>
-      (await Promise.all(ports.map((port) => clusterInfo(host, port).catch(() => ({}))))).every((info) => isHealthy(info, ports.length)) &&
+      (await allNodesHealthy(host, ports)) &&
       // Clients discover every replica: each node lists one per slot range (3 masters + 3 replicas).
       (await Promise.all(ports.map((port) => rangesWithReplica(host, port).catch(() => -1)))).every((n) => n >= (ports.length >= 6 ? ports.length / 2 : 0)),
     60_000,

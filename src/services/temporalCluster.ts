@@ -123,7 +123,8 @@ export async function ensureServerBinaries(options: TemporalClusterOptions, log:
   const buildLog = join(staging, 'build.log');
   const packages = [`${GO_MODULE}/cmd/server@${options.version}`, `${GO_MODULE}/cmd/tools/sql@${options.version}`];
   log(
-    `building Temporal server ${options.version} with \`go install ${packages.join(' ')}\` into ${options.binDir}: this takes several minutes (log: ${buildLog})`,
+    `building Temporal server ${options.version} with \`go install ${packages.join(' ')}\` into ${options.binDir}: ` +
+      `this takes several minutes (log: ${buildLog})`,
   );
   const started = Date.now();
   // Static binaries (CGO off): nothing in the server needs cgo, and they run on any glibc.
@@ -419,7 +420,8 @@ export async function startClusterService(options: TemporalClusterOptions, servi
   for (const port of [ports.grpc, ports.membership]) {
     if (await isTcpOpen(options.host, port)) {
       throw new Error(
-        `Temporal ${service}: port ${options.host}:${port} is in use, but not by the ${options.version} ${service} whose pid ${pidFile(options, service)} records: ` +
+        `Temporal ${service}: port ${options.host}:${port} is in use, but not by the ${options.version} ${service} ` +
+          `whose pid ${pidFile(options, service)} records: ` +
           'stop that process (`npm run temporal:cluster -- down` from the version that started it) or choose another --port',
       );
     }

@@ -27,6 +27,7 @@ import {
   type ExecutionPlanRun,
   type StepResult,
   type TaskQueueNames,
+  typeFinishesOf,
 } from '../common/orchestration.js';
 
 export interface CardCheckArgs extends CardCheckInput {
@@ -78,7 +79,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
       carrierId: args.carrierId,
       cardId: args.cardId,
       token: args.token,
-      execValue: info.runId,
+      executorId: info.runId,
       fromPriority: args.fromPriority,
       startLagMs,
       ...(args.dueHorizonMs === undefined ? {} : { dueHorizonMs: args.dueHorizonMs }),
@@ -129,7 +130,7 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
       results: completed?.results ?? [],
       outcome: 'lease_lost',
       owned: false,
-      failCounts: completed?.failCounts ?? [],
+      typeFinishes: (completed && typeFinishesOf(completed)) ?? [],
     });
     upsertSearchAttributes([
       { key: CHECK_TYPES_ATTRIBUTE, value: [...plan.types] },
@@ -139,9 +140,10 @@ export async function cardCheck(args: CardCheckArgs): Promise<{ outcome: Executi
   }
 
   const finished = await card.finishExecution(finishInput);
+  // typeFinishesOf: a result recorded in this run's history before the rename names them `failCounts`.
   // Durable records (observations, execution, alerts, priority item): written by this worker in
   // sync ingest mode, handed to the ingest stream in async mode.
-  const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, failCounts: finished.failCounts };
+  const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, typeFinishes: typeFinishesOf(finished) ?? [] };
   await records[plan.ingestMode](record);
   // One event for both attributes: the types run and how it ended.
   upsertSearchAttributes([
@@ -176,7 +178,7 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
         carrierId: args.carrierId,
         cardId: args.cardId,
         token: args.token,
-        execValue: workflowInfo().runId,
+        executorId: workflowInfo().runId,
         leaseMs: plan.leaseMs,
         gatewayAccount: plan.gatewayAccount,
         iccid: plan.iccid,

@@ -105,7 +105,9 @@ test('GET /v1/cards/:id: card, due per type, failures, alerts, executions, Web U
   assert.deepEqual(body.failures, {});
   assert.deepEqual(body.alerts, []);
   assert.deepEqual(body.executions, []);
-  const expected = `${api.stack.config.TEMPORAL_UI_URL.replace(/\/$/, '')}/namespaces/${api.stack.config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(`CardId="${card.id}"`)}`;
+  const expected =
+    `${api.stack.config.TEMPORAL_UI_URL.replace(/\/$/, '')}/namespaces/${api.stack.config.TEMPORAL_NAMESPACE}` +
+    `/workflows?query=${encodeURIComponent(`CardId="${card.id}"`)}`;
   assert.equal(body.temporalUiUrl, expected);
   assert.equal((await api.call<ErrorAnswer>('GET', '/v1/cards/999999')).status, 404);
   assert.equal((await api.call<ErrorAnswer>('GET', '/v1/cards/abc')).body.error.field, 'id');

@@ -19,7 +19,7 @@ import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { isCluster, masterNodes, nodeAddress } from '../../src/redis/connection.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { dataDir } from '../../src/services/paths.js';
-import { CLUSTER_HOST, CLUSTER_PORTS, clusterInfo, clusterNodePid, isHealthy, restartClusterNode } from '../../src/services/redisCluster.js';
+import { allNodesHealthy, CLUSTER_HOST, CLUSTER_PORTS, clusterInfo, clusterNodePid, isHealthy, restartClusterNode } from '../../src/services/redisCluster.js';
 import { waitUntil } from '../../src/services/process.js';
 import { createTestRedis } from '../helpers/redis.js';
 
@@ -155,14 +155,7 @@ test('a master killed -9: replica promoted, the connection keeps working, claims
     if (victimPort !== undefined) {
       // Back to 3 masters + 3 replicas for whoever runs next: the old master rejoins as a replica.
       await restartClusterNode(root, victimPort, (line) => t.diagnostic(line));
-      await waitUntil(
-        'the restarted node back in a healthy cluster',
-        async () =>
-          (await Promise.all(CLUSTER_PORTS.map((port) => clusterInfo(CLUSTER_HOST, port).catch(() => ({}))))).every((info) =>
-            isHealthy(info, CLUSTER_PORTS.length),
-          ),
-        FAILOVER_LIMIT_MS,
-      );
+      await waitUntil('the restarted node back in a healthy cluster', () => allNodesHealthy(CLUSTER_HOST, CLUSTER_PORTS), FAILOVER_LIMIT_MS);
     }
     await scratch.close();
   }

@@ -18,7 +18,7 @@ import { accountKeys } from '../../src/redis/keys.js';
 import { keySlot } from '../../src/redis/slot.js';
 import { dataDir } from '../../src/services/paths.js';
 import { waitUntil } from '../../src/services/process.js';
-import { CLUSTER_HOST, CLUSTER_PORTS, clusterInfo, clusterNodePid, isHealthy, restartClusterNode } from '../../src/services/redisCluster.js';
+import { allNodesHealthy, CLUSTER_HOST, CLUSTER_PORTS, clusterNodePid, restartClusterNode } from '../../src/services/redisCluster.js';
 import { createStack } from '../helpers/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
 
@@ -106,12 +106,7 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
   } finally {
     if (victimPort !== undefined) {
       await restartClusterNode(root, victimPort, (line) => t.diagnostic(line));
-      await waitUntil(
-        'the restarted node back in a healthy cluster',
-        async () =>
-          (await Promise.all(CLUSTER_PORTS.map((p) => clusterInfo(CLUSTER_HOST, p).catch(() => ({}))))).every((info) => isHealthy(info, CLUSTER_PORTS.length)),
-        RESUME_LIMIT_MS,
-      );
+      await waitUntil('the restarted node back in a healthy cluster', () => allNodesHealthy(CLUSTER_HOST, CLUSTER_PORTS), RESUME_LIMIT_MS);
     }
     await stack.close();
   }

@@ -15,61 +15,67 @@ after(() => db.close());
 
 const at = (iso: string): Date => new Date(iso);
 
-test('storage maintenance: creates coming months (moving rows the default partition held), drops months past retention, deletes old execution rows; idempotent', async () => {
-  const carrier = await makeCarrier(db.pool);
-  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(1), carrierId: carrier.id })]);
-  const base = { cardId: card!.id, carrierId: carrier.id, type: 'card_status' as const, payload: { network: 'online' } };
-  // The migration created this month and the next two (real clock); "now" below is years later.
-  const { rows: initial } = await db.pool.query<{ name: string }>(
-    "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1",
-  );
-  assert.equal(initial.length, 3);
-  const oldMonth = initial[0]!.name.slice(-6);
-  await insertObservations(db.pool, [
-    { ...base, observationId: 'old', observedAt: at(`${oldMonth.slice(0, 4)}-${oldMonth.slice(4)}-05T00:00:00Z`) },
-    { ...base, observationId: 'may', observedAt: at('2030-05-10T00:00:00Z') },
-    { ...base, observationId: 'june', observedAt: at('2030-06-20T00:00:00Z') },
-    { ...base, observationId: 'ancient', observedAt: at('2020-01-01T00:00:00Z') },
-  ]);
-  for (const startedAt of ['2020-02-01T00:00:00Z', '2021-03-01T00:00:00Z', '2030-05-01T00:00:00Z']) {
-    await db.pool.query(
-      "INSERT INTO card_execution (card_id, carrier_id, started_at, types, outcome, workflow_id, run_id) VALUES ($1, $2, $3, '{card_status}', 'success', 'w', $4)",
-      [card!.id, carrier.id, startedAt, `run-${startedAt}`],
+test(
+  'storage maintenance: creates coming months (moving rows the default partition held), drops months past ' +
+    'retention, deletes old execution rows; idempotent',
+  async () => {
+    const carrier = await makeCarrier(db.pool);
+    const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(1), carrierId: carrier.id })]);
+    const base = { cardId: card!.id, carrierId: carrier.id, type: 'card_status' as const, payload: { network: 'online' } };
+    // The migration created this month and the next two (real clock); "now" below is years later.
+    const { rows: initial } = await db.pool.query<{ name: string }>(
+      'SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = ' +
+        "'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1",
     );
-  }
+    assert.equal(initial.length, 3);
+    const oldMonth = initial[0]!.name.slice(-6);
+    await insertObservations(db.pool, [
+      { ...base, observationId: 'old', observedAt: at(`${oldMonth.slice(0, 4)}-${oldMonth.slice(4)}-05T00:00:00Z`) },
+      { ...base, observationId: 'may', observedAt: at('2030-05-10T00:00:00Z') },
+      { ...base, observationId: 'june', observedAt: at('2030-06-20T00:00:00Z') },
+      { ...base, observationId: 'ancient', observedAt: at('2020-01-01T00:00:00Z') },
+    ]);
+    for (const startedAt of ['2020-02-01T00:00:00Z', '2021-03-01T00:00:00Z', '2030-05-01T00:00:00Z']) {
+      await db.pool.query(
+        'INSERT INTO card_execution (card_id, carrier_id, started_at, types, outcome, workflow_id, run_id) VALUES ($1, ' +
+          "$2, $3, '{card_status}', 'success', 'w', $4)",
+        [card!.id, carrier.id, startedAt, `run-${startedAt}`],
+      );
+    }
 
-  const now = at('2030-06-15T12:00:00Z');
-  const first = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1 }, now);
-  assert.deepEqual(first.partitionsCreated, ['card_observation_203006', 'card_observation_203007']);
-  assert.equal(first.rowsMovedFromDefault, 1, 'the June row waited in the default partition');
-  assert.deepEqual(
-    first.partitionsDropped,
-    initial.map((row) => row.name),
-  );
-  assert.equal(first.defaultRowsDeleted, 1, 'the 2020 row in the default partition is past retention');
-  assert.equal(first.executionsDeleted, 2);
-  assert.equal(first.cutoff, '2030-04-01T00:00:00.000Z');
+    const now = at('2030-06-15T12:00:00Z');
+    const first = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1 }, now);
+    assert.deepEqual(first.partitionsCreated, ['card_observation_203006', 'card_observation_203007']);
+    assert.equal(first.rowsMovedFromDefault, 1, 'the June row waited in the default partition');
+    assert.deepEqual(
+      first.partitionsDropped,
+      initial.map((row) => row.name),
+    );
+    assert.equal(first.defaultRowsDeleted, 1, 'the 2020 row in the default partition is past retention');
+    assert.equal(first.executionsDeleted, 2);
+    assert.equal(first.cutoff, '2030-04-01T00:00:00.000Z');
 
-  const { rows } = await db.pool.query<{ id: string; part: string }>(
-    'SELECT observation_id AS id, tableoid::regclass::text AS part FROM card_observation ORDER BY observed_at',
-  );
-  assert.deepEqual(rows, [
-    { id: 'may', part: 'card_observation_default' },
-    { id: 'june', part: 'card_observation_203006' },
-  ]);
-  const { rows: executions } = await db.pool.query<{ started: Date }>('SELECT started_at AS started FROM card_execution');
-  assert.deepEqual(
-    executions.map((row) => row.started.toISOString()),
-    ['2030-05-01T00:00:00.000Z'],
-  );
+    const { rows } = await db.pool.query<{ id: string; part: string }>(
+      'SELECT observation_id AS id, tableoid::regclass::text AS part FROM card_observation ORDER BY observed_at',
+    );
+    assert.deepEqual(rows, [
+      { id: 'may', part: 'card_observation_default' },
+      { id: 'june', part: 'card_observation_203006' },
+    ]);
+    const { rows: executions } = await db.pool.query<{ started: Date }>('SELECT started_at AS started FROM card_execution');
+    assert.deepEqual(
+      executions.map((row) => row.started.toISOString()),
+      ['2030-05-01T00:00:00.000Z'],
+    );
 
-  const second = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2 }, now);
-  assert.deepEqual(
-    [second.partitionsCreated, second.partitionsDropped, second.rowsMovedFromDefault, second.defaultRowsDeleted, second.executionsDeleted],
-    [[], [], 0, 0, 0],
-  );
-  // Rows of the new month go to its partition, not the default.
-  await insertObservations(db.pool, [{ ...base, observationId: 'july', observedAt: at('2030-07-02T00:00:00Z') }]);
-  const { rows: july } = await db.pool.query<{ part: string }>("SELECT tableoid::regclass::text AS part FROM card_observation WHERE observation_id = 'july'");
-  assert.equal(july[0]?.part, 'card_observation_203007');
-});
+    const second = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2 }, now);
+    assert.deepEqual(
+      [second.partitionsCreated, second.partitionsDropped, second.rowsMovedFromDefault, second.defaultRowsDeleted, second.executionsDeleted],
+      [[], [], 0, 0, 0],
+    );
+    // Rows of the new month go to its partition, not the default.
+    await insertObservations(db.pool, [{ ...base, observationId: 'july', observedAt: at('2030-07-02T00:00:00Z') }]);
+    const { rows: july } = await db.pool.query<{ part: string }>("SELECT tableoid::regclass::text AS part FROM card_observation WHERE observation_id = 'july'");
+    assert.equal(july[0]?.part, 'card_observation_203007');
+  },
+);

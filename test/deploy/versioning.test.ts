@@ -77,7 +77,9 @@ test('deploy: card runs stay pinned to their version, the loops move to the new 
     ).rows;
 
   const runningOnVersion = async (buildId: string): Promise<number> => {
-    const query = `TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running" AND WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}"`;
+    const query =
+      `TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running" AND ` +
+      `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}"`;
     return (await stack.client.workflow.count(query)).count;
   };
 

@@ -226,7 +226,9 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     });
     phase(
       t,
-      `${fault}: recovery ${recoverySec === null ? 'none' : `${recoverySec.toFixed(1)} s`}, cards checked after ${checked}/${CARDS}, lanes ${inv.laneProblems.length === 0 ? 'ok' : inv.laneProblems.join(', ')}, duplicates ${inv.duplicates}`,
+      `${fault}: recovery ${recoverySec === null ? 'none' : `${recoverySec.toFixed(1)} s`}, cards checked after ` +
+        `${checked}/${CARDS}, lanes ${inv.laneProblems.length === 0 ? 'ok' : inv.laneProblems.join(', ')}, duplicates ` +
+        `${inv.duplicates}`,
     );
     assert.notEqual(recoverySec, null, `polling did not resume within ${RESUME_MS / 1000} s after: ${fault}`);
     assert.equal(checked, CARDS, `only ${checked} of ${CARDS} cards were polled again after: ${fault}`);
@@ -287,7 +289,9 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     assert.ok(notSuccess > 0, `no execution ended with a step failure or deferral while the gateway was slow (${byOutcome})`);
     await checkAfter(t, 'gateway slower than step timeout 20 s', backAt, [`during: ${byOutcome}`]);
     // Nothing hangs: no card run that started in the slow phase is still running.
-    const query = `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running" AND StartTime < "${backAt.toISOString()}"`;
+    const query =
+      `WorkflowType = "cardCheck" AND WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus ` +
+      `= "Running" AND StartTime < "${backAt.toISOString()}"`;
     let hanging = 0;
     for await (const run of s().client.workflow.list({ query })) if (run) hanging += 1;
     assert.equal(hanging, 0, 'card runs from the slow phase still running');

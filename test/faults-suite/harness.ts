@@ -122,7 +122,8 @@ export function renderTable(rows: readonly FaultRow[]): string {
     '|---|---|---|---|---|---|',
     ...rows.map(
       (r) =>
-        `| ${r.fault} | ${r.recoverySec === null ? 'none' : r.recoverySec.toFixed(1)} | ${r.cardsChecked}/${r.cards} | ${r.lost} | ${r.duplicates} | ${r.notes.replace(/\|/g, '/')} |`,
+        `| ${r.fault} | ${r.recoverySec === null ? 'none' : r.recoverySec.toFixed(1)} | ${r.cardsChecked}/${r.cards} | ` +
+        `${r.lost} | ${r.duplicates} | ${r.notes.replace(/\|/g, '/')} |`,
     ),
   ];
   return lines.join('\n');
@@ -172,7 +173,8 @@ export async function readInvariants(
     'SELECT observation_id AS k, count(*)::text AS n FROM card_observation GROUP BY observation_id HAVING count(*) > 1',
   );
   const byCard = await pool.query<{ k: string; n: string }>(
-    "SELECT card_id || '/' || check_type || '/' || observed_at::text AS k, count(*)::text AS n FROM card_observation GROUP BY card_id, check_type, observed_at HAVING count(*) > 1",
+    "SELECT card_id || '/' || check_type || '/' || observed_at::text AS k, count(*)::text AS n FROM " +
+      'card_observation GROUP BY card_id, check_type, observed_at HAVING count(*) > 1',
   );
   const dupRows = [...byId.rows, ...byCard.rows];
   const stats = stack.simulator.world.stats(true);

@@ -106,7 +106,9 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
 
   /** Card runs of this stack that completed with `outcome` and started after `since` (Temporal visibility). */
   async function completedRuns(since: Date, until: Date, outcome: string): Promise<number> {
-    const query = `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome = "${outcome}" AND StartTime > "${since.toISOString()}" AND StartTime < "${until.toISOString()}"`;
+    const query =
+      `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome ` +
+      `= "${outcome}" AND StartTime > "${since.toISOString()}" AND StartTime < "${until.toISOString()}"`;
     return (await s().client.workflow.count(query)).count;
   }
 
@@ -165,7 +167,8 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const restartedAt = new Date();
     phase(
       t,
-      `outage over: ${callsAtEnd - callsAtStop} gateway calls meanwhile, backlog ${backlogAtEnd.records} records (oldest ${Math.round(backlogAtEnd.oldestAgeMs / 1000)} s)`,
+      `outage over: ${callsAtEnd - callsAtStop} gateway calls meanwhile, backlog ${backlogAtEnd.records} records ` +
+        `(oldest ${Math.round(backlogAtEnd.oldestAgeMs / 1000)} s)`,
     );
     await pg.start();
     const backAt = Date.now();
@@ -195,7 +198,8 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     );
     phase(
       t,
-      `alert opened ${((alert.opened_at.getTime() - stoppedAt.getTime()) / 1000).toFixed(1)} s into the outage, resolved ${((alert.resolved_at!.getTime() - backAt) / 1000).toFixed(1)} s after PostgreSQL was back`,
+      `alert opened ${((alert.opened_at.getTime() - stoppedAt.getTime()) / 1000).toFixed(1)} s into the outage, ` +
+        `resolved ${((alert.resolved_at!.getTime() - backAt) / 1000).toFixed(1)} s after PostgreSQL was back`,
     );
     assert.ok(
       alert.opened_at.getTime() >= stoppedAt.getTime() - 1000 && alert.opened_at.getTime() < backAt,
@@ -217,7 +221,8 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const peak = Math.max(...samples.map((x) => x.backlogMetric));
     phase(
       t,
-      `backlog metric peak ${peak}, now ${lastSamples.map((x) => x.backlogMetric).join('/')}; in-flight limit ${limitBefore} → min ${minLimit} → ${lastSamples.map((x) => x.inflightLimit).join('/')}`,
+      `backlog metric peak ${peak}, now ${lastSamples.map((x) => x.backlogMetric).join('/')}; in-flight limit ` +
+        `${limitBefore} → min ${minLimit} → ${lastSamples.map((x) => x.inflightLimit).join('/')}`,
     );
     assert.ok(peak > THRESHOLD_RECORDS, `the backlog metric never went over the threshold (peak ${peak})`);
     assert.ok(
@@ -246,7 +251,9 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const running = `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Running"`;
     await waitFor('card runs to end', async () => (await s().client.workflow.count(running)).count === 0, 60_000, 500);
     await waitFor('the ingest stream to drain', async () => (await stream.backlog()).records === 0, 60_000, 250);
-    const query = `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome IN (${RECORDED.map((o) => `"${o}"`).join(', ')})`;
+    const query =
+      `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome ` +
+      `IN (${RECORDED.map((o) => `"${o}"`).join(', ')})`;
     let runs: string[] = [];
     await waitFor(
       'visibility to settle',

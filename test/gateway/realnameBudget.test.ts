@@ -5,11 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import { createStack, stackCardActivities, type Stack } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createCardActivities } from '../../src/activities/card.js';
 import { createGatewayActivities } from '../../src/activities/gateway.js';
-import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import type { ExecutionPlanRun } from '../../src/common/orchestration.js';
 
 /** Prepares one due realname execution of a fresh account and runs its gateway step; returns the plan and the group window's size after. */
@@ -35,14 +33,8 @@ async function realnameStep(stack: Stack, name: string, realnameControl: boolean
     countRealname: realnameControl,
   });
   const token = claim.claimed[0]!.token;
-  const card = createCardActivities({
-    pool: stack.deps.pool,
-    store: stack.deps.store,
-    reference: stack.deps.reference,
-    packages: createPackageEvaluator(stack.deps.pool),
-    priority: stack.services.priority,
-  });
-  const plan = await card.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
+  const card = stackCardActivities(stack);
+  const plan = await card.prepareExecution({ carrierId, cardId, token, executorId: 'run-1', fromPriority: false });
   assert.equal(plan.kind, 'run');
   const run: ExecutionPlanRun = plan;
   const gateway = createGatewayActivities({ client: stack.deps.gateway, limiter: stack.deps.limiter, store: stack.deps.store });
@@ -50,7 +42,7 @@ async function realnameStep(stack: Stack, name: string, realnameControl: boolean
     carrierId,
     cardId,
     token,
-    execValue: 'run-1',
+    executorId: 'run-1',
     leaseMs: run.leaseMs,
     gatewayAccount: run.gatewayAccount,
     iccid: run.iccid,

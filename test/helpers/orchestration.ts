@@ -3,28 +3,20 @@
  * in-process gateway simulator, and the four workers on task queues unique to the test — all on
  * the real Temporal dev server, Redis and PostgreSQL.
  */
-import { Worker, NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig, type Config, type TaskQueues } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorkers, WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
+import { WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
 import { createPollingServices } from '../../src/polling/pollingServices.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
 import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
-import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createControlActivities, type ControlActivityDeps } from '../../src/activities/control.js';
-
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-let runtimeInstalled = false;
-
-/** Worker logs at ERROR: expected activity failures (error injection) would drown the test output. */
-function installQuietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
+import { createCardActivities, type CardActivities } from '../../src/activities/card.js';
+import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
+import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
 
 export interface Stack {
   readonly config: Config;
@@ -52,13 +44,7 @@ const SIMULATOR_STAMP_SLACK_MS = 50;
 export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
   const prefix = uniqueName(label);
-  const taskQueues: TaskQueues = {
-    control: `${prefix}-control`,
-    card: `${prefix}-card`,
-    cardPriority: `${prefix}-card-priority`,
-    gateway: `${prefix}-gateway`,
-    ingest: `${prefix}-ingest`,
-  };
+  const taskQueues = stackTaskQueues(prefix);
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
   // The simulator runs on this process' event loop, beside the workers under test: under the suite's
@@ -66,17 +52,7 @@ export async function createStack(label: string, options: { seed?: number; confi
   // own tests run a simulator that counts strict one-second windows.
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42, stampSlackMs: SIMULATOR_STAMP_SLACK_MS });
   const config: Config = {
-    ...base,
-    GATEWAY_URL: simulator.url,
-    DATABASE_SCHEMA: db.schema,
-    REDIS_KEY_PREFIX: redis.namespace,
-    TASK_QUEUE_CONTROL: taskQueues.control,
-    TASK_QUEUE_CARD: taskQueues.card,
-    TASK_QUEUE_CARD_PRIORITY: taskQueues.cardPriority,
-    TASK_QUEUE_GATEWAY: taskQueues.gateway,
-    TASK_QUEUE_INGEST: taskQueues.ingest,
-    WORKER_SHUTDOWN_GRACE_MS: 2000,
-    WORKFLOW_ID_PREFIX: `${prefix}-`,
+    ...stackConfig(base, { gatewayUrl: simulator.url, schema: db.schema, namespace: redis.namespace, taskQueues, workflowIdPrefix: `${prefix}-` }),
     ...options.config,
   };
   const deps = await createRuntimeDeps(config, {
@@ -98,14 +74,7 @@ export async function createStack(label: string, options: { seed?: number; confi
     taskQueues,
     services,
     async startWorkers(kinds = WORKER_KINDS) {
-      installQuietRuntime();
-      bundle ??= bundleWorkflows();
-      const workflowBundle = await bundle;
-      const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
-      const workers = (
-        await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection: nativeConnection, deps, services, workflowBundle, taskQueues })))
-      ).flat();
-      const runs = workers.map((worker) => worker.run());
+      const { workers, runs, connection: nativeConnection } = await startStackWorkers({ config, deps, services, taskQueues }, kinds);
       let stopped: Promise<void> | undefined;
       const handle: RunningWorkers = {
         workers,
@@ -123,12 +92,7 @@ export async function createStack(label: string, options: { seed?: number; confi
     },
     async close() {
       // Leave nothing running on the shared server: this stack's schedulers and cards end with it.
-      for await (const execution of client.workflow.list({ query: `WorkflowId STARTS_WITH "${config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running"` })) {
-        await client.workflow
-          .getHandle(execution.workflowId, execution.runId)
-          .terminate('test finished')
-          .catch(() => undefined);
-      }
+      await terminateRunning(client, config.WORKFLOW_ID_PREFIX, 'test finished');
       for (const handle of running) await handle.stop();
       await connection.close();
       await simulator.close();
@@ -167,5 +131,16 @@ export function stackControlActivities(stack: Stack, extra: Partial<ControlActiv
     requests: stack.services.requests,
     modes: stack.services.modes,
     ...extra,
+  });
+}
+
+/** The card worker's bookkeeping activities over the stack's own stores, called directly (outside a worker). */
+export function stackCardActivities(stack: Stack): CardActivities {
+  return createCardActivities({
+    pool: stack.deps.pool,
+    store: stack.deps.store,
+    reference: stack.deps.reference,
+    packages: createPackageEvaluator(stack.deps.pool),
+    priority: stack.services.priority,
   });
 }

@@ -40,7 +40,9 @@ async function quiesce(stack: Stack): Promise<void> {
  * successful gateway step of those executions its observation. Returns the runs checked.
  */
 async function assertEveryRecordLanded(stack: Stack, account: SeedAccount): Promise<number> {
-  const query = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome IN (${RECORDED.map((o) => `"${o}"`).join(', ')})`;
+  const query =
+    `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND ` +
+    `Outcome IN (${RECORDED.map((o) => `"${o}"`).join(', ')})`;
   // Visibility trails the runs a little: wait until it stops changing.
   let runs: { workflowId: string; runId: string }[] = [];
   await waitFor(

@@ -82,7 +82,8 @@ async function snapshot(pool: pg.Pool): Promise<Record<string, unknown[]>> {
       `SELECT observation_id, observed_at, card_id::text, carrier_id::text, check_type, payload FROM card_observation ORDER BY observation_id`,
     ),
     executions: await q(
-      `SELECT card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details FROM card_execution ORDER BY run_id`,
+      `SELECT card_id::text, carrier_id::text, started_at, finished_at, types, outcome, gateway_ms, workflow_id, ` +
+        `run_id, from_priority, details FROM card_execution ORDER BY run_id`,
     ),
     cards: await q(
       `SELECT id::text, network_status, network_observed_at, realname_status, realname_observed_at, data_usage_kb, data_observed_at FROM iot_card ORDER BY id`,

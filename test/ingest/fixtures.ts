@@ -45,7 +45,7 @@ export function makeRecord(
         }
       : { type: step.type, outcome: 'failure', errorClass: 'transient', message: 'gateway unreachable', gatewayMs: 9 },
   );
-  const failCounts: TypeFinish[] = steps.map((step) => ({
+  const typeFinishes: TypeFinish[] = steps.map((step) => ({
     type: step.type,
     outcome: step.outcome,
     failBefore: step.failBefore ?? 0,
@@ -87,7 +87,7 @@ export function makeRecord(
       runId,
       outcome,
       owned: true,
-      failCounts,
+      typeFinishes,
     },
     at,
   );

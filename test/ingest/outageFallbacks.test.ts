@@ -101,7 +101,7 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
       carrierId: s.carrierId,
       cardId: remembered,
       token: tokens.get(remembered)!,
-      execValue: 'run-1',
+      executorId: 'run-1',
       fromPriority: false,
     });
     assert.equal(first.kind, 'run');
@@ -110,7 +110,7 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
     s.db.down = true;
     tokens = await s.claimAll('fb1.2');
     const token = tokens.get(remembered)!;
-    const plan = await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: remembered, token, execValue: 'run-2', fromPriority: false });
+    const plan = await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: remembered, token, executorId: 'run-2', fromPriority: false });
     if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
     assert.equal(plan.iccid, (await stack.deps.pool.query<{ iccid: string }>('SELECT iccid FROM iot_card WHERE id = $1::bigint', [remembered])).rows[0]!.iccid);
     assert.equal(plan.ingestMode, 'async');
@@ -152,7 +152,7 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
     // A card this process never read is not run: released for a while, the run ends unprepared.
     const unknownToken = tokens.get(unknown)!;
     await assert.rejects(
-      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: unknown, token: unknownToken, execValue: 'run-3', fromPriority: false }),
+      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: unknown, token: unknownToken, executorId: 'run-3', fromPriority: false }),
       (error: unknown) => error instanceof ApplicationFailure && error.nonRetryable && error.type === 'database_unreachable',
     );
     const score = Number(await stack.deps.redis.zscore(stack.deps.store.keys(s.carrierId).queue, unknown));
@@ -172,7 +172,7 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
       carrierId: s.carrierId,
       cardId: remembered,
       token: tokens.get(remembered)!,
-      execValue: 'run-4',
+      executorId: 'run-4',
       fromPriority: false,
     });
     assert.equal(again.kind, 'not_polled');
@@ -195,14 +195,14 @@ test('PostgreSQL unreachable: sync mode fails the preparation as before; a card 
     const [a, b] = s.cardIds as [string, string, string];
     let tokens = await s.claimAll('fb2.1');
     for (const cardId of [a, b])
-      await s.activities.prepareExecution({ carrierId: s.carrierId, cardId, token: tokens.get(cardId)!, execValue: `run-${cardId}`, fromPriority: false });
+      await s.activities.prepareExecution({ carrierId: s.carrierId, cardId, token: tokens.get(cardId)!, executorId: `run-${cardId}`, fromPriority: false });
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
 
     // Sync mode (the default): the record would need PostgreSQL anyway, so nothing changes.
     s.db.down = true;
     tokens = await s.claimAll('fb2.2');
     await assert.rejects(
-      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a2', fromPriority: false }),
+      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, executorId: 'run-a2', fromPriority: false }),
       /ECONNREFUSED/,
     );
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
@@ -211,18 +211,18 @@ test('PostgreSQL unreachable: sync mode fails the preparation as before; a card 
     s.db.down = false;
     await setIngestMode(stack.deps.pool, 'async', 'test');
     tokens = await s.claimAll('fb2.3');
-    await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a3', fromPriority: false });
+    await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, executorId: 'run-a3', fromPriority: false });
     for (const [cardId, token] of tokens) await stack.deps.store.release(s.carrierId, cardId, token);
     await stack.deps.store.requestCheck({ carrierId: s.carrierId, cardId: b, cooldownMs: 0, lane: 'priority', types: ['card_status'] });
     s.db.down = true;
     tokens = await s.claimAll('fb2.4');
     assert.equal(
-      (await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, execValue: 'run-a4', fromPriority: false })).kind,
+      (await s.activities.prepareExecution({ carrierId: s.carrierId, cardId: a, token: tokens.get(a)!, executorId: 'run-a4', fromPriority: false })).kind,
       'run',
     );
     claimed.length = 0;
     await assert.rejects(
-      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: b, token: tokens.get(b)!, execValue: 'run-b4', fromPriority: true }),
+      s.activities.prepareExecution({ carrierId: s.carrierId, cardId: b, token: tokens.get(b)!, executorId: 'run-b4', fromPriority: true }),
       (error: unknown) => error instanceof ApplicationFailure && error.type === 'database_unreachable',
     );
     assert.deepEqual(claimed, [], 'no priority claim attempted');

@@ -385,28 +385,32 @@ describe('claim', () => {
     assert.ok(expiry !== null && Math.abs(expiry - (serverNow + 1_000)) < 5_000, `expiry ${expiry} from server time`);
   });
 
-  test('due horizon: cards and types due up to now + horizon are claimed and budgeted; a card held elsewhere is pushed past the horizon; leases are still judged at now', async () => {
-    const c = nextCarrier();
-    await card(c, 'soon', { card_status: NOW + 400, carddata: NOW + 900 });
-    await card(c, 'later', { card_status: NOW + 2_000 });
-    await card(c, 'held', { card_status: NOW + 100 });
-    await fx.redis.set(fx.keys(c).claim('held'), 'other:held');
-    await fx.redis.zadd(fx.keys(c).running, NOW + 300, 'other:held');
-    // Without a horizon nothing is due yet.
-    assert.deepEqual(ids(await claim(c, { tokenPrefix: 'h0' })), []);
-    const result = await claim(c, { tokenPrefix: 'h1', dueHorizonMs: 1_000, groupBudget: { status: 5, data: 1 }, typeGroups: SPLIT_GROUPS });
-    assert.deepEqual(ids(result), ['soon']);
-    // Both its types fell inside the horizon: both budgeted and run, none deferred.
-    assert.equal((await fx.hash(c, 'soon')).dfr, '');
-    const state = await fx.store.readDue(c, 'soon');
-    assert.deepEqual(dueTypes(state, INTERVALS, NOW + 1_000).types, ['card_status', 'carddata']);
-    // The held card's claim is alive at now (its lease ends at +300): pushed just past the horizon, not claimed.
-    assert.equal(await fx.redis.get(fx.keys(c).claim('held')), 'other:held');
-    assert.equal(await fx.score(c, 'queue', 'held'), NOW + 1_001);
-    assert.equal(await fx.score(c, 'queue', 'later'), NOW + 2_000);
-    // A negative horizon is refused.
-    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: NOW, dueHorizonMs: 0 });
-    const reply = await callScript(fx.redis, call.name, call.keys, [...call.args.slice(0, 10), -1]);
-    assert.throws(() => expectCode('claim', reply, []), ScriptArgumentError);
-  });
+  test(
+    'due horizon: cards and types due up to now + horizon are claimed and budgeted; a card held elsewhere is ' +
+      'pushed past the horizon; leases are still judged at now',
+    async () => {
+      const c = nextCarrier();
+      await card(c, 'soon', { card_status: NOW + 400, carddata: NOW + 900 });
+      await card(c, 'later', { card_status: NOW + 2_000 });
+      await card(c, 'held', { card_status: NOW + 100 });
+      await fx.redis.set(fx.keys(c).claim('held'), 'other:held');
+      await fx.redis.zadd(fx.keys(c).running, NOW + 300, 'other:held');
+      // Without a horizon nothing is due yet.
+      assert.deepEqual(ids(await claim(c, { tokenPrefix: 'h0' })), []);
+      const result = await claim(c, { tokenPrefix: 'h1', dueHorizonMs: 1_000, groupBudget: { status: 5, data: 1 }, typeGroups: SPLIT_GROUPS });
+      assert.deepEqual(ids(result), ['soon']);
+      // Both its types fell inside the horizon: both budgeted and run, none deferred.
+      assert.equal((await fx.hash(c, 'soon')).dfr, '');
+      const state = await fx.store.readDue(c, 'soon');
+      assert.deepEqual(dueTypes(state, INTERVALS, NOW + 1_000).types, ['card_status', 'carddata']);
+      // The held card's claim is alive at now (its lease ends at +300): pushed just past the horizon, not claimed.
+      assert.equal(await fx.redis.get(fx.keys(c).claim('held')), 'other:held');
+      assert.equal(await fx.score(c, 'queue', 'held'), NOW + 1_001);
+      assert.equal(await fx.score(c, 'queue', 'later'), NOW + 2_000);
+      // A negative horizon is refused.
+      const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: NOW, dueHorizonMs: 0 });
+      const reply = await callScript(fx.redis, call.name, call.keys, [...call.args.slice(0, 10), -1]);
+      assert.throws(() => expectCode('claim', reply, []), ScriptArgumentError);
+    },
+  );
 });

@@ -6,10 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackControlActivities } from '../helpers/orchestration.js';
+import { createStack, stackCardActivities, stackControlActivities } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createCardActivities } from '../../src/activities/card.js';
-import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 
 test("claim round: the previous round's calls in the limiter window do not shrink the next round's budget; waiting calls do", async () => {
   const stack = await createStack('claim-budget');
@@ -97,14 +95,8 @@ test("claim round: cards due for two groups fill the larger group; the smaller g
 
     // A deferred card's execution runs card_status only; carddata stays due and the card comes back.
     const deferred = round.claimed[2]!;
-    const cards = createCardActivities({
-      pool: stack.deps.pool,
-      store: stack.deps.store,
-      reference: stack.deps.reference,
-      packages: createPackageEvaluator(stack.deps.pool),
-      priority: stack.services.priority,
-    });
-    const plan = await cards.prepareExecution({ carrierId, cardId: deferred.cardId, token: deferred.token, execValue: 'run-1', fromPriority: false });
+    const cards = stackCardActivities(stack);
+    const plan = await cards.prepareExecution({ carrierId, cardId: deferred.cardId, token: deferred.token, executorId: 'run-1', fromPriority: false });
     if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
     assert.deepEqual(plan.types, ['card_status']);
     const finished = await cards.finishExecution({

@@ -120,7 +120,8 @@ test('orchestration: carrierScheduler continues-as-new under a stream of request
     for (const request of sent) expected.set(request.cardId, (expected.get(request.cardId) ?? 0) + 1);
     const triggers = async (): Promise<{ perCard: Map<string, number>; open: number }> => {
       const { rows } = await stack.db.pool.query<{ card_id: string; triggers: string; open: string }>(
-        "SELECT card_id::text, sum(trigger_count)::text AS triggers, count(*) FILTER (WHERE status IN ('pending', 'processing'))::text AS open FROM polling_priority_item GROUP BY card_id",
+        "SELECT card_id::text, sum(trigger_count)::text AS triggers, count(*) FILTER (WHERE status IN ('pending', " +
+          "'processing'))::text AS open FROM polling_priority_item GROUP BY card_id",
       );
       return { perCard: new Map(rows.map((r) => [r.card_id, Number(r.triggers)])), open: rows.reduce((sum, r) => sum + Number(r.open), 0) };
     };

@@ -128,7 +128,8 @@ test('card execution shape', async (t) => {
     const run = await runOnce('shape-queue', { GATEWAY_STEPS: 'queue' }, ['card_status', 'carddata']);
     try {
       t.diagnostic(
-        `two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ${run.shapes.map((s) => s.workflowTasks).join(',')}`,
+        `two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ` +
+          `${run.shapes.map((s) => s.workflowTasks).join(',')}`,
       );
       for (const shape of run.shapes) {
         assert.equal(shape.outcome, 'success', JSON.stringify(shape));

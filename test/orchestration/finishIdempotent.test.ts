@@ -6,11 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import { createStack, stackCardActivities, type Stack } from '../helpers/orchestration.js';
 import { seedAccount } from '../helpers/seed.js';
-import { createCardActivities } from '../../src/activities/card.js';
+import type { CardActivities } from '../../src/activities/card.js';
 import { createIngestActivities } from '../../src/activities/ingest.js';
-import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import { recordFailure } from '../../src/db/alerts.js';
 import { DueField } from '../../src/redis/dueFields.js';
 import type { CheckType } from '../../src/common/checkTypes.js';
@@ -19,7 +18,7 @@ import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/common
 interface Running {
   readonly carrierId: string;
   readonly cardId: string;
-  readonly activities: ReturnType<typeof createCardActivities>;
+  readonly activities: CardActivities;
   readonly input: (results: StepResult[]) => FinishInput;
 }
 
@@ -46,14 +45,8 @@ async function prepared(stack: Stack, name: string, types: readonly CheckType[])
     countRealname: false,
   });
   const token = claim.claimed[0]!.token;
-  const activities = createCardActivities({
-    pool: stack.deps.pool,
-    store: stack.deps.store,
-    reference: stack.deps.reference,
-    packages: createPackageEvaluator(stack.deps.pool),
-    priority: stack.services.priority,
-  });
-  const plan = await activities.prepareExecution({ carrierId, cardId, token, execValue: 'run-1', fromPriority: false });
+  const activities = stackCardActivities(stack);
+  const plan = await activities.prepareExecution({ carrierId, cardId, token, executorId: 'run-1', fromPriority: false });
   if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
   const run: ExecutionPlanRun = plan;
   assert.deepEqual([...run.types].sort(), [...types].sort());
@@ -73,7 +66,7 @@ test('finishExecution retried after its finish landed returns the first result; 
     const input = card.input([{ type: 'card_status', outcome: 'failure', errorClass: 'transient', message: 'carrier unavailable', gatewayMs: 12 }]);
     const first = await card.activities.finishExecution(input);
     assert.equal(first.owned, true);
-    assert.equal(first.failCounts[0]?.failAfter, 1);
+    assert.equal(first.typeFinishes[0]?.failAfter, 1);
     // The local activity's retry: same input, after the first attempt's Lua finish landed.
     const second = await card.activities.finishExecution(input);
     assert.deepEqual(second, first);
@@ -111,7 +104,7 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
     await new Promise((resolve) => setTimeout(resolve, 5)); // a retry comes later: a re-evaluation would differ
     const second = await card.activities.finishExecution(input);
     assert.deepEqual(second, first);
-    assert.equal(second.failCounts.find((t) => t.type === 'carddata')?.failBefore, 3);
+    assert.equal(second.typeFinishes.find((t) => t.type === 'carddata')?.failBefore, 3);
     // The durable record written from the retry's result recovers the alert.
     const ingest = createIngestActivities({ pool: stack.deps.pool, priority: stack.services.priority });
     const recorded = await ingest.recordExecution({
@@ -119,7 +112,7 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
       results: second.results,
       outcome: second.outcome,
       owned: second.owned,
-      failCounts: second.failCounts,
+      typeFinishes: second.typeFinishes,
     });
     assert.equal(recorded.alertsRecovered, 1);
     const { rows } = await stack.db.pool.query<{ status: string }>('SELECT status FROM polling_failure_alert WHERE card_id = $1::bigint', [card.cardId]);

@@ -16,7 +16,8 @@ interface ExecutionRow {
 
 async function executionsSince(stack: Stack, cardId: string, since: Date): Promise<ExecutionRow[]> {
   const { rows } = await stack.db.pool.query<ExecutionRow>(
-    'SELECT workflow_id, run_id, started_at, types, from_priority, outcome FROM card_execution WHERE card_id = $1::bigint AND finished_at >= $2 ORDER BY started_at',
+    'SELECT workflow_id, run_id, started_at, types, from_priority, outcome FROM card_execution WHERE card_id = ' +
+      '$1::bigint AND finished_at >= $2 ORDER BY started_at',
     [cardId, since],
   );
   return rows;

@@ -25,7 +25,8 @@ test('storage maintenance: an idempotent hourly schedule whose first run creates
   // The migration created this month and the next two; maintenance keeps three ahead, so drop
   // the last one and expect it back.
   const { rows } = await stack.db.pool.query<{ name: string }>(
-    "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1 DESC LIMIT 1",
+    'SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = ' +
+      "'card_observation'::regclass AND c.relname <> 'card_observation_default' ORDER BY 1 DESC LIMIT 1",
   );
   const last = rows[0]!.name;
   await stack.db.pool.query(`DROP TABLE ${last}`);

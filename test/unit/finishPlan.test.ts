@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/domain/finishPlan.js';
 import { parseDueHash } from '../../src/redis/dueState.js';
-import type { StepResult } from '../../src/common/orchestration.js';
+import { typeFinishesOf, type StepResult } from '../../src/common/orchestration.js';
+import { parseIngestRecord } from '../../src/ingest/record.js';
 
 const now = 1_000_000;
 const half = (): number => 0.5;
@@ -159,4 +160,39 @@ test('finish record: what a retried finish replays round-trips exactly, compactl
   assert.equal(decodeFinishRecord('{"o":"failure","t":[["carddata","failure",0,1,5,0]]}').types[0]?.firstFailedAt, null);
   for (const bad of ['', '{', '{"o":"nope","t":[]}', '{"o":"success","t":[["card_status","success",0,0,1]]}', '{"o":"success","t":[],"p":{"type":"x"}}'])
     assert.throws(() => decodeFinishRecord(bad), FinishRecordError, bad);
+});
+
+test('finish records stored under their former name failCounts still read: ingest stream entries and recorded activity results', () => {
+  const types = planFinish({
+    state: state({ 'due:carddata': String(now), 'fail:carddata': '1', 'ffail:carddata': String(now - 5_000) }),
+    results: [{ type: 'carddata', outcome: 'failure', errorClass: 'transient', message: 'm', gatewayMs: 2 }],
+    intervalsMs: { carddata: 60_000 },
+    backoffBaseMs: 1_000,
+    now,
+    random: half,
+  }).types;
+  const base = {
+    recordId: 'card-1/run-1',
+    carrierId: '1',
+    cardId: '1',
+    token: 'tok',
+    plan: { kind: 'run', types: ['carddata'] },
+    results: [{ type: 'carddata', outcome: 'failure', errorClass: 'transient', message: 'm', gatewayMs: 2 }],
+    startedAt: now - 50,
+    fromPriority: false,
+    workflowId: 'card-1',
+    runId: 'run-1',
+    outcome: 'failure',
+    owned: true,
+    finishedAt: now,
+  };
+  const old = parseIngestRecord(JSON.stringify({ ...base, failCounts: types }));
+  assert.deepEqual(old.typeFinishes, types);
+  assert.ok(!('failCounts' in old), 'the old name is not passed on');
+  assert.deepEqual(parseIngestRecord(JSON.stringify({ ...base, typeFinishes: types })).typeFinishes, types);
+  assert.throws(() => parseIngestRecord(JSON.stringify(base)), TypeError);
+  // A finishExecution result recorded (as a marker) before the rename, as replay hands it back.
+  const recorded = { owned: true, outcome: 'failure', failCounts: types };
+  assert.deepEqual(typeFinishesOf(recorded), types);
+  assert.deepEqual(typeFinishesOf({ typeFinishes: types }), types);
 });
