@@ -2,14 +2,14 @@
 --
 -- Input:
 --   KEYS[1] claim    STRING card's claim token
---   KEYS[2] exec     STRING execution right `<token>|<execValue>`
+--   KEYS[2] exec     STRING execution right `<token>|<executorId>`
 --   KEYS[3] running  ZSET lease expiry per token
 --   ARGV[1] token
---   ARGV[2] exec value (worker / run id)
+--   ARGV[2] executor id (the run id)
 --   ARGV[3] exec TTL ms (> 0); the key gets PX = TTL + margin (safety net, see includes/lease.lua)
 --   ARGV[4] now ms ('' = Redis TIME)
 -- Output:
---    1 acquired (also when the same exec value asks again: an activity retry is idempotent)
+--    1 acquired (also when the same executor id asks again: an activity retry is idempotent)
 --    0 lost: the token does not own a live claim at now (lease expired, duplicate delivery)
 --   -1 busy: another executor already holds this token's exec right
 --   -2 invalid argument

@@ -2,12 +2,12 @@
 --
 -- Input:
 --   KEYS[1] claim    STRING claim token
---   KEYS[2] exec     STRING execution right `<token>|<execValue>`
+--   KEYS[2] exec     STRING execution right `<token>|<executorId>`
 --   KEYS[3] running  ZSET lease expiry per token
 --   KEYS[4] prio     ZSET priority lane
 --   KEYS[5] queue    ZSET normal lane
 --   ARGV[1] token
---   ARGV[2] exec value
+--   ARGV[2] executor id
 --   ARGV[3] lease ms (> 0): new expiry = now + lease
 --   ARGV[4] now ms ('' = Redis TIME)
 --   ARGV[5] card id

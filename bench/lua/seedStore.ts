@@ -110,8 +110,8 @@ export class SeedStore {
   }
 
   /** acquireExecLua: KEYS claim, exec; ARGV token, exec value, ttl ms → 1 acquired, 0 not the claim, -1 taken. */
-  async acquireExec(cardId: string, token: string, execValue: string, ttlMs: number): Promise<number> {
-    return Number(await this.acquireFn(this.claimKey(cardId), this.execKey(cardId), token, execValue, ttlMs));
+  async acquireExec(cardId: string, token: string, executorId: string, ttlMs: number): Promise<number> {
+    return Number(await this.acquireFn(this.claimKey(cardId), this.execKey(cardId), token, executorId, ttlMs));
   }
 
   /** finishLua: KEYS due, claim, exec, running, prio, queue; ARGV token, card id, now, n, n field/value pairs, fields to delete → 1 finished. */

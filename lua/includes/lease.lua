@@ -17,7 +17,7 @@ local function liveClaimExpiry(claimKey, runningKey, token, now)
   return expiry
 end
 
--- The exec key stores `<token>|<execValue>`: the exec right belongs to one token, so a stale
+-- The exec key stores `<token>|<executorId>`: the exec right belongs to one token, so a stale
 -- record of an earlier (expired) token never blocks the next owner of the card.
 local function execRecord(token, value)
   return token .. '|' .. value

@@ -24,7 +24,7 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
     async checkGateway(input: GatewayStepInput): Promise<StepResult | 'lease_lost'> {
       // A step put on the gateway queue before the rename carries `execValue` in its stored input
       // (retried after a deploy): still read.
-      const executorId = input.executorId ?? (input as { readonly execValue?: string }).execValue;
+      const executorId = input.executorId ?? input.execValue;
       // Keep the lease alive, and stop before the call when it is no longer ours.
       if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, executorId, input.leaseMs))) return 'lease_lost';
       const started = Date.now();

@@ -38,7 +38,9 @@ export function createIngestActivities(deps: IngestActivityDeps) {
         await writeRecords(writer, [record]);
         return 'written';
       }
-      return deps.stream.enqueue(JSON.stringify(record));
+      // Under the former name too, for ingest workers of the previous release still reading the
+      // stream during a rolling deploy (they require `failCounts`); drop once none runs.
+      return deps.stream.enqueue(JSON.stringify({ ...record, failCounts: record.typeFinishes }));
     },
   };
 }

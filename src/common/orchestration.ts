@@ -229,6 +229,8 @@ export interface GatewayStepInput {
   /** Claim token and executor id (the run id, held in the exec key): the lease is renewed with them before the call. */
   readonly token: string;
   readonly executorId: string;
+  /** The executor id under its former name, for gateway workers of the previous release during a rolling deploy; drop once none runs. */
+  readonly execValue?: string;
   readonly leaseMs: number;
   readonly gatewayAccount: string;
   readonly iccid: string;

@@ -174,14 +174,14 @@ export class CarrierQueueStore {
     return parseClaimReply(await this.run(call));
   }
 
-  async acquireExec(carrierId: CarrierId, cardId: string, token: string, execValue: string, ttlMs: number, now?: number): Promise<AcquireExecResult> {
-    const call = acquireExecCall(this.keys(carrierId), cardId, token, execValue, ttlMs, this.now(now));
+  async acquireExec(carrierId: CarrierId, cardId: string, token: string, executorId: string, ttlMs: number, now?: number): Promise<AcquireExecResult> {
+    const call = acquireExecCall(this.keys(carrierId), cardId, token, executorId, ttlMs, this.now(now));
     return parseAcquireExecReply(await this.run(call));
   }
 
   /** False: the lease or exec right is gone; stop before the next gateway call. */
-  async renew(carrierId: CarrierId, cardId: string, token: string, execValue: string, leaseMs: number, now?: number): Promise<boolean> {
-    const call = renewCall(this.keys(carrierId), cardId, token, execValue, leaseMs, this.now(now));
+  async renew(carrierId: CarrierId, cardId: string, token: string, executorId: string, leaseMs: number, now?: number): Promise<boolean> {
+    const call = renewCall(this.keys(carrierId), cardId, token, executorId, leaseMs, this.now(now));
     return parseOwnedReply('renew', await this.run(call));
   }
 

@@ -144,13 +144,13 @@ export function parseClaimReply(reply: unknown): ClaimResult {
 
 export type AcquireExecResult = 'acquired' | 'lost' | 'busy';
 
-export function acquireExecCall(keys: AccountKeys, cardId: string, token: string, execValue: string, ttlMs: number, now: NowArg): ScriptCall {
+export function acquireExecCall(keys: AccountKeys, cardId: string, token: string, executorId: string, ttlMs: number, now: NowArg): ScriptCall {
   assertCardId('acquireExec', cardId);
   assertPositive('acquireExec', 'ttlMs', ttlMs);
   return {
     name: 'acquireExec',
     keys: [keys.claim(cardId), keys.exec(cardId), keys.running],
-    args: [token, execValue, Math.ceil(ttlMs), now],
+    args: [token, executorId, Math.ceil(ttlMs), now],
   };
 }
 
@@ -160,13 +160,13 @@ export function parseAcquireExecReply(reply: unknown): AcquireExecResult {
   return code === SCRIPT_CODE.lost ? 'lost' : 'busy';
 }
 
-export function renewCall(keys: AccountKeys, cardId: string, token: string, execValue: string, leaseMs: number, now: NowArg): ScriptCall {
+export function renewCall(keys: AccountKeys, cardId: string, token: string, executorId: string, leaseMs: number, now: NowArg): ScriptCall {
   assertCardId('renew', cardId);
   assertPositive('renew', 'leaseMs', leaseMs);
   return {
     name: 'renew',
     keys: [keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue],
-    args: [token, execValue, Math.ceil(leaseMs), now, cardId],
+    args: [token, executorId, Math.ceil(leaseMs), now, cardId],
   };
 }
 

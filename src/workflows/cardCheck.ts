@@ -179,6 +179,7 @@ async function runSteps(args: CardCheckArgs, plan: ExecutionPlanRun, startedAt: 
         cardId: args.cardId,
         token: args.token,
         executorId: workflowInfo().runId,
+        execValue: workflowInfo().runId,
         leaseMs: plan.leaseMs,
         gatewayAccount: plan.gatewayAccount,
         iccid: plan.iccid,

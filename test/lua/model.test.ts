@@ -104,7 +104,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     if (live.length > 0 && rnd.chance(0.75)) return rnd.pick(live);
     return issued.length > 0 ? rnd.pick(issued) : null;
   };
-  const execValue = (t: Issued): string => {
+  const executorId = (t: Issued): string => {
     const current = model.account(t.account).exec.get(t.cardId);
     if (current?.startsWith(`${t.token}|`) && rnd.chance(0.8)) return current.slice(t.token.length + 1);
     return rnd.pick(['w1', 'w2']);
@@ -255,7 +255,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
       run: async () => {
         const t = pickToken();
         if (t === null) return;
-        const value = execValue(t);
+        const value = executorId(t);
         log.push(`acquireExec ${t.account}/${t.cardId} ${t.token} ${value}`);
         const reply = await fx.store.acquireExec(t.account, t.cardId, t.token, value, EXEC_TTL, now);
         assert.equal(reply, model.acquireExec(t.account, t.cardId, t.token, value, now), 'acquireExec reply');
@@ -268,7 +268,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
       run: async () => {
         const t = pickToken();
         if (t === null) return;
-        const value = execValue(t);
+        const value = executorId(t);
         log.push(`renew ${t.account}/${t.cardId} ${t.token} ${value}`);
         const reply = await fx.store.renew(t.account, t.cardId, t.token, value, LEASE, now);
         assert.equal(reply, model.renew(t.account, t.cardId, t.token, value, LEASE, now), 'renew reply');
