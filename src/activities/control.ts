@@ -77,12 +77,12 @@ export const MAX_DUE_HORIZON_MS = 5000;
 /**
  * How far ahead of due a round claims: the scheduler's lookahead (the engine's start lag), at most
  * {@link MAX_DUE_HORIZON_MS}, a quarter of the lease (a claimed card's lease end stays past the
- * horizon, out of the round's due range) and a tenth of the shortest polling interval (a card
- * checked early gets its next due one interval after the check, so its period shrinks by at most
- * that much).
+ * horizon, out of the round's due range) and half the shortest polling interval (a check made
+ * early keeps the card's phase: its next due is one interval after the due it served, so the
+ * period does not shrink; half keeps a check from being nearer the previous one than the next).
  */
 export function dueHorizon(lookaheadMs: number, leaseMs: number, shortestIntervalMs: number | null): number {
-  const bounds = [MAX_DUE_HORIZON_MS, leaseMs / 4, shortestIntervalMs === null ? Number.POSITIVE_INFINITY : shortestIntervalMs / 10];
+  const bounds = [MAX_DUE_HORIZON_MS, leaseMs / 4, shortestIntervalMs === null ? Number.POSITIVE_INFINITY : shortestIntervalMs / 2];
   return Math.max(0, Math.floor(Math.min(lookaheadMs, ...bounds)));
 }
 

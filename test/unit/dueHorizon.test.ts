@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { dueHorizon, MAX_DUE_HORIZON_MS } from '../../src/activities/control.js';
 import { IntervalResolver, type Intervals, type PollingConfig } from '../../src/domain/pollingConfig.js';
 
-test('due horizon: the lookahead, bounded by the cap, a quarter of the lease and a tenth of the shortest interval', () => {
+test('due horizon: the lookahead, bounded by the cap, a quarter of the lease and half the shortest interval', () => {
   assert.equal(dueHorizon(1_800, 60_000, 300_000), 1_800);
   assert.equal(dueHorizon(20_000, 60_000, 300_000), MAX_DUE_HORIZON_MS);
   assert.equal(dueHorizon(3_000, 4_000, 300_000), 1_000, 'a quarter of a 4 s lease');
-  assert.equal(dueHorizon(3_000, 60_000, 2_000), 200, 'a tenth of 2 s intervals');
+  assert.equal(dueHorizon(3_000, 60_000, 2_000), 1_000, 'half of 2 s intervals');
   assert.equal(dueHorizon(3_000, 60_000, null), 3_000, 'no polling config: no interval bound');
   assert.equal(dueHorizon(-5, 60_000, 300_000), 0);
 });
