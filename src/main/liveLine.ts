@@ -8,7 +8,8 @@ import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RunningSimulator } from '../simulator/server.js';
 import type { SchedulerStatus } from '../common/orchestration.js';
 
-const EVERY_MS = 5000;
+/** How often the line is printed, unless the deps say otherwise. */
+const DEFAULT_EVERY_MS = 5000;
 
 interface Row {
   carrier_id: string;
@@ -24,6 +25,8 @@ export interface LiveLineDeps {
   /** The account's scheduler status (its orchestration view), or undefined when it does not answer. */
   readonly scheduler: (carrierId: string) => Promise<SchedulerStatus | undefined>;
   readonly log: (line: string) => void;
+  /** Print period (default 5 s); the checks/s figure counts executions over it. */
+  readonly everyMs?: number;
 }
 
 const LIMIT_LABELS = {
@@ -42,8 +45,9 @@ function limitOf(status: SchedulerStatus | undefined): string {
   return `${LIMIT_LABELS[view.limitedBy]} (${engine}, lag ${view.startLagMs}ms)`;
 }
 
-/** `stop` resolves once a tick in flight has ended: its connections may be closed after that. */
+/** `stop` resolves once the tick in flight (at most one runs) has ended: its connections may be closed after that. */
 export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
+  const everyMs = deps.everyMs ?? DEFAULT_EVERY_MS;
   let previousCalls = new Map<string, number>();
   let previousAt = Date.now();
   const tick = async (): Promise<void> => {
@@ -55,7 +59,7 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
                  FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - interval '1 minute') AS p99,
               (SELECT count(*) FROM polling_failure_alert a WHERE a.carrier_id = c.id AND a.status = 'open')::text AS alerts
          FROM carrier_account c ORDER BY c.id`,
-      [EVERY_MS / 1000],
+      [everyMs / 1000],
     );
     const stats = deps.simulator?.world.stats(false);
     const now = Date.now();
@@ -72,7 +76,7 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
       const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;
       const use = stats ? ` budget ${((100 * callRate) / budget).toFixed(0)}% (${callRate.toFixed(1)}/${budget} qps)` : '';
       parts.push(
-        `${carrier.name}: ${(Number(row?.executions ?? 0) / (EVERY_MS / 1000)).toFixed(1)} checks/s${use} late p99 ` +
+        `${carrier.name}: ${(Number(row?.executions ?? 0) / (everyMs / 1000)).toFixed(1)} checks/s${use} late p99 ` +
           `${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ` +
           `${depth.running}/${scheduler?.orchestration.inflightLimit ?? '?'} ${limitOf(scheduler)} alerts ` +
           `${row?.alerts ?? 0}`,
@@ -82,14 +86,21 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
     previousAt = now;
     deps.log(`[live] ${new Date().toISOString().slice(11, 19)} ${parts.join(' | ')}`);
   };
-  let inFlight: Promise<void> = Promise.resolve();
+  // One tick at a time: a tick held up by an outage (a query retrying against a scheduler that does
+  // not answer) would otherwise overlap the next ones, and stop() could not wait for them all.
+  let inFlight: Promise<void> | undefined;
   const timer = setInterval(() => {
-    inFlight = tick().catch((error: unknown) => deps.log(`[live] ${String(error)}`));
-  }, EVERY_MS);
+    if (inFlight) return;
+    inFlight = tick()
+      .catch((error: unknown) => deps.log(`[live] ${String(error)}`))
+      .finally(() => {
+        inFlight = undefined;
+      });
+  }, everyMs);
   return {
-    stop: () => {
+    stop: async () => {
       clearInterval(timer);
-      return inFlight;
+      await inFlight;
     },
   };
 }

@@ -1,0 +1,66 @@
+/**
+ * `npm start`'s live line against a real PostgreSQL and Redis, with a scheduler that stops answering
+ * (as in an outage, when its status query keeps retrying): one tick at a time, and stop() resolves
+ * only after the tick in flight has ended — its caller closes the Temporal client right after.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createCarrier } from '../../src/db/carriers.js';
+import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
+import { startLiveLine } from '../../src/main/liveLine.js';
+import type { SchedulerStatus } from '../../src/common/orchestration.js';
+import { createTestDb } from '../helpers/db.js';
+import { createTestRedis } from '../helpers/redis.js';
+
+const EVERY_MS = 50;
+const HANG_MS = 600;
+
+test('live line: a tick held up by a scheduler that does not answer is not overlapped, and stop waits for it', async () => {
+  const db = await createTestDb('live-line');
+  const redis = await createTestRedis('live-line');
+  try {
+    await createCarrier(db.pool, { name: 'live1', gatewayAccount: 'live1-gw', groups: [{ name: 'main', qps: 5 }] });
+    let calls = 0;
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    let lastEnded = 0;
+    const scheduler = async (): Promise<SchedulerStatus | undefined> => {
+      calls += 1;
+      concurrent += 1;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await sleep(HANG_MS);
+      concurrent -= 1;
+      lastEnded = Date.now();
+      return undefined;
+    };
+    const lines: string[] = [];
+    const live = startLiveLine({
+      pool: db.pool,
+      store: new CarrierQueueStore(redis.redis, redis.namespace),
+      simulator: undefined,
+      scheduler,
+      log: (line) => void lines.push(line),
+      everyMs: EVERY_MS,
+    });
+    // Long enough for a dozen periods: overlapping ticks would have called the scheduler as often.
+    await sleep(HANG_MS + EVERY_MS * 4);
+    const stopCalledAt = Date.now();
+    await live.stop();
+    const stoppedAt = Date.now();
+    assert.ok(calls >= 1, 'the scheduler was asked');
+    assert.equal(maxConcurrent, 1, `ticks overlapped: ${maxConcurrent} scheduler calls at once`);
+    assert.equal(concurrent, 0, 'stop resolved while a tick was still waiting for the scheduler');
+    assert.ok(lastEnded <= stoppedAt && lastEnded >= stopCalledAt - HANG_MS, 'the last tick ended before stop resolved');
+    assert.ok(
+      lines.some((line) => line.includes('live1:') && line.includes('scheduler ?')),
+      `a line shows the silent scheduler as "?": ${lines.join(' / ')}`,
+    );
+    const printed = lines.length;
+    await sleep(EVERY_MS * 3);
+    assert.equal(lines.length, printed, 'no tick after stop');
+  } finally {
+    await redis.close();
+    await db.close();
+  }
+});
