@@ -63,6 +63,10 @@ interface ScenarioResult {
   readonly claimRounds: number;
   readonly claimP50Ms: number;
   readonly claimP99Ms: number;
+  /** Redis time inside the scripts (EVALSHA, INFO commandstats) per cycle, µs. */
+  readonly redisScriptUsPerCycle: number;
+  /** CPU of this process (ioredis, the store's argument building and reply parsing) per cycle, µs. */
+  readonly clientCpuUsPerCycle: number;
 }
 
 function ours(redis: Redis, namespace: string): Cycler {
@@ -148,7 +152,13 @@ async function drainAccount(cycler: Cycler, carrierId: string, claimLatencies: n
   }
 }
 
+/** Total µs Redis spent in EVALSHA calls since start (every script call of the run is one). */
+async function scriptMicros(redis: Redis): Promise<number> {
+  return Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+}
+
 async function runScenario(
+  admin: Redis,
   cyclers: readonly Cycler[],
   implementation: Implementation,
   name: string,
@@ -158,9 +168,13 @@ async function runScenario(
   const accounts = Array.from({ length: accountCount }, (_, i) => `${name === 'one account' ? 'one' : 'many'}${i}`);
   await seedCards(cyclers[0]!, accounts, cardIds, Date.now());
   const latencies: number[] = [];
+  const scriptUsBefore = await scriptMicros(admin);
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const perAccount = await Promise.all(accounts.map((carrierId, i) => drainAccount(cyclers[i % cyclers.length]!, carrierId, latencies)));
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const scriptUs = (await scriptMicros(admin)) - scriptUsBefore;
   const cycles = perAccount.reduce((sum, n) => sum + n, 0);
   if (cycles !== cardIds.length) throw new Error(`${implementation} ${name}: executed ${cycles} of ${cardIds.length} cards`);
   latencies.sort((a, b) => a - b);
@@ -175,6 +189,8 @@ async function runScenario(
     claimRounds: latencies.length,
     claimP50Ms: Number(percentile(latencies, 50).toFixed(2)),
     claimP99Ms: Number(percentile(latencies, 99).toFixed(2)),
+    redisScriptUsPerCycle: Number((scriptUs / cycles).toFixed(2)),
+    clientCpuUsPerCycle: Number(((cpu.user + cpu.system) / cycles).toFixed(2)),
   };
 }
 
@@ -228,11 +244,14 @@ function markdown(input: {
     'Claim latency: in the one-account run each round runs alone (the script itself plus one round trip);',
     "in the 50-account run it includes queueing behind the other 49 accounts' traffic on the same Redis.",
     '',
-    '| scenario | scripts | accounts | cards | cycles/s | seconds | claim rounds of 200 | claim p50 ms | claim p99 ms |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    'Where a cycle goes: Redis µs = time inside the scripts (EVALSHA in INFO commandstats); client µs = CPU of the bench process',
+    "(ioredis, the store's arguments and replies). Both run on the same cores, so cycles/s follows their sum on a small machine.",
+    '',
+    '| scenario | scripts | accounts | cards | cycles/s | seconds | claim rounds of 200 | claim p50 ms | claim p99 ms | Redis µs / cycle | client µs / cycle |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...input.results.map(
       (r) =>
-        `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} |`,
+        `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} | ${r.redisScriptUsPerCycle} | ${r.clientCpuUsPerCycle} |`,
     ),
     '',
     '| scenario | ours cycles/s | seed cycles/s | ours ÷ seed |',
@@ -308,7 +327,9 @@ async function main(): Promise<void> {
     for (const scenario of plan) {
       for (const implementation of scenario.order) {
         process.stderr.write(`[bench:lua] ${scenario.name}: ${implementation} (${totalCards} cards)\n`);
-        results.push(await runScenario(cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, cardIds));
+        results.push(
+          await runScenario(admin, cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, cardIds),
+        );
         await cleanup();
       }
     }
