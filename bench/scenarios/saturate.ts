@@ -5,7 +5,7 @@
  * second ÷ budget per group (utilisation, from the simulator's counters), the simulator's highest
  * one-second count and its rejected calls (must be 0), and rate-limit deferrals.
  */
-import { DEFAULT_WINDOW_MARGIN_MS } from '../../src/ratelimit/limiter.js';
+import { MAX_WINDOW_MARGIN_MS, MIN_WINDOW_MARGIN_MS } from '../../src/ratelimit/sendDelay.js';
 import type { GatewayCheckType } from '../../src/common/checkTypes.js';
 import { windowSeconds, type Scenario } from '../lib/context.js';
 import { createBenchStack } from '../lib/stack.js';
@@ -114,11 +114,12 @@ export const saturate: Scenario = async (context) => {
         );
       }
     }
-    const ceiling = 1000 / (1000 + DEFAULT_WINDOW_MARGIN_MS);
+    // Each grant counts for 1 s + its margin, so a group's ceiling lies between these two.
+    const ceilingAt = (marginMs: number): number => round((100 * 1000) / (1000 + marginMs), 1);
     const notes = [
-      `The limiter counts each grant in a window of 1 s + ${DEFAULT_WINDOW_MARGIN_MS} ms (DEFAULT_WINDOW_MARGIN_MS, ` +
-        `the margin against grant→arrival jitter): ` +
-        `its steady ceiling is ${round(ceiling * 100, 1)} % of the budget.`,
+      `The limiter counts each grant in a window of 1 s + its margin against grant→arrival jitter, adapted to the measured ` +
+        `grant-to-send delay between ${MIN_WINDOW_MARGIN_MS} and ${MAX_WINDOW_MARGIN_MS} ms: its steady ceiling is ` +
+        `${ceilingAt(MAX_WINDOW_MARGIN_MS)}–${ceilingAt(MIN_WINDOW_MARGIN_MS)} % of the budget.`,
       `Executions in the window: ${executions.executions} (${Object.entries(executions.outcomes)
         .map(([o, n]) => `${o} ${n}`)
         .join(', ')}); a deferral is a limiter wait that would pass the step's deadline.`,
