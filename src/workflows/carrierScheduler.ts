@@ -311,8 +311,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
 const round1 = (value: number): number => Math.round(value * 10) / 10;
 
 /**
- * How far ahead of due to claim: the mean start lag the engine shows now, plus a tick — a card that
- * falls due before the next round is claimed by this one, or it would wait for that round (up to a
- * tick late). Early by at most this much, it keeps its phase. The claim activity bounds it.
+ * How far ahead of due to claim: the mean start lag the engine shows now, plus half a tick (a card
+ * that falls due between two rounds waits for the next one). The claim activity bounds it.
  */
-const lookahead = (state: InflightControlState, tickMs: number): number => Math.round(state.startLagMs + tickMs);
+const lookahead = (state: InflightControlState, tickMs: number): number => Math.round(state.startLagMs + tickMs / 2);
