@@ -197,8 +197,8 @@ export async function importCards(deps: ImportDeps, rows: readonly unknown[], op
     try {
       result = await withTransaction(deps.pool, (client) => writeBatch(client, batch, onExisting));
     } catch (error) {
-      const reason =
-        `the database failed while writing rows ${batch[0]!.row}-${batch[batch.length - 1]!.row} together; none of ` + `them was written: ${describe(error)}`;
+      const span = `${batch[0]!.row}-${batch[batch.length - 1]!.row}`;
+      const reason = `the database failed while writing rows ${span} together; none of them was written: ${describe(error)}`;
       notLanded.push(...batch.map(({ row }) => ({ row, reason })));
       continue;
     }
