@@ -20,6 +20,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config/index.js';
 import { readEvictionPolicy } from '../src/redis/connect.js';
 import { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
+import { accountKeys } from '../src/redis/keys.js';
 import { DueField } from '../src/redis/dueFields.js';
 import { flagSet, flagValue, positive, rejectUnknownFlags } from './lib/options.js';
 import { RESULTS_DIR, validityLines, type MachineLoad } from './lib/report.js';
@@ -163,9 +164,11 @@ async function runScenario(
   implementation: Implementation,
   name: string,
   accountCount: number,
+  run: string,
   cardIds: readonly string[],
 ): Promise<ScenarioResult> {
-  const accounts = Array.from({ length: accountCount }, (_, i) => `${name === 'one account' ? 'one' : 'many'}${i}`);
+  // Account ids unique to the run: both implementations use their production key names (no namespace).
+  const accounts = Array.from({ length: accountCount }, (_, i) => `${run}${name === 'one account' ? 'one' : 'many'}${i}`);
   await seedCards(cyclers[0]!, accounts, cardIds, Date.now());
   const latencies: number[] = [];
   const scriptUsBefore = await scriptMicros(admin);
@@ -302,18 +305,20 @@ async function main(): Promise<void> {
   const monitor = startLoadMonitor(config.DATA_DIR);
   const started = Date.now();
   const run = randomUUID().slice(0, 8);
-  const namespace = `bench:lua:${run}:`;
   // Numeric card ids, as the seed's uint ids, unique to this run: the seed's card keys have no namespace.
   const idBase = `9${String(parseInt(run.slice(0, 6), 16) % 100_000).padStart(5, '0')}`;
   const cardIds = Array.from({ length: totalCards }, (_, i) => `${idBase}${String(i).padStart(7, '0')}`);
   const connections = await openConnections(config.REDIS_URL, CONNECTIONS);
   const admin = connections[0]!;
   const cyclers: Record<Implementation, Cycler[]> = {
-    ours: connections.map((redis) => ours(redis, `${namespace}ours:`)),
-    seed: connections.map((redis) => seed(redis, `${namespace}seed:`, scripts)),
+    // Keys as deployed: ours with no namespace (production's), the seed's as its scripts spell them.
+    // A namespace only ours carried made every one of our keys longer than the seed's card keys.
+    ours: connections.map((redis) => ours(redis, '')),
+    seed: connections.map((redis) => seed(redis, '', scripts)),
   };
   const cleanup = async (): Promise<void> => {
-    await deleteMatching(admin, `${namespace}*`);
+    await deleteMatching(admin, `${accountKeys('', run).base.slice(0, -2)}*`);
+    await deleteMatching(admin, `seed:carrier:${run}*`);
     await deleteMatching(admin, `${scripts.cardKeyPrefix}${idBase}*`);
   };
   try {
@@ -328,7 +333,7 @@ async function main(): Promise<void> {
       for (const implementation of scenario.order) {
         process.stderr.write(`[bench:lua] ${scenario.name}: ${implementation} (${totalCards} cards)\n`);
         results.push(
-          await runScenario(admin, cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, cardIds),
+          await runScenario(admin, cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, run, cardIds),
         );
         await cleanup();
       }
@@ -349,8 +354,9 @@ async function main(): Promise<void> {
         ([name, n]) =>
           `The document is flattened onto one line: ${name}Lua's ${n} \`--\` comment(s) would have swallowed the rest of the script, so a line break was put back where each comment's prose ends; the code is unchanged.`,
       ),
-      `Not in the seed documents, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → <namespace>seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
+      `Not in the seed documents, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
       "The seed's card keys carry no namespace or hash tag (its claim script builds them, so it would not run on Redis Cluster); card ids unique to this run keep them apart from anyone else's on the shared Redis, and both implementations use the same ids.",
+      "Ours runs with no key namespace, as deployed (its keys `poll:{c<account>}:…`); account ids carry the run's id instead, as the card ids do for the seed's keys.",
     ];
     const date = new Date(started).toISOString();
     const record = {

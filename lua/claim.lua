@@ -177,6 +177,20 @@ local function clear(t)
 end
 local scratchUsed = false
 
+-- Claimed cards' new lane scores and running entries, written by one ZADD each per batch rather
+-- than two calls per card (a redis.call costs more than the Lua around it). Flushed before the
+-- lane is read again (claimed cards must have left its due range), and every FLUSH_AT values so
+-- unpack stays far below Lua's stack limit.
+local FLUSH_AT = 1000
+local pendingLane, pendingRunning = {}, {}
+local function flushClaimed(laneKey)
+  if #pendingLane == 0 then return end
+  redis.call('ZADD', laneKey, 'XX', unpack(pendingLane))
+  redis.call('ZADD', runningKey, unpack(pendingRunning))
+  clear(pendingLane)
+  clear(pendingRunning)
+end
+
 -- CLAIMED, HANDLED (pushed past now: leaves the due range) or SKIPPED (stays due at its score).
 -- The budget is decided first from the due times alone and committed only once the card is known
 -- to be free, so the usual claim costs one SET NX and no GET.
@@ -252,8 +266,13 @@ local function tryClaim(cardId, fromPriority, laneKey)
     for g, n in pairs(admit) do used[g] = (used[g] or 0) + n end
     if deferred ~= '' and open <= 0 then stop = true end
   end
-  redis.call('ZADD', laneKey, 'XX', leaseEndArg, cardId)
-  redis.call('ZADD', runningKey, leaseEndArg, token)
+  -- The lane and running writes of claimed cards go out in batches (flushClaimed).
+  local n = #pendingLane
+  pendingLane[n + 1] = leaseEndArg
+  pendingLane[n + 2] = cardId
+  pendingRunning[n + 1] = leaseEndArg
+  pendingRunning[n + 2] = token
+  if n + 2 >= FLUSH_AT then flushClaimed(laneKey) end
   if hasHash or redis.call('EXISTS', dueKey) == 1 then
     -- A card with a deferred type keeps its priority: finish puts it back in the priority lane.
     if fromPriority and deferred == '' then redis.call('HDEL', dueKey, F_PRIO) end
@@ -262,10 +281,10 @@ local function tryClaim(cardId, fromPriority, laneKey)
     redis.call('HSET', dueKey, F_CLAIMED_AT, nowArg, F_DEFERRED, deferred)
   end
   taken = taken + 1
-  local n = #result
-  result[n + 1] = cardId
-  result[n + 2] = token
-  result[n + 3] = fromPriority and '1' or '0'
+  local r = #result
+  result[r + 1] = cardId
+  result[r + 2] = token
+  result[r + 3] = fromPriority and '1' or '0'
   return CLAIMED
 end
 
@@ -288,6 +307,7 @@ local function drain(laneKey, fromPriority, quota)
         if skipped >= skipLimit then stop = true end
       end
     end
+    flushClaimed(laneKey)
   end
   skippedIn[laneKey] = offset
 end

@@ -1,23 +1,23 @@
 -- finish: write an execution's business result and hand the card back to its lane (DESIGN §4.4).
 --
 -- Input:
---   KEYS[1] due      HASH card state
---   KEYS[2] claim    STRING claim token
---   KEYS[3] exec     STRING execution right
---   KEYS[4] running  ZSET lease expiry per token
---   KEYS[5] prio     ZSET priority lane
---   KEYS[6] queue    ZSET normal lane
---   KEYS[7] fin      STRING the card's last recorded finish `<token>|<reply>|<record>`
+--   KEYS[1] due      HASH card state `<card>due`; the card's other keys are derived from it (same
+--                    slot, hash tag of the account): `<card>claim` STRING claim token, `<card>exec`
+--                    STRING execution right, `<card>fin` STRING the card's last recorded finish
+--                    `<token>|<reply>|<record>`, where `<card>` = KEYS[1] without its final `due`
+--   KEYS[2] running  ZSET lease expiry per token
+--   KEYS[3] prio     ZSET priority lane
+--   KEYS[4] queue    ZSET normal lane
 --   ARGV[1] token
 --   ARGV[2] card id
 --   ARGV[3] now ms ('' = Redis TIME)
 --   ARGV[4] '1' = the caller lost its lease (a renew failed): finish as a stale token even when
 --           the claim still names it, so nothing is released or rescored; else ''
---   ARGV[5] result record: the caller's result, opaque here ('' = none: nothing stored or replayed)
---   ARGV[6] record TTL ms (> 0 when a record is given)
---   ARGV[7] n = number of field/value pairs to set
---   ARGV[8 .. 7+2n] field, value pairs to set in the due hash
---   ARGV[8+2n ..] fields to delete from the due hash
+--   ARGV[5] result record: the caller's result, opaque here ('' = none: nothing stored or replayed);
+--           kept RECORD_TTL_MS (1 h: far beyond any retry of the finishing activity)
+--   ARGV[6] n = number of field/value pairs to set
+--   ARGV[7 .. 6+2n] field, value pairs to set in the due hash
+--   ARGV[7+2n ..] fields to delete from the due hash
 -- Output:
 --    1 the token owned a live claim: claim, exec right and running entry released, `clm`/`dfr`
 --      dropped; the card (if still polled) is scored by its earliest due:* (now + 1 h when none),
@@ -28,8 +28,8 @@
 --      the first call's reply and record are returned
 --   -2 invalid argument
 --
--- At most once per token: a finish with a record stores `<token>|<reply>|<record>` in KEYS[7]
--- (PX = ARGV[6]) together with its writes, and a later finish by the same token with a record
+-- At most once per token: a finish with a record stores `<token>|<reply>|<record>` in `<card>fin`
+-- (PX = RECORD_TTL_MS) together with its writes, and a later finish by the same token with a record
 -- (a retried activity that recomputed its result from the already updated hash) gets that back
 -- instead of counting a failure twice. One key per card: a newer token's finish replaces it.
 --
@@ -50,15 +50,18 @@
 --@include lease
 --@include dueHash
 
-local dueKey, claimKey, execKey, runningKey, prioKey, queueKey, finKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local dueKey, runningKey, prioKey, queueKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, cardId = ARGV[1], ARGV[2]
 local now = resolveNow(ARGV[3])
 local leaseLost = ARGV[4] == '1'
 local record = ARGV[5]
-local recordTtl = tonumber(ARGV[6])
-local nSet = tonumber(ARGV[7])
-if now == nil or token == '' or nSet == nil or nSet < 0 or 7 + 2 * nSet > #ARGV then return -2 end
-if record ~= '' and (recordTtl == nil or recordTtl <= 0) then return -2 end
+local nSet = tonumber(ARGV[6])
+if now == nil or token == '' or nSet == nil or nSet < 0 or 6 + 2 * nSet > #ARGV then return -2 end
+if string.sub(dueKey, -4) ~= ':due' then return -2 end
+-- Derived rather than passed: three fewer keys for every client to build, send and Redis to parse.
+local cardPrefix = string.sub(dueKey, 1, -4)
+local claimKey, execKey, finKey = cardPrefix .. 'claim', cardPrefix .. 'exec', cardPrefix .. 'fin'
+local RECORD_TTL_MS = 3600000
 
 if record ~= '' then
   local previous = redis.call('GET', finKey)
@@ -69,16 +72,16 @@ if record ~= '' then
 end
 -- Every reply below is final for this token: stored with the record, so a retry replays it.
 local function reply(code)
-  if record ~= '' then redis.call('SET', finKey, token .. '|' .. code .. '|' .. record, 'PX', recordTtl) end
+  if record ~= '' then redis.call('SET', finKey, token .. '|' .. code .. '|' .. record, 'PX', RECORD_TTL_MS) end
   return code
 end
 
-local owned = not leaseLost and liveClaimExpiry(claimKey, runningKey, token, now) ~= nil
+local owned = not leaseLost and leaseExpiry(runningKey, token, now) ~= nil
 -- Normal lane first: where most cards are (a card is in at most one lane, I1).
 local inQueue = redis.call('ZSCORE', queueKey, cardId)
 local inPrio = not inQueue and redis.call('ZSCORE', prioKey, cardId)
--- The hash is read once; the result is applied to this copy and what changed is written back in
--- one HSET and one HDEL, so the cost hardly grows with the fields and types a result touches.
+-- The hash is read once and what changes is written back in one HSET and one HDEL, so the cost
+-- hardly grows with the fields and types a result touches.
 local raw = redis.call('HGETALL', dueKey)
 if not (inQueue or inPrio) or #raw == 0 then
   -- A lane entry without state cannot be executed: drop it rather than poll it forever.
@@ -92,61 +95,92 @@ if not (inQueue or inPrio) or #raw == 0 then
   end
   return reply(0)
 end
--- Allocation is what costs here (Redis runs a Lua GC step every 50 script calls): few tables, few
+-- Allocation is what costs here (Redis runs a Lua GC step every 50 script calls): no tables, few
 -- closures, no temporary strings on the common path.
 local COLON = 58 -- every typed prefix (`due:`, `cfm:`, `exp:`, `req:`) is four characters
-local hash = {}
-local hasReq = false
-for i = 1, #raw, 2 do
-  local f = raw[i]
-  hash[f] = raw[i + 1]
-  if not hasReq then
-    local b1, b2, b3, b4 = string.byte(f, 1, 4)
-    hasReq = b1 == 114 and b2 == 101 and b3 == 113 and b4 == COLON -- 'req:'
-  end
-end
-
-local claimedAt = tonumber(hash[F_CLAIMED_AT]) or -1
--- Types the claim deferred were not run by this execution (claim.lua): treated as for a stale token.
-local deferred = nil
-if owned and hash[F_DEFERRED] and hash[F_DEFERRED] ~= '' then
-  deferred = {}
-  for t in string.gmatch(hash[F_DEFERRED], '[^,]+') do deferred[t] = true end
-end
-
 local nArgs = #ARGV
-local sets, dels = {}, {}
+local delFrom = 7 + 2 * nSet
 local score = nil
-if owned and deferred == nil and not hasReq then
-  -- The usual finish: its token owns the claim, nothing was deferred, no request is pending, so no
-  -- type is protected and the result applies as it is.
-  local idx = 8
-  for _ = 1, nSet do
-    local f, v = ARGV[idx], ARGV[idx + 1]
-    hash[f] = v
-    sets[#sets + 1] = f
-    sets[#sets + 1] = v
-    idx = idx + 2
-  end
-  while idx <= nArgs do
-    local f = ARGV[idx]
-    if hash[f] ~= nil then
-      hash[f] = nil
-      dels[#dels + 1] = f
+local isPrio
+
+-- The usual finish: its token owns the claim, nothing was deferred, no request is pending, so no
+-- type is protected and the result applies as it is: written straight from ARGV, the next score
+-- read off the HGETALL reply.
+local usual = owned
+if usual then
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    if f == F_DEFERRED then
+      if raw[i + 1] ~= '' then
+        usual = false
+        break
+      end
+    else
+      local b1, b2, b3, b4 = string.byte(f, 1, 4)
+      if b4 == COLON and b1 == 114 and b2 == 101 and b3 == 113 then -- 'req:'
+        usual = false
+        break
+      end
     end
-    idx = idx + 1
   end
-  if hash[F_CLAIMED_AT] ~= nil then dels[#dels + 1] = F_CLAIMED_AT end
-  if hash[F_DEFERRED] ~= nil then dels[#dels + 1] = F_DEFERRED end
-  hash[F_CLAIMED_AT] = nil
-  hash[F_DEFERRED] = nil
-  for f, v in pairs(hash) do
-    if string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE then
-      local d = tonumber(v)
+end
+
+if usual then
+  -- What the result does to field f: false = deletes it, a string = sets it, nil = leaves it.
+  -- Deletions apply after sets (HSET then HDEL below); of a field set twice the last value wins,
+  -- as in HSET.
+  local function resultValue(f)
+    for j = delFrom, nArgs do
+      if ARGV[j] == f then return false end
+    end
+    for j = delFrom - 2, 7, -2 do
+      if ARGV[j] == f then return ARGV[j + 1] end
+    end
+    return nil
+  end
+  local prio = nil
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    if f == F_PRIO then
+      prio = raw[i + 1]
+    elseif string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE and resultValue(f) == nil then
+      local d = tonumber(raw[i + 1])
       if d and (score == nil or d < score) then score = d end
     end
   end
+  for j = 7, delFrom - 2, 2 do
+    local f = ARGV[j]
+    if string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE then
+      local v = resultValue(f)
+      local d = v and tonumber(v)
+      if d and (score == nil or d < score) then score = d end
+    end
+  end
+  local prioByResult = resultValue(F_PRIO)
+  if prioByResult ~= nil then prio = prioByResult end
+  isPrio = prio == '1'
+  if nSet > 0 then redis.call('HSET', dueKey, unpack(ARGV, 7, delFrom - 1)) end
+  -- HDEL of an absent field is a no-op: the claim's marks and the result's deletions in one call.
+  redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs))
 else
+  local hash = {}
+  local hasReq = false
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    hash[f] = raw[i + 1]
+    if not hasReq then
+      local b1, b2, b3, b4 = string.byte(f, 1, 4)
+      hasReq = b1 == 114 and b2 == 101 and b3 == 113 and b4 == COLON -- 'req:'
+    end
+  end
+  local claimedAt = tonumber(hash[F_CLAIMED_AT]) or -1
+  -- Types the claim deferred were not run by this execution (claim.lua): treated as for a stale token.
+  local deferred = nil
+  if owned and hash[F_DEFERRED] and hash[F_DEFERRED] ~= '' then
+    deferred = {}
+    for t in string.gmatch(hash[F_DEFERRED], '[^,]+') do deferred[t] = true end
+  end
+  local sets, dels = {}, {}
   -- Value before this finish of each field it touches (false = absent).
   local orig = {}
   -- Per type looked at: false = not protected; true = protected without a floor; a number = the floor
@@ -184,7 +218,7 @@ else
     hash[field] = value
   end
 
-  local idx = 8
+  local idx = 7
   for _ = 1, nSet do
     apply(ARGV[idx], ARGV[idx + 1])
     idx = idx + 2
@@ -248,17 +282,18 @@ else
       sets[#sets + 1] = v
     end
   end
+  if #sets > 0 then redis.call('HSET', dueKey, unpack(sets)) end
+  if #dels > 0 then redis.call('HDEL', dueKey, unpack(dels)) end
+  if not owned then return reply(0) end
+  isPrio = hash[F_PRIO] == '1'
 end
-if #sets > 0 then redis.call('HSET', dueKey, unpack(sets)) end
-if #dels > 0 then redis.call('HDEL', dueKey, unpack(dels)) end
 
-if not owned then return reply(0) end
 -- This token owns the claim (checked above), so the claim key is its own; the exec key holds at
 -- most its right (an earlier token's right ends with that token's claim).
 redis.call('DEL', claimKey, execKey)
 redis.call('ZREM', runningKey, token)
 score = score or (now + NO_DUE_RETRY_MS)
-if hash[F_PRIO] == '1' then
+if isPrio then
   if inQueue then redis.call('ZREM', queueKey, cardId) end
   redis.call('ZADD', prioKey, score, cardId)
 else

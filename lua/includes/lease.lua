@@ -9,12 +9,23 @@
 -- Added to every PX: generous, because the ARGV lease decides and PX only collects garbage.
 local PX_MARGIN_MS = 600000
 
--- Lease expiry of `token`'s claim, or nil when `token` does not own a live claim at `now`.
-local function liveClaimExpiry(claimKey, runningKey, token, now)
-  if redis.call('GET', claimKey) ~= token then return nil end
+-- Lease expiry of `token`'s claim from the running ZSET alone, or nil when it is not live at `now`.
+-- Enough to know that `token` owns the card's claim: the claim key and the running entry are
+-- written together (claim), and every script that drops or overwrites a claim key removes its
+-- token's running entry in the same call (clearClaim, finish; claim overwrites a claim key only
+-- after its holder's entry is no longer live). So a live entry implies the claim key names the
+-- token; the hot scripts (acquireExec, finish) skip reading it.
+local function leaseExpiry(runningKey, token, now)
   local expiry = tonumber(redis.call('ZSCORE', runningKey, token))
   if expiry == nil or expiry <= now then return nil end
   return expiry
+end
+
+-- Lease expiry of `token`'s claim, or nil when `token` does not own a live claim at `now`; also
+-- checks the claim key (renew, release: rare calls, where the cost of one GET does not matter).
+local function liveClaimExpiry(claimKey, runningKey, token, now)
+  if redis.call('GET', claimKey) ~= token then return nil end
+  return leaseExpiry(runningKey, token, now)
 end
 
 -- The exec key stores `<token>|<executorId>`: the exec right belongs to one token, so a stale

@@ -11,9 +11,9 @@ import { InvalidStoreInputError, SCRIPT_CODE, UnexpectedScriptReplyError, expect
 
 export const CARRIER_SCRIPTS = {
   claim: { name: 'claim', numberOfKeys: 4 },
-  acquireExec: { name: 'acquireExec', numberOfKeys: 3 },
+  acquireExec: { name: 'acquireExec', numberOfKeys: 2 },
   renew: { name: 'renew', numberOfKeys: 5 },
-  finish: { name: 'finish', numberOfKeys: 7 },
+  finish: { name: 'finish', numberOfKeys: 4 },
   release: { name: 'release', numberOfKeys: 6 },
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
   upsert: { name: 'upsert', numberOfKeys: 5 },
@@ -149,7 +149,7 @@ export function acquireExecCall(keys: AccountKeys, cardId: string, token: string
   assertPositive('acquireExec', 'ttlMs', ttlMs);
   return {
     name: 'acquireExec',
-    keys: [keys.claim(cardId), keys.exec(cardId), keys.running],
+    keys: [keys.exec(cardId), keys.running],
     args: [token, executorId, Math.ceil(ttlMs), now],
   };
 }
@@ -183,15 +183,12 @@ export interface FinishArgs {
   readonly del: readonly string[];
   /**
    * The caller's result, stored with the finish: a later finish by the same token with a record
-   * applies nothing and gets this back (retried activities). Absent: no replay protection.
+   * applies nothing and gets this back (retried activities); kept for an hour (RECORD_TTL_MS in lua/finish.lua). Absent: no replay protection.
    */
   readonly record?: string;
   /** The caller lost its lease: write as a stale token, never release or rescore. */
   readonly leaseLost?: boolean;
 }
-
-/** How long a finish's record answers retries: far beyond any retry of the finishing activity. */
-export const FINISH_RECORD_TTL_MS = 3_600_000;
 
 export interface FinishReply {
   /** The token owned a live claim (released and rescored); on a replay, what the first call answered. */
@@ -206,21 +203,14 @@ export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
   if (input.token.includes('|')) throw new InvalidStoreInputError('finish', 'token', "may not contain '|'");
   const setEntries = Object.entries(input.set);
   const record = input.record ?? '';
-  const args: (string | number)[] = [
-    input.token,
-    input.cardId,
-    input.now,
-    input.leaseLost === true ? '1' : '',
-    record,
-    record === '' ? '' : FINISH_RECORD_TTL_MS,
-    setEntries.length,
-  ];
+  const args: (string | number)[] = [input.token, input.cardId, input.now, input.leaseLost === true ? '1' : '', record, setEntries.length];
   for (const [field, value] of setEntries) args.push(field, value);
   args.push(...input.del);
   const { cardId } = input;
   return {
     name: 'finish',
-    keys: [keys.due(cardId), keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue, keys.finished(cardId)],
+    // The script derives the card's claim, exec and fin keys from its due key (lua/finish.lua).
+    keys: [keys.due(cardId), keys.running, keys.prio, keys.queue],
     args,
   };
 }
