@@ -110,29 +110,37 @@ for t in string.gmatch(ARGV[9], '[^,]+') do table.insert(gatewayTypes, t) end
 -- Per-type budget (only when the round is budgeted). Every gateway type is read; a type counts
 -- against a group when it is counted (realname only with real-name control), has a group, and the
 -- group has a budget. Other due gateway types are unbudgeted: they never wait for a group.
+-- Groups are numbered 1..nGroups for the round, so the per-card bookkeeping runs over small
+-- arrays (numeric loops, nothing to empty or allocate per card).
 local readFields = {}
-local typeGroupOf = {}
+local nTypes = #gatewayTypes
+local groupOfType = {} -- type index -> group number (budgeted types only)
+local groupBudget, groupUsed, groupClosed = {}, {}, {}
+local nGroups = 0
 local open = 0
-local closed = {}
-local anyBudgetedType = false
 if budgeted then
-  local relevant = {}
+  local numberOf = {}
   for i, t in ipairs(gatewayTypes) do
     readFields[i] = F_DUE .. t
     local g = typeGroup[t]
     if g and budget[g] ~= nil and (t ~= 'realname' or countRealname) then
-      typeGroupOf[i] = g
-      anyBudgetedType = true
-      if not relevant[g] then
-        relevant[g] = true
+      local gi = numberOf[g]
+      if gi == nil then
+        nGroups = nGroups + 1
+        gi = nGroups
+        numberOf[g] = gi
+        groupBudget[gi] = budget[g]
+        groupUsed[gi] = 0
         -- An exhausted group refuses every card: closed from the start.
-        if budget[g] <= 0 then closed[g] = true else open = open + 1 end
+        groupClosed[gi] = budget[g] <= 0
+        if not groupClosed[gi] then open = open + 1 end
       end
+      groupOfType[i] = gi
     end
   end
 end
+local anyBudgetedType = nGroups > 0
 
-local used = {}
 local taken = 0
 local skipped = 0
 local stop = false
@@ -162,20 +170,25 @@ local function heldElsewhere(claimKey, laneKey, cardId)
   return false
 end
 
-local function closeGroups(refused)
-  for g in pairs(refused) do
-    closed[g] = true
-    open = open - 1
+-- Per-card scratch, indexed by group number and overwritten for each candidate: allocation is what
+-- a script pays for most (Redis runs a Lua GC step every 50 script calls, so garbage of one round
+-- slows the next calls). verdict: 0 = nothing needed (or the group is closed), ADMIT, REFUSE.
+local need, verdict = {}, {}
+local ADMIT, REFUSE = 1, 2
+
+-- A group refusing a card closes for the rest of the round.
+local function closeRefusing()
+  for gi = 1, nGroups do
+    if verdict[gi] == REFUSE then
+      groupClosed[gi] = true
+      open = open - 1
+    end
   end
 end
 
--- Per-card scratch tables, emptied for each candidate: allocation is what a script pays for most
--- (Redis runs a Lua GC step every 50 script calls, so garbage of one round slows the next calls).
-local need, admit, refused = {}, {}, {}
 local function clear(t)
   for k in pairs(t) do t[k] = nil end
 end
-local scratchUsed = false
 
 -- Claimed cards' new lane scores and running entries, written by one ZADD each per batch rather
 -- than two calls per card (a redis.call costs more than the Lua around it). Flushed before the
@@ -202,22 +215,17 @@ local function tryClaim(cardId, fromPriority, laneKey)
   if anyBudgetedType then
     budgetedCard = true
     local values = redis.call('HMGET', dueKey, unpack(readFields))
-    if scratchUsed then
-      clear(need)
-      clear(admit)
-      clear(refused)
-    end
-    scratchUsed = true
+    for gi = 1, nGroups do need[gi] = 0 end
     local unbudgeted = false
-    for i = 1, #gatewayTypes do
+    for i = 1, nTypes do
       local v = values[i]
       if v then
         -- Any field found proves the hash exists.
         hasHash = true
         local d = tonumber(v)
         if d and d <= dueBy then
-          local g = typeGroupOf[i]
-          if g then need[g] = (need[g] or 0) + 1 else unbudgeted = true end
+          local gi = groupOfType[i]
+          if gi then need[gi] = need[gi] + 1 else unbudgeted = true end
         end
       end
     end
@@ -225,29 +233,34 @@ local function tryClaim(cardId, fromPriority, laneKey)
     -- later card goes ahead of this one in that group. A group with budget > 0 admits its first
     -- card even above budget (limiter wait mode).
     local any, anyAdmitted = false, unbudgeted
-    for g, n in pairs(need) do
-      any = true
-      if not closed[g] then
-        local u = used[g] or 0
-        if u > 0 and u + n > budget[g] then
-          refused[g] = true
-        else
-          admit[g] = n
-          anyAdmitted = true
+    for gi = 1, nGroups do
+      local n = need[gi]
+      local v = 0
+      if n > 0 then
+        any = true
+        if not groupClosed[gi] then
+          local u = groupUsed[gi]
+          if u > 0 and u + n > groupBudget[gi] then
+            v = REFUSE
+          else
+            v = ADMIT
+            anyAdmitted = true
+          end
         end
       end
+      verdict[gi] = v
     end
     if any and not anyAdmitted then
       -- Everything it needs now waits for a closed group: it stays due, in place.
       if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
-      closeGroups(refused)
+      closeRefusing()
       if open <= 0 then stop = true end
       return SKIPPED
     end
     if any then
-      for i = 1, #gatewayTypes do
-        local g = typeGroupOf[i]
-        if g and need[g] and not admit[g] then
+      for i = 1, nTypes do
+        local gi = groupOfType[i]
+        if gi and need[gi] > 0 and verdict[gi] ~= ADMIT then
           local d = tonumber(values[i])
           if d and d <= dueBy then
             deferred = deferred == '' and gatewayTypes[i] or (deferred .. ',' .. gatewayTypes[i])
@@ -262,8 +275,10 @@ local function tryClaim(cardId, fromPriority, laneKey)
     redis.call('SET', claimKey, token, 'PX', pxArg)
   end
   if budgetedCard then
-    closeGroups(refused)
-    for g, n in pairs(admit) do used[g] = (used[g] or 0) + n end
+    closeRefusing()
+    for gi = 1, nGroups do
+      if verdict[gi] == ADMIT then groupUsed[gi] = groupUsed[gi] + need[gi] end
+    end
     if deferred ~= '' and open <= 0 then stop = true end
   end
   -- The lane and running writes of claimed cards go out in batches (flushClaimed).

@@ -60,7 +60,8 @@ if now == nil or token == '' or nSet == nil or nSet < 0 or 6 + 2 * nSet > #ARGV 
 if string.sub(dueKey, -4) ~= ':due' then return -2 end
 -- Derived rather than passed: three fewer keys for every client to build, send and Redis to parse.
 local cardPrefix = string.sub(dueKey, 1, -4)
-local claimKey, execKey, finKey = cardPrefix .. 'claim', cardPrefix .. 'exec', cardPrefix .. 'fin'
+local claimKey, execKey = cardPrefix .. 'claim', cardPrefix .. 'exec'
+local finKey = record ~= '' and cardPrefix .. 'fin'
 local RECORD_TTL_MS = 3600000
 
 if record ~= '' then
@@ -77,12 +78,110 @@ local function reply(code)
 end
 
 local owned = not leaseLost and leaseExpiry(runningKey, token, now) ~= nil
--- Normal lane first: where most cards are (a card is in at most one lane, I1).
-local inQueue = redis.call('ZSCORE', queueKey, cardId)
-local inPrio = not inQueue and redis.call('ZSCORE', prioKey, cardId)
 -- The hash is read once and what changes is written back in one HSET and one HDEL, so the cost
 -- hardly grows with the fields and types a result touches.
 local raw = redis.call('HGETALL', dueKey)
+-- Allocation is what costs here (Redis runs a Lua GC step every 50 script calls): no tables, few
+-- closures, no temporary strings on the common path.
+local COLON = 58 -- every typed prefix (`due:`, `cfm:`, `exp:`, `req:`) is four characters
+local nArgs = #ARGV
+local delFrom = 7 + 2 * nSet
+
+-- The usual finish: its token owns the claim, nothing was deferred, no request is pending, so no
+-- type is protected and the result applies as it is: written straight from ARGV, the next score
+-- read off the HGETALL reply in the same pass that rules the other cases out.
+local usual = owned and #raw > 0
+local score, prio = nil, nil
+if usual then
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    local b1, b2, b3, b4 = string.byte(f, 1, 4)
+    if b4 == COLON then
+      if b1 == 100 and b2 == 117 and b3 == 101 then -- 'due:'; a due the result sets is counted below
+        local touched = false
+        for j = 7, nArgs do
+          if ARGV[j] == f and (j >= delFrom or (j - 7) % 2 == 0) then
+            touched = true
+            break
+          end
+        end
+        if not touched then
+          local d = tonumber(raw[i + 1])
+          if d and (score == nil or d < score) then score = d end
+        end
+      elseif b1 == 114 and b2 == 101 and b3 == 113 then -- 'req:'
+        usual = false
+        break
+      end
+    elseif f == F_DEFERRED then
+      if raw[i + 1] ~= '' then
+        usual = false
+        break
+      end
+    elseif f == F_PRIO then
+      prio = raw[i + 1]
+    end
+  end
+end
+
+if usual then
+  -- The result's dues and `prio`. Deletions apply after sets (HSET then HDEL below), and of a field
+  -- set twice the last value wins, as in HSET.
+  for j = 7, delFrom - 2, 2 do
+    local f = ARGV[j]
+    local b1, b2, b3, b4 = string.byte(f, 1, 4)
+    local isDue = b4 == COLON and b1 == 100 and b2 == 117 and b3 == 101
+    if isDue or f == F_PRIO then
+      local final = true
+      for k = j + 2, nArgs do
+        if ARGV[k] == f and (k >= delFrom or (k - 7) % 2 == 0) then
+          final = false
+          break
+        end
+      end
+      if final then
+        if isDue then
+          local d = tonumber(ARGV[j + 1])
+          if d and (score == nil or d < score) then score = d end
+        else
+          prio = ARGV[j + 1]
+        end
+      end
+    end
+  end
+  for j = delFrom, nArgs do
+    if ARGV[j] == F_PRIO then prio = nil end
+  end
+  score = score or (now + NO_DUE_RETRY_MS)
+  local lane, other = queueKey, prioKey
+  if prio == '1' then lane, other = prioKey, queueKey end
+  -- Rescored where it is: ZADD XX CH answers 1 when the card is in that lane (its score, the lease
+  -- end, changes), so the usual finish looks no lane up first.
+  local inLane = redis.call('ZADD', lane, 'XX', 'CH', score, cardId) == 1
+  if not inLane then
+    if redis.call('ZSCORE', lane, cardId) then
+      inLane = true -- already at that score
+    elseif redis.call('ZREM', other, cardId) == 1 then
+      redis.call('ZADD', lane, score, cardId) -- `prio` set or cleared: it changes lanes
+      inLane = true
+    end
+  end
+  if inLane then
+    if nSet > 0 then redis.call('HSET', dueKey, unpack(ARGV, 7, delFrom - 1)) end
+    -- HDEL of an absent field is a no-op: the claim's marks and the result's deletions in one call.
+    redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs))
+    -- This token owns the claim (checked above), so the claim key is its own; the exec key holds
+    -- at most its right (an earlier token's right ends with that token's claim).
+    redis.call('DEL', claimKey, execKey)
+    redis.call('ZREM', runningKey, token)
+    return reply(1)
+  end
+  -- In no lane: removed from polling during the execution, handled below.
+end
+
+-- Normal lane first: where most cards are (a card is in at most one lane, I1).
+local inQueue = redis.call('ZSCORE', queueKey, cardId)
+local inPrio = not inQueue and redis.call('ZSCORE', prioKey, cardId)
 if not (inQueue or inPrio) or #raw == 0 then
   -- A lane entry without state cannot be executed: drop it rather than poll it forever.
   if #raw == 0 then
@@ -95,74 +194,11 @@ if not (inQueue or inPrio) or #raw == 0 then
   end
   return reply(0)
 end
--- Allocation is what costs here (Redis runs a Lua GC step every 50 script calls): no tables, few
--- closures, no temporary strings on the common path.
-local COLON = 58 -- every typed prefix (`due:`, `cfm:`, `exp:`, `req:`) is four characters
-local nArgs = #ARGV
-local delFrom = 7 + 2 * nSet
+
+-- Every other finish: a stale token, deferred types or a pending request protect some types.
 local score = nil
 local isPrio
-
--- The usual finish: its token owns the claim, nothing was deferred, no request is pending, so no
--- type is protected and the result applies as it is: written straight from ARGV, the next score
--- read off the HGETALL reply.
-local usual = owned
-if usual then
-  for i = 1, #raw, 2 do
-    local f = raw[i]
-    if f == F_DEFERRED then
-      if raw[i + 1] ~= '' then
-        usual = false
-        break
-      end
-    else
-      local b1, b2, b3, b4 = string.byte(f, 1, 4)
-      if b4 == COLON and b1 == 114 and b2 == 101 and b3 == 113 then -- 'req:'
-        usual = false
-        break
-      end
-    end
-  end
-end
-
-if usual then
-  -- What the result does to field f: false = deletes it, a string = sets it, nil = leaves it.
-  -- Deletions apply after sets (HSET then HDEL below); of a field set twice the last value wins,
-  -- as in HSET.
-  local function resultValue(f)
-    for j = delFrom, nArgs do
-      if ARGV[j] == f then return false end
-    end
-    for j = delFrom - 2, 7, -2 do
-      if ARGV[j] == f then return ARGV[j + 1] end
-    end
-    return nil
-  end
-  local prio = nil
-  for i = 1, #raw, 2 do
-    local f = raw[i]
-    if f == F_PRIO then
-      prio = raw[i + 1]
-    elseif string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE and resultValue(f) == nil then
-      local d = tonumber(raw[i + 1])
-      if d and (score == nil or d < score) then score = d end
-    end
-  end
-  for j = 7, delFrom - 2, 2 do
-    local f = ARGV[j]
-    if string.byte(f, 4) == COLON and string.sub(f, 1, 4) == F_DUE then
-      local v = resultValue(f)
-      local d = v and tonumber(v)
-      if d and (score == nil or d < score) then score = d end
-    end
-  end
-  local prioByResult = resultValue(F_PRIO)
-  if prioByResult ~= nil then prio = prioByResult end
-  isPrio = prio == '1'
-  if nSet > 0 then redis.call('HSET', dueKey, unpack(ARGV, 7, delFrom - 1)) end
-  -- HDEL of an absent field is a no-op: the claim's marks and the result's deletions in one call.
-  redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs))
-else
+do
   local hash = {}
   local hasReq = false
   for i = 1, #raw, 2 do
@@ -289,7 +325,7 @@ else
 end
 
 -- This token owns the claim (checked above), so the claim key is its own; the exec key holds at
--- most its right (an earlier token's right ends with that token's claim).
+-- most its right.
 redis.call('DEL', claimKey, execKey)
 redis.call('ZREM', runningKey, token)
 score = score or (now + NO_DUE_RETRY_MS)
