@@ -9,8 +9,8 @@
  * - p50/p99 latency of one claim round of 200 cards;
  * - ours ÷ seed cycles/s per scenario (issue 11 target ≥ 1.0×).
  *
- * The implementations alternate which goes first per scenario; each one's keys are deleted before
- * the other runs. Writes <out>/lua.json and lua.md (default bench/results) and prints the Markdown.
+ * Each scenario runs --rounds times per implementation (default 3), alternating which goes first;
+ * the ratio is of the two medians. Each run's keys are deleted before the next one. Writes <out>/lua.json and lua.md (default bench/results) and prints the Markdown.
  * Refused on a busy machine unless --allow-busy (then marked invalid), like `npm run bench`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -38,8 +38,10 @@ const CONNECTIONS = 8;
 const RATIO_TARGET = 1;
 const GROUP_BUDGET = { g1: 10_000 };
 const TYPE_GROUPS = { card_status: 'g1', carddata: 'g1', realname: 'g2' };
-const HELP = `usage: npm run bench:lua -- [--cards N] [--out DIR] [--allow-busy]
+const HELP = `usage: npm run bench:lua -- [--cards N] [--rounds N] [--out DIR] [--allow-busy]
   --cards N     BENCH_LUA_CARDS   due cards per scenario (default 100000)
+  --rounds N    BENCH_LUA_ROUNDS  runs of each implementation per scenario, alternating which goes
+                                  first; the ratio is of the medians (default 3)
   --out DIR     BENCH_OUT_DIR     results folder (default bench/results)
   --allow-busy  BENCH_ALLOW_BUSY  run on a busy machine anyway (result marked invalid)`;
 
@@ -153,6 +155,14 @@ async function drainAccount(cycler: Cycler, carrierId: string, claimLatencies: n
   }
 }
 
+function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
 /** Total µs Redis spent in EVALSHA calls since start (every script call of the run is one). */
 async function scriptMicros(redis: Redis): Promise<number> {
   return Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
@@ -231,6 +241,7 @@ function markdown(input: {
   redisVersion: string;
   results: readonly ScenarioResult[];
   ratios: readonly Ratio[];
+  rounds: number;
   verdicts: readonly Verdict[];
   valid: boolean;
   reasons: readonly string[];
@@ -257,7 +268,9 @@ function markdown(input: {
         `| ${r.scenario} | ${r.implementation} | ${r.accounts} | ${r.cards} | ${r.cyclesPerSecond} | ${r.seconds} | ${r.claimRounds} | ${r.claimP50Ms} | ${r.claimP99Ms} | ${r.redisScriptUsPerCycle} | ${r.clientCpuUsPerCycle} |`,
     ),
     '',
-    '| scenario | ours cycles/s | seed cycles/s | ours ÷ seed |',
+    `Ratio: each side's median cycles/s over its ${input.rounds} run(s) per scenario (rounds alternate which side goes first).`,
+    '',
+    '| scenario | ours cycles/s (median) | seed cycles/s (median) | ours ÷ seed |',
     '| --- | ---: | ---: | ---: |',
     ...input.ratios.map((r) => `| ${r.scenario} | ${r.ours} | ${r.seed} | ${r.ratio} |`),
     '',
@@ -274,12 +287,13 @@ function markdown(input: {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  rejectUnknownFlags(argv, ['--cards', '--out', '--allow-busy', '--help', '-h']);
+  rejectUnknownFlags(argv, ['--cards', '--rounds', '--out', '--allow-busy', '--help', '-h']);
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${HELP}\n`);
     return;
   }
   const totalCards = Math.floor(positive('--cards', flagValue(argv, '--cards') ?? process.env.BENCH_LUA_CARDS) ?? 100_000);
+  const rounds = Math.floor(positive('--rounds', flagValue(argv, '--rounds') ?? process.env.BENCH_LUA_ROUNDS) ?? 3);
   const outDir = flagValue(argv, '--out') ?? process.env.BENCH_OUT_DIR ?? RESULTS_DIR;
   const allowBusy = flagSet(argv, '--allow-busy', process.env.BENCH_ALLOW_BUSY);
   const config = loadConfig();
@@ -324,13 +338,16 @@ async function main(): Promise<void> {
   try {
     const info = await admin.info('server');
     const redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
-    const plan: { name: string; accounts: number; connections: number; order: Implementation[] }[] = [
-      { name: 'one account', accounts: 1, connections: 1, order: ['ours', 'seed'] },
-      { name: '50 accounts', accounts: 50, connections: CONNECTIONS, order: ['seed', 'ours'] },
+    const plan: { name: string; accounts: number; connections: number }[] = [
+      { name: 'one account', accounts: 1, connections: 1 },
+      { name: '50 accounts', accounts: 50, connections: CONNECTIONS },
     ];
     const results: ScenarioResult[] = [];
+    // Rounds alternate which implementation goes first: on a small shared machine one run's
+    // figure moves by ±5 % from run to run, so each side's median over the rounds is compared.
+    const orders = Array.from({ length: rounds }, (_, r): Implementation[] => (r % 2 === 0 ? ['ours', 'seed'] : ['seed', 'ours']));
     for (const scenario of plan) {
-      for (const implementation of scenario.order) {
+      for (const implementation of orders.flat()) {
         process.stderr.write(`[bench:lua] ${scenario.name}: ${implementation} (${totalCards} cards)\n`);
         results.push(
           await runScenario(admin, cyclers[implementation].slice(0, scenario.connections), implementation, scenario.name, scenario.accounts, run, cardIds),
@@ -340,7 +357,7 @@ async function main(): Promise<void> {
     }
     const ratios: Ratio[] = plan.map((scenario) => {
       const of = (implementation: Implementation): number =>
-        results.find((r) => r.scenario === scenario.name && r.implementation === implementation)?.cyclesPerSecond ?? 0;
+        median(results.filter((r) => r.scenario === scenario.name && r.implementation === implementation).map((r) => r.cyclesPerSecond));
       return { scenario: scenario.name, ours: of('ours'), seed: of('seed'), ratio: of('seed') > 0 ? Number((of('ours') / of('seed')).toFixed(3)) : 0 };
     });
     const verdicts = ratios.map((r) =>
@@ -366,6 +383,7 @@ async function main(): Promise<void> {
       machineLoad: load,
       redisVersion,
       clientSettings: { library: 'ioredis', enableAutoPipelining: true, connections: CONNECTIONS },
+      rounds,
       seed: { file: scripts.file, declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored },
       results,
       ratios,
@@ -374,7 +392,7 @@ async function main(): Promise<void> {
     };
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, 'lua.json'), `${JSON.stringify(record, null, 2)}\n`);
-    const text = markdown({ date, redisVersion, results, ratios, verdicts, valid: record.valid, reasons, load, seedNotes });
+    const text = markdown({ date, redisVersion, results, ratios, rounds, verdicts, valid: record.valid, reasons, load, seedNotes });
     writeFileSync(join(outDir, 'lua.md'), text);
     process.stdout.write(text);
   } finally {
