@@ -111,6 +111,29 @@ describe('finish', () => {
     assert.equal(await fx.store.laneOf(c, 'a'), 'normal');
   });
 
+  test('next due equal to the lease end (the score the claim gave it): stays in its lane, released', async () => {
+    const c = await executing();
+    const leaseEnd = NOW + CLAIM_DEFAULTS.leaseMs;
+    assert.equal(await fx.score(c, 'queue', 'a'), leaseEnd, 'the claim scored it at its lease end');
+    assert.equal(await finish(c, { set: { [DueField.due('card_status')]: leaseEnd }, del: [DueField.due('carddata')] }), true);
+    assert.equal(await fx.score(c, 'queue', 'a'), leaseEnd);
+    assert.equal(await fx.store.laneOf(c, 'a'), 'normal');
+    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal((await fx.hash(c, 'a'))[DueField.due('card_status')], String(leaseEnd));
+  });
+
+  test("the result's own prio decides the lane: set → priority lane, deleted → normal lane", async () => {
+    const toPriority = await executing();
+    assert.equal(await finish(toPriority, { set: { [DueField.due('card_status')]: NOW + 60_000, prio: '1' } }), true);
+    assert.equal(await fx.store.laneOf(toPriority, 'a'), 'priority');
+    assert.equal(await fx.score(toPriority, 'prio', 'a'), NOW + 50_000);
+    const toNormal = await executing();
+    await fx.redis.hset(fx.keys(toNormal).due('a'), 'prio', '1');
+    assert.equal(await finish(toNormal, { del: ['prio'] }), true);
+    assert.equal(await fx.store.laneOf(toNormal, 'a'), 'normal');
+    assert.equal((await fx.hash(toNormal, 'a')).prio, undefined);
+  });
+
   test('no due type left → now + 1 h', async () => {
     const c = await executing();
     await finish(c, { set: {}, del: [DueField.due('card_status'), DueField.due('carddata')] });
