@@ -52,6 +52,8 @@ export class BacklogMonitor {
           this.lastFailure = undefined;
         })
         .catch((error: unknown) => {
+          // A tick cut short by stop() (connections closing) is no failure to report.
+          if (this.stopped) return;
           // The same failure every tick of an outage (PostgreSQL away for a minute) is one line.
           const message = error instanceof Error ? error.message : String(error);
           if (message !== this.lastFailure) this.options.log?.(`ingest monitor: ${message}`);

@@ -71,7 +71,7 @@ export function startIngest(input: IngestServiceInput): IngestService {
   const metrics = input.registry ? createIngestMetrics(input.registry) : undefined;
   // The blocking read holds a connection: its own, so other commands never queue behind it.
   const readConnection = input.redis.duplicate();
-  logConnectionErrors(readConnection, 'redis(ingest-read)');
+  logConnectionErrors(readConnection, 'redis(ingest-read)', { write: log });
   const consumer = new IngestConsumer({
     stream,
     readConnection,

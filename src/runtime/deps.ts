@@ -12,7 +12,7 @@ import { GatewayClient } from '../gateway/client.js';
 import { createPool, type Pool } from '../db/pool.js';
 import { ReferenceData } from './referenceData.js';
 import { createActivityMetrics, type ActivityMetrics } from './metrics.js';
-import { createProcessLogger } from './logger.js';
+import { createProcessLogger, type ProcessLogger } from './logger.js';
 
 export interface RuntimeDeps {
   readonly config: Config;
@@ -24,6 +24,14 @@ export interface RuntimeDeps {
   readonly reference: ReferenceData;
   readonly registry: Registry;
   readonly metrics: ActivityMetrics;
+  /** The process log (JSON lines) for what runs beside the workers. */
+  readonly logger: ProcessLogger;
+  /**
+   * Registers `stop` to run, and be awaited, before the connections close: whatever keeps using
+   * them on its own (the ingest's consumer and monitor) ends first, instead of meeting a closed
+   * connection.
+   */
+  beforeClose(stop: () => Promise<void>): void;
   close(): Promise<void>;
 }
 
@@ -44,9 +52,10 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
     max: options.poolSize ?? 20,
     applicationName: options.name ?? 'card-poller',
   });
+  const logger = createProcessLogger(config, options.name ?? 'card-poller');
   // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
-  const referenceLog = createProcessLogger(config, options.name ?? 'card-poller');
-  const reference = new ReferenceData(pool, { log: (line) => referenceLog.warn(line) });
+  const reference = new ReferenceData(pool, { log: (line) => logger.warn(line) });
+  const stops: Array<() => Promise<void>> = [];
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Every process on Redis' clock (DESIGN §4): leases, due times and request stamps compare across hosts.
@@ -68,7 +77,12 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
     reference,
     registry,
     metrics: createActivityMetrics(registry),
+    logger,
+    beforeClose(stop) {
+      stops.push(stop);
+    },
     async close() {
+      await Promise.allSettled(stops.splice(0).map((stop) => stop()));
       gateway.close();
       await Promise.allSettled([pool.end(), redis.quit()]);
     },

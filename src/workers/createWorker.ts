@@ -165,15 +165,18 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         activities: createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
         maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
       });
-      // The async ingest's stream consumer lives as long as this worker.
-      runIngestWithWorker(worker, {
+      // The async ingest's stream consumer lives as long as this worker, and ends before the
+      // process closes its connections (its last tick would otherwise meet a closed one).
+      const ingest = runIngestWithWorker(worker, {
         redis: deps.redis,
         namespace: config.REDIS_KEY_PREFIX,
         pool: deps.pool,
         priority: setup.services.priority,
         settings: ingestSettings(config),
         registry: deps.registry,
+        log: (line) => deps.logger.warn({ component: 'ingest' }, line),
       });
+      deps.beforeClose(() => ingest.stop());
       return worker;
     }
   }
