@@ -8,7 +8,7 @@
  * only counts things (footprint: bytes, rows, events), which a busy machine does not change.
  */
 import { loadConfigOrExit } from '../src/config/index.js';
-import { ensureServices, machine, snapshot, versions } from './lib/environment.js';
+import { ensureServices, freshTemporalDatabase, machine, snapshot, versions } from './lib/environment.js';
 import { HELP, parseOptions, type BenchOptions, type ScenarioName } from './lib/options.js';
 import { writeReport, type ScenarioReport } from './lib/report.js';
 import { countSqlStatements } from './lib/measure.js';
@@ -74,8 +74,12 @@ async function main(): Promise<void> {
   const measured: Measured = { cardRuns: [] };
   const summaries: string[] = [];
   try {
-    for (const name of options.scenarios) {
+    for (const [index, name] of options.scenarios.entries()) {
       log(`scenario ${name}`);
+      if (index > 0 && !options.keepTemporalDb && !LOAD_INDEPENDENT.has(name)) {
+        const was = await freshTemporalDatabase(config, log);
+        if (was !== null) log(`fresh Temporal database for ${name} (the previous one had grown to ${was} MB)`);
+      }
       const before = snapshot(config);
       const started = Date.now();
       const outcome = await SCENARIO_RUNNERS[name]({ config, options, log: (line) => log(`${name}: ${line}`), previous, measured });

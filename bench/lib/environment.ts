@@ -3,14 +3,14 @@
  * and the record that makes figures comparable across runs — machine, load, versions.
  */
 import os from 'node:os';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../src/config/index.js';
 import { servicesUp } from '../../src/services/index.js';
-import { TEMPORAL_BIN } from '../../src/services/temporal.js';
+import { TEMPORAL_BIN, parseHostPort, startTemporal, stopTemporal } from '../../src/services/temporal.js';
 import { dataDir } from '../../src/services/paths.js';
 import { connectRedis } from '../../src/redis/connect.js';
 import { logConnectionErrors } from '../../src/db/connectionErrors.js';
@@ -70,6 +70,23 @@ export function snapshot(config: Config): MachineSnapshot {
 /** Starts (or reuses) Temporal, Redis and PostgreSQL exactly as `npm run services:up` does (AOF on). */
 export async function ensureServices(config: Config, log: (line: string) => void): Promise<void> {
   await servicesUp(config, { redisPersistence: 'aof', log: (line) => log(`services: ${line}`) });
+}
+
+/**
+ * Restarts the dev server on an empty database, so a scenario does not inherit the file the
+ * previous one grew (the dev server slows as its SQLite file grows: DESIGN §11.1). Only a server
+ * this project runs (TEMPORAL_ADDRESS not set in the environment); returns the size it had in MB,
+ * or null when the server is external and was left alone.
+ */
+export async function freshTemporalDatabase(config: Config, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<number | null> {
+  if ((env.TEMPORAL_ADDRESS ?? '') !== '') return null;
+  const dir = join(dataDir(config.DATA_DIR), 'temporal');
+  const before = temporalDbMb(config.DATA_DIR) ?? 0;
+  await stopTemporal(dir);
+  for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `temporal.db${suffix}`), { force: true });
+  const { host, port } = parseHostPort(config.TEMPORAL_ADDRESS);
+  await startTemporal({ host, port, uiPort: Number(new URL(config.TEMPORAL_UI_URL).port || '80') }, dir, (line) => log(`services: ${line}`));
+  return before;
 }
 
 export async function versions(config: Config): Promise<Versions> {

@@ -39,6 +39,8 @@ export interface BenchOptions {
   readonly rounds: number;
   /** Run even when the machine is busy; every result is then marked invalid. */
   readonly allowBusy: boolean;
+  /** Keep the dev server's database between scenarios (default: each timed scenario after the first gets a fresh one). */
+  readonly keepTemporalDb: boolean;
   /** Where <scenario>.json and .md go. */
   readonly outDir: string;
   readonly help: boolean;
@@ -81,6 +83,9 @@ Options (flag / environment):
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)
   --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
+  --keep-temporal-db    BENCH_KEEP_TEMPORAL_DB=1 run every scenario on one Temporal database (default: the dev server
+                                                 the bench started is restarted on a fresh database before each timed
+                                                 scenario after the first: it slows as its SQLite file grows)
   --out DIR             BENCH_OUT_DIR            results folder (default bench/results)
   --help
 
@@ -140,7 +145,7 @@ export const VALUE_FLAGS = [
   '--rounds',
   '--out',
 ];
-const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--help', '-h'];
+const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--keep-temporal-db', '--help', '-h'];
 
 export function rejectUnknownFlags(argv: readonly string[], known: readonly string[]): void {
   // Unknown flags are errors: a typo must not silently run the long default.
@@ -174,6 +179,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     shapes,
     rounds: Math.floor(positive('--rounds', flagValue(argv, '--rounds') ?? env.BENCH_ROUNDS) ?? 1),
     allowBusy: flagSet(argv, '--allow-busy', env.BENCH_ALLOW_BUSY),
+    keepTemporalDb: flagSet(argv, '--keep-temporal-db', env.BENCH_KEEP_TEMPORAL_DB),
     outDir: flagValue(argv, '--out') ?? env.BENCH_OUT_DIR ?? RESULTS_DIR,
     help,
   };
