@@ -13,7 +13,9 @@
 --   ARGV[2] lease ms (> 0)
 --   ARGV[3] in-flight limit
 --   ARGV[4] priority ratio (0 = unlimited, else share of capacity for the first priority pass)
---   ARGV[5] token prefix (unique per claimer and round); token = `<prefix>:<cardId>`
+--   ARGV[5] token prefix (unique per claimer and round); token = `<prefix>@<now>:<cardId>`: the
+--           claim's instant (ms) travels in the token, so finish knows which request-checks were
+--           made after the claim without a per-card write here (see finish.lua)
 --   ARGV[6] remaining budget per group `g=n;g=n` ('' = no budget at all; absent group = unlimited)
 --   ARGV[7] check type -> group `t=g;t=g` (types without a group are not budgeted)
 --   ARGV[8] '1' when realname calls count against the budget (account has real-name control)
@@ -27,9 +29,11 @@
 --   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
 --   expired = running tokens whose lease ended at or before now (reclaimed this round)
 --   -2 when an argument is invalid
--- Writes per claimed card (when its due hash exists): `clm` = now, `dfr` = the due gateway types
--- the execution must NOT run (comma-separated, '' = none; overwritten by every claim, dropped by
--- finish and release), `prio` dropped when taken from the priority lane with nothing deferred.
+-- Writes per claimed card (when its due hash exists): `dfr` = the due gateway types the execution
+-- must NOT run (comma-separated; set only when there are some, else absent — a stale one, left by
+-- a claim that ended without finish or release, is dropped; finish and release drop it), `prio`
+-- dropped when taken from the priority lane with nothing deferred. A card claimed from the normal
+-- lane with nothing deferred costs no hash write at all.
 --
 -- Time: leases are judged against ARGV now and the running scores, never against Redis' real
 -- TTL (see includes/lease.lua). A claimer whose clock runs ahead by s ms reclaims leases s ms
@@ -84,11 +88,11 @@ local result = {#stale}
 if ARGV[10] == '1' then
   local cursor = '0'
   repeat
-    local page = redis.call('ZSCAN', runningKey, cursor, 'MATCH', prefix .. ':*', 'COUNT', 500)
+    local page = redis.call('ZSCAN', runningKey, cursor, 'MATCH', prefix .. '@*', 'COUNT', 500)
     cursor = page[1]
     for i = 1, #page[2], 2 do
       local token = page[2][i]
-      table.insert(result, string.sub(token, #prefix + 2))
+      table.insert(result, string.match(token, ':([^:]+)$'))
       table.insert(result, token)
       table.insert(result, '0')
     end
@@ -114,6 +118,8 @@ for t in string.gmatch(ARGV[9], '[^,]+') do table.insert(gatewayTypes, t) end
 -- arrays (numeric loops, nothing to empty or allocate per card).
 local readFields = {}
 local nTypes = #gatewayTypes
+-- Read with the due times: whether a stale `dfr` must be dropped.
+local DFR_AT = nTypes + 1
 local groupOfType = {} -- type index -> group number (budgeted types only)
 local groupBudget, groupUsed, groupClosed = {}, {}, {}
 local nGroups = 0
@@ -138,6 +144,7 @@ if budgeted then
       groupOfType[i] = gi
     end
   end
+  readFields[DFR_AT] = F_DEFERRED
 end
 local anyBudgetedType = nGroups > 0
 
@@ -153,6 +160,7 @@ local CLAIMED, HANDLED, SKIPPED = 1, 2, 3
 local nowArg = string.format('%.17g', now)
 local leaseEndArg = string.format('%.17g', now + lease)
 local pxArg = string.format('%.17g', lease + PX_MARGIN_MS)
+local tokenPrefix = prefix .. '@' .. nowArg .. ':'
 
 -- True when another token holds a live claim on the card: it is pushed to its lease end (it needs
 -- no calls now, so it takes no budget and closes no group). An orphan claim (no live running
@@ -211,17 +219,17 @@ local function tryClaim(cardId, fromPriority, laneKey)
   local claimKey, dueKey = cardKey(cardId, 'claim'), cardKey(cardId, 'due')
   local deferred = ''
   local budgetedCard = false
-  local hasHash = nil
+  -- Whether the hash may hold a `dfr` to drop: unknown (so assumed) unless the round read it.
+  local staleDeferred = true
   if anyBudgetedType then
     budgetedCard = true
     local values = redis.call('HMGET', dueKey, unpack(readFields))
+    staleDeferred = values[DFR_AT] and values[DFR_AT] ~= ''
     for gi = 1, nGroups do need[gi] = 0 end
     local unbudgeted = false
     for i = 1, nTypes do
       local v = values[i]
       if v then
-        -- Any field found proves the hash exists.
-        hasHash = true
         local d = tonumber(v)
         if d and d <= dueBy then
           local gi = groupOfType[i]
@@ -269,7 +277,7 @@ local function tryClaim(cardId, fromPriority, laneKey)
       end
     end
   end
-  local token = prefix .. ':' .. cardId
+  local token = tokenPrefix .. cardId
   if not redis.call('SET', claimKey, token, 'NX', 'PX', pxArg) then
     if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
     redis.call('SET', claimKey, token, 'PX', pxArg)
@@ -288,12 +296,14 @@ local function tryClaim(cardId, fromPriority, laneKey)
   pendingRunning[n + 1] = leaseEndArg
   pendingRunning[n + 2] = token
   if n + 2 >= FLUSH_AT then flushClaimed(laneKey) end
-  if hasHash or redis.call('EXISTS', dueKey) == 1 then
-    -- A card with a deferred type keeps its priority: finish puts it back in the priority lane.
-    if fromPriority and deferred == '' then redis.call('HDEL', dueKey, F_PRIO) end
-    -- clm: requests made after this instant survive finish (see finish.lua). dfr: the types this
-    -- execution must not run, overwritten by every claim.
-    redis.call('HSET', dueKey, F_CLAIMED_AT, nowArg, F_DEFERRED, deferred)
+  if deferred ~= '' then
+    -- Deferred types are due types read from the hash, so it exists. A card with a deferred type
+    -- keeps its priority: finish puts it back in the priority lane.
+    redis.call('HSET', dueKey, F_DEFERRED, deferred)
+  elseif fromPriority then
+    redis.call('HDEL', dueKey, F_PRIO, F_DEFERRED)
+  elseif staleDeferred then
+    redis.call('HDEL', dueKey, F_DEFERRED)
   end
   taken = taken + 1
   local r = #result

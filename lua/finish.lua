@@ -19,9 +19,10 @@
 --   ARGV[7 .. 6+2n] field, value pairs to set in the due hash
 --   ARGV[7+2n ..] fields to delete from the due hash
 -- Output:
---    1 the token owned a live claim: claim, exec right and running entry released, `clm`/`dfr`
---      dropped; the card (if still polled) is scored by its earliest due:* (now + 1 h when none),
---      in the priority lane when prio = 1, else in the normal lane
+--    1 the token owned a live claim: claim, exec right and running entry released, `dfr` (and a
+--      `clm` left by an earlier release's claim) dropped; the card (if still polled) is scored by
+--      its earliest due:* (now + 1 h when none), in the priority lane when prio = 1, else in the
+--      normal lane
 --    0 the token no longer owns the claim, or ARGV[4] = '1' (result written as described below,
 --      nothing released)
 --   {1|0, record} replay: a finish by this token with a record already landed; nothing applied,
@@ -36,11 +37,13 @@
 -- Fixes over the seed:
 --  * a card in no lane (or without a due hash) was removed from polling: the result is not
 --    written, so a stale hash is never recreated, and the card is not re-added;
---  * a request-check made after the claim (req:t >= claim time `clm`; a tie counts as after, since
---    re-running is safe and losing is not) is never lost: due:t is kept <= req:t, and the request's
---    cfm:t/exp:t win over this execution's. Requests before the claim were served by this
---    execution and their req:t is dropped. Without `clm` (the hash was
---    recreated during the execution) every request counts as made after the claim;
+--  * a request-check made after the claim (req:t >= the claim's instant, which its token carries:
+--    `<prefix>@<ms>:<cardId>`, see claim.lua; a tie counts as after, since re-running is safe and
+--    losing is not) is never lost: due:t is kept <= req:t, and the request's cfm:t/exp:t win over
+--    this execution's. Requests before the claim were served by this execution and their req:t is
+--    dropped. A token without the instant (claimed by an earlier release) falls back to the hash's
+--    `clm`, which that release's claim wrote; without either, every request counts as made after
+--    the claim;
 --  * a stale finish (token lost its claim) still records what the gateway said, but never moves
 --    a due:t later than it is, nor touches cfm:t/exp:t: the current owner decides those.
 --  * types the claim deferred (`dfr`, see claim.lua) did not run: an owning finish treats them
@@ -209,7 +212,7 @@ do
       hasReq = b1 == 114 and b2 == 101 and b3 == 113 and b4 == COLON -- 'req:'
     end
   end
-  local claimedAt = tonumber(hash[F_CLAIMED_AT]) or -1
+  local claimedAt = tonumber(string.match(token, '@([%d%.]+):[^:]*$')) or tonumber(hash[F_CLAIMED_AT]) or -1
   -- Types the claim deferred were not run by this execution (claim.lua): treated as for a stale token.
   local deferred = nil
   if owned and hash[F_DEFERRED] and hash[F_DEFERRED] ~= '' then

@@ -56,7 +56,7 @@ export interface ClaimInput {
   readonly inflightLimit: number;
   /** Share of capacity for the first priority pass; 0 = unlimited. */
   readonly priorityRatio: number;
-  /** Unique per claimer and round; tokens are `<tokenPrefix>:<cardId>`. */
+  /** Unique per claimer and round; tokens are `<tokenPrefix>@<claim ms>:<cardId>` (the claim script adds its instant). */
   readonly tokenPrefix: string;
   /** Remaining budget per rate-limit group; absent = unlimited (also per group). */
   readonly groupBudget?: Record<string, number>;

@@ -31,7 +31,7 @@ export interface ScriptCall {
 /** "now" as a script argument: '' lets the script read Redis' clock (TIME). */
 export type NowArg = number | '';
 
-// Card ids end tokens (`<prefix>:<cardId>`), so they may not contain ':' (claim parses the suffix)
+// Card ids end tokens (`<prefix>@<ms>:<cardId>`), so they may not contain ':' (claim parses the suffix)
 // nor '|' (exec records are `<token>|<value>`).
 const CARD_ID = /^[A-Za-z0-9_.-]+$/;
 // Group and type names travel as `a=b;c=d`.

@@ -27,7 +27,7 @@ export interface DueState {
   readonly carrier: string | null;
   /** Go to the priority lane at finish. */
   readonly prio: boolean;
-  /** Time of the current claim (ms), null when not claimed. */
+  /** `clm`: time of the claim as an earlier release wrote it (ms); null otherwise (see FIELD_CLAIMED_AT). */
   readonly claimedAt: number | null;
   /** Types the current claim deferred (their group's budget was closed): not run by this execution. */
   readonly deferred: readonly CheckType[];

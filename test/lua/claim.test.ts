@@ -3,9 +3,9 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import { callScript } from '../../src/redis/scriptLoader.js';
-import { claimCall } from '../../src/redis/carrierScripts.js';
+import { claimCall, parseClaimReply } from '../../src/redis/carrierScripts.js';
 import { expectCode } from '../../src/redis/storeErrors.js';
 import { ScriptArgumentError } from '../../src/redis/storeErrors.js';
 import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';
@@ -13,6 +13,8 @@ import { DueField } from '../../src/redis/dueFields.js';
 import { dueTypes } from '../../src/common/schedule.js';
 
 const NOW = 1_000_000;
+/** A token of a claim made at `at` (NOW unless said). */
+const tok = (prefix: string, cardId: string, at = NOW): string => tokenOf(prefix, cardId, at);
 /** card_status and carddata in groups of their own (the saturate benchmark's layout). */
 const SPLIT_GROUPS = { card_status: 'status', carddata: 'data' };
 const INTERVALS = { card_status: 60_000, carddata: 60_000 };
@@ -37,7 +39,7 @@ async function card(carrierId: number, cardId: string, dues: Record<string, numb
   if (lane === 'priority') {
     await fx.store.requestCheck({ carrierId, cardId, now: NOW, cooldownMs: 0, lane: 'priority', types: ['package'] });
     // Restore the original package due so budgets are not affected by the request.
-    await fx.redis.hdel(fx.keys(carrierId).due(cardId), 'req:package');
+    await fx.redis.hdel(fx.keys(carrierId).due(cardId), tok('req', 'package'));
   }
 }
 
@@ -48,16 +50,18 @@ function claim(carrierId: number, over: Partial<ClaimInput> = {}) {
 const ids = (result: { claimed: { cardId: string }[] }) => result.claimed.map((c) => c.cardId);
 
 describe('claim', () => {
-  test('claims due cards: token <prefix>:<id>, lane and running scored now + lease, clm written', async () => {
+  test('claims due cards: token <prefix>@<now>:<id>, lane and running scored now + lease, no hash write', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW - 10 });
     await card(c, 'b', { card_status: NOW + 10 });
     const result = await claim(c);
-    assert.deepEqual(result, { expired: 0, claimed: [{ cardId: 'a', token: 'r1:a', fromPriority: false }] });
+    assert.deepEqual(result, { expired: 0, claimed: [{ cardId: 'a', token: tok('r1', 'a'), fromPriority: false }] });
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 1_000);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
-    assert.equal((await fx.hash(c, 'a')).clm, String(NOW));
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 1_000);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'));
+    assert.equal(tok('r1', 'a'), `r1@${NOW}:a`);
+    // The claim's instant travels in the token: nothing is written to the card's hash.
+    assert.deepEqual(await fx.hash(c, 'a'), { carrier: String(c), 'due:card_status': String(NOW - 10) });
     const pttl = await fx.redis.pttl(fx.keys(c).claim('a'));
     assert.ok(pttl > 1_000, 'PX = lease + safety margin');
   });
@@ -72,7 +76,7 @@ describe('claim', () => {
     // Without the retry flag the cards are simply not due any more: the first attempt's claims would be orphaned.
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, inflightLimit: 2 })), []);
     const retried = await claim(c, { tokenPrefix: 'run.7', now: NOW + 1, retry: true });
-    assert.deepEqual(retried.claimed.map((x) => `${x.cardId}=${x.token}`).sort(), ['a=run.7:a', 'b=run.7:b']);
+    assert.deepEqual(retried.claimed.map((x) => `${x.cardId}=${x.token}`).sort(), [`a=run.7@${NOW}:a`, `b=run.7@${NOW}:b`]);
     // A prefix that shares a beginning is another round: not handed back.
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.', now: NOW + 2, retry: true })), ['c']);
   });
@@ -81,14 +85,14 @@ describe('claim', () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });
     await claim(c);
-    assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+    assert.equal(await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW), 'acquired');
     const later = NOW + 1_000; // expiry <= now: expired
     const result = await claim(c, { now: later, tokenPrefix: 'r2' });
     assert.equal(result.expired, 1);
     assert.deepEqual(ids(result), ['a']);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r2', 'a', later));
     assert.equal(await fx.redis.exists(fx.keys(c).exec('a')), 0);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
   });
 
   test('no capacity: running full → nothing claimed', async () => {
@@ -162,9 +166,9 @@ describe('claim', () => {
     assert.deepEqual(state?.deferred, ['carddata']);
     assert.deepEqual(dueTypes(state, INTERVALS, NOW + 5).types, ['card_status']);
     // Its finish writes card_status only: carddata stays due, so the card is due again at once.
-    assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+    assert.equal(await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW), 'acquired');
     assert.equal(
-      await fx.store.finish({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 50, set: { [DueField.due('card_status')]: NOW + 60_000 }, del: [] }),
+      await fx.store.finish({ carrierId: c, cardId: 'a', token: tok('r1', 'a'), now: NOW + 50, set: { [DueField.due('card_status')]: NOW + 60_000 }, del: [] }),
       true,
     );
     const done = await fx.hash(c, 'a');
@@ -174,7 +178,7 @@ describe('claim', () => {
     // Next round the data group has budget: claimed for carddata, nothing deferred.
     const next = await claim(c, { now: NOW + 1_000, tokenPrefix: 'r2', typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 5 } });
     assert.deepEqual(ids(next), ['a']);
-    assert.equal((await fx.hash(c, 'a')).dfr, '');
+    assert.equal((await fx.hash(c, 'a')).dfr, undefined);
     assert.deepEqual(dueTypes(await fx.store.readDue(c, 'a'), INTERVALS, NOW + 1_000).types, ['carddata']);
   });
 
@@ -184,7 +188,7 @@ describe('claim', () => {
     const result = await claim(c, { typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 2 } });
     assert.deepEqual(ids(result), ['c0', 'c1', 'c2', 'c3', 'c4'], "status gets its 5, not data's 2");
     const dfr = await Promise.all(['c0', 'c1', 'c2', 'c3', 'c4'].map(async (id) => (await fx.hash(c, id)).dfr));
-    assert.deepEqual(dfr, ['', '', 'carddata', 'carddata', 'carddata']);
+    assert.deepEqual(dfr, [undefined, undefined, 'carddata', 'carddata', 'carddata']);
     assert.equal(await fx.score(c, 'queue', 'c5'), NOW - 95, 'both groups closed: the round ended before c5');
   });
 
@@ -220,7 +224,7 @@ describe('claim', () => {
     const typeGroups = { card_status: 'status', realname: 'rn' };
     assert.deepEqual(ids(await claim(c, { typeGroups, groupBudget: { status: 0, rn: 5 } })), ['a', 'b']);
     assert.equal((await fx.hash(c, 'a')).dfr, 'card_status');
-    assert.equal((await fx.hash(c, 'b')).dfr, '');
+    assert.equal((await fx.hash(c, 'b')).dfr, undefined);
     // realname not counted: it runs while card_status waits. With every budgeted group closed, that
     // card ends the round (as the strict rule did): b is not looked at.
     const c2 = nextCarrier();
@@ -277,7 +281,13 @@ describe('claim', () => {
     const again = await claim(c, { now: NOW + 1_000, tokenPrefix: 'r2' });
     assert.deepEqual(ids(again), ['a']);
     assert.equal(again.expired, 1);
-    assert.equal((await fx.hash(c, 'a')).dfr, '');
+    assert.equal((await fx.hash(c, 'a')).dfr, undefined);
+    // The same through a budgeted round, which reads the stale mark with the due times.
+    await claim(c, { now: NOW + 2_000, tokenPrefix: 'r3', typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 0 } });
+    assert.equal((await fx.hash(c, 'a')).dfr, 'carddata');
+    const budgeted = await claim(c, { now: NOW + 3_000, tokenPrefix: 'r4', typeGroups: SPLIT_GROUPS, groupBudget: { status: 5, data: 5 } });
+    assert.deepEqual(ids(budgeted), ['a']);
+    assert.equal((await fx.hash(c, 'a')).dfr, undefined);
   });
 
   test('budget: a group with budget > 0 admits one card even when it needs more', async () => {
@@ -349,7 +359,7 @@ describe('claim', () => {
     const result = await claim(c, { now: NOW + 400, tokenPrefix: 'r2', groupBudget: { g1: 1 } });
     assert.deepEqual(ids(result), ['b'], 'a did not consume the budget');
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 1_000, 'now + remaining lease');
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'));
   });
 
   test('orphan claim key (no running entry) is cleared and the card claimed', async () => {
@@ -357,7 +367,7 @@ describe('claim', () => {
     await card(c, 'a', { card_status: NOW - 20 });
     await fx.redis.set(fx.keys(c).claim('a'), 'ghost:a', 'PX', 60_000);
     assert.deepEqual(ids(await claim(c)), ['a']);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'));
   });
 
   test('nothing due: score > now → nothing; cards in no lane are never claimed', async () => {
@@ -380,8 +390,11 @@ describe('claim', () => {
     const serverNow = Date.now();
     await card(c, 'a', { card_status: serverNow - 60_000 });
     const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '' });
-    await callScript(fx.redis, call.name, call.keys, call.args);
-    const expiry = await fx.score(c, 'running', 'r1:a');
+    const [token] = parseClaimReply(await callScript(fx.redis, call.name, call.keys, call.args)).claimed.map((x) => x.token);
+    assert.ok(token !== undefined);
+    const claimedAt = Number(/^r1@(\d+):a$/.exec(token)?.[1]);
+    assert.ok(Math.abs(claimedAt - serverNow) < 5_000, `claim instant ${claimedAt} in the token is the server's`);
+    const expiry = await fx.score(c, 'running', token);
     assert.ok(expiry !== null && Math.abs(expiry - (serverNow + 1_000)) < 5_000, `expiry ${expiry} from server time`);
   });
 
@@ -400,7 +413,7 @@ describe('claim', () => {
       const result = await claim(c, { tokenPrefix: 'h1', dueHorizonMs: 1_000, groupBudget: { status: 5, data: 1 }, typeGroups: SPLIT_GROUPS });
       assert.deepEqual(ids(result), ['soon']);
       // Both its types fell inside the horizon: both budgeted and run, none deferred.
-      assert.equal((await fx.hash(c, 'soon')).dfr, '');
+      assert.equal((await fx.hash(c, 'soon')).dfr, undefined);
       const state = await fx.store.readDue(c, 'soon');
       assert.deepEqual(dueTypes(state, INTERVALS, NOW + 1_000).types, ['card_status', 'carddata']);
       // The held card's claim is alive at now (its lease ends at +300): pushed just past the horizon, not claimed.

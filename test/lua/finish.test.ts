@@ -4,11 +4,13 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import { DueField } from '../../src/redis/dueFields.js';
 import type { FinishInput } from '../../src/redis/carrierQueueStore.js';
 
 const NOW = 3_000_000;
+/** A token of a claim made at `at` (NOW unless said). */
+const tok = (prefix: string, cardId: string, at = NOW): string => tokenOf(prefix, cardId, at);
 const HOUR = 3_600_000;
 let fx: Fixture;
 let carrier = 200;
@@ -20,12 +22,12 @@ after(async () => {
   await fx.close();
 });
 
-/** Fresh account with card 'a' (card_status + carddata due) claimed by r1:a at NOW, exec by w1. */
+/** Fresh account with card 'a' (card_status + carddata due) claimed in round r1 at NOW, exec by w1. */
 async function executing(): Promise<number> {
   carrier += 1;
   await fx.store.upsert({ carrierId: carrier, cardId: 'a', now: NOW, dues: { card_status: NOW - 1, carddata: NOW + 50_000 } });
   await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: carrier, now: NOW });
-  assert.equal(await fx.store.acquireExec(carrier, 'a', 'r1:a', 'w1', 5_000, NOW), 'acquired');
+  assert.equal(await fx.store.acquireExec(carrier, 'a', tok('r1', 'a'), 'w1', 5_000, NOW), 'acquired');
   return carrier;
 }
 
@@ -33,7 +35,7 @@ function finish(c: number, over: Partial<FinishInput> = {}): Promise<boolean> {
   return fx.store.finish({
     carrierId: c,
     cardId: 'a',
-    token: 'r1:a',
+    token: tok('r1', 'a'),
     now: NOW + 100,
     set: { [DueField.due('card_status')]: NOW + 60_000, [DueField.ok('card_status')]: NOW + 100 },
     del: [DueField.fail('card_status')],
@@ -51,7 +53,7 @@ describe('finish', () => {
     assert.equal(hash[DueField.fail('card_status')], undefined, 'del applied');
     assert.equal(hash.clm, undefined);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 50_000, 'earliest of 60 000 and 50 000');
   });
 
@@ -107,7 +109,7 @@ describe('finish', () => {
     await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW, cooldownMs: 0, lane: 'priority', types: ['card_status'] });
     const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1 });
     assert.equal(claimed.claimed[0]?.fromPriority, true);
-    assert.equal(await finish(c), true);
+    assert.equal(await finish(c, { token: tok('r1', 'a', NOW + 1) }), true);
     assert.equal(await fx.store.laneOf(c, 'a'), 'normal');
   });
 
@@ -118,7 +120,7 @@ describe('finish', () => {
     assert.equal(await finish(c, { set: { [DueField.due('card_status')]: leaseEnd }, del: [DueField.due('carddata')] }), true);
     assert.equal(await fx.score(c, 'queue', 'a'), leaseEnd);
     assert.equal(await fx.store.laneOf(c, 'a'), 'normal');
-    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
     assert.equal((await fx.hash(c, 'a'))[DueField.due('card_status')], String(leaseEnd));
   });
 
@@ -147,13 +149,13 @@ describe('finish', () => {
     assert.equal(await fx.redis.exists(fx.keys(c).due('a')), 0);
     assert.equal(await fx.store.laneOf(c, 'a'), null);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
   });
 
   test('fix: card removed and lease lost → nothing written, false', async () => {
     const c = await executing();
     await fx.store.remove(c, 'a');
-    assert.equal(await finish(c, { token: 'r0:a' }), false);
+    assert.equal(await finish(c, { token: tok('r0', 'a') }), false);
     assert.equal(await fx.redis.exists(fx.keys(c).due('a')), 0);
   });
 
@@ -197,6 +199,24 @@ describe('finish', () => {
     assert.equal(state?.types.card_status.due, NOW + 60_000);
   });
 
+  test('a token without the claim instant (claimed by an earlier release) falls back to the clm that release wrote', async () => {
+    carrier += 1;
+    const c = carrier;
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW + 99_000 } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW - 10, cooldownMs: 0, lane: 'normal', types: ['card_status'] });
+    // What the earlier release's claim left: token `<prefix>:<id>`, its instant in the hash.
+    const legacy = 'old.1:a';
+    await fx.redis.set(fx.keys(c).claim('a'), legacy, 'PX', 600_000);
+    await fx.redis.zadd(fx.keys(c).running, NOW + 1_000, legacy);
+    await fx.redis.zadd(fx.keys(c).queue, 'XX', NOW + 1_000, 'a');
+    await fx.redis.hset(fx.keys(c).due('a'), 'clm', String(NOW), 'dfr', '');
+    assert.equal(await finish(c, { token: legacy }), true);
+    const state = await fx.store.readDue(c, 'a');
+    assert.equal(state?.types.card_status.req, null, 'the request before clm was served');
+    assert.equal(state?.types.card_status.due, NOW + 60_000);
+    assert.equal(state?.claimedAt, null, 'clm dropped');
+  });
+
   test("request with confirmation during execution: the request's cfm/exp win over the result's", async () => {
     const c = await executing();
     await fx.store.requestCheck({
@@ -215,7 +235,7 @@ describe('finish', () => {
     assert.equal(state?.types.card_status.exp, 'offline');
   });
 
-  test('hash recreated during execution (remove + upsert, no clm): every request counts as after the claim', async () => {
+  test('hash recreated during execution (remove + upsert): its requests count as after the claim', async () => {
     const c = await executing();
     await fx.store.remove(c, 'a');
     await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW + 10, dues: { card_status: NOW + 90_000 } });
@@ -244,14 +264,14 @@ describe('finish', () => {
     assert.equal(state?.types.card_status.due, NOW - 1, 'not moved later');
     assert.equal(state?.types.carddata.due, NOW + 10, 'moving earlier is fine');
     assert.deepEqual(state?.types.card_status.cfm, [10]);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a');
-    assert.equal(await fx.score(c, 'running', 'r2:a'), NOW + 2_000);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r2', 'a', NOW + 1_000));
+    assert.equal(await fx.score(c, 'running', tok('r2', 'a', NOW + 1_000)), NOW + 2_000);
   });
 
   test('lease expired by now (no new claim yet) → false, claim left for the claim round to count', async () => {
     const c = await executing();
     assert.equal(await finish(c, { now: NOW + 1_000 }), false);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 1_000);
   });
 });
 
@@ -273,7 +293,7 @@ describe('finish with a result record (at most once per token)', () => {
     assert.equal(await finish(c, { ...failing(2), now: NOW + 200, record: 'second' }), true, 'same reply as the first call');
     assert.deepEqual(await fx.hash(c, 'a'), after, 'nothing applied by the retry');
     assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
-    assert.deepEqual(await fx.store.finishWithRecord({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 300, set: {}, del: [], record: 'third' }), {
+    assert.deepEqual(await fx.store.finishWithRecord({ carrierId: c, cardId: 'a', token: tok('r1', 'a'), now: NOW + 300, set: {}, del: [], record: 'third' }), {
       owned: true,
       replayed: 'first',
     });
@@ -287,16 +307,20 @@ describe('finish with a result record (at most once per token)', () => {
     assert.equal(await finish(c, { ...failing(1), now: NOW + 1_100, record: 'stale' }), false);
     assert.equal(await finish(c, { ...failing(2), now: NOW + 1_200, record: 'stale-retry' }), false);
     assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r2:a', "the new owner's claim is untouched");
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r2', 'a', NOW + 1_000), "the new owner's claim is untouched");
   });
 
   test("another token's finish is not a replay; a finish without a record stores and replays nothing", async () => {
     const c = await executing();
     assert.equal(await finish(c, { record: 'r1' }), true);
     await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 60_000, tokenPrefix: 'r2' });
-    assert.equal(await finish(c, { token: 'r2:a', now: NOW + 60_100, ...failing(1) }), true, 'r2 applied');
+    assert.equal(await finish(c, { token: tok('r2', 'a', NOW + 60_000), now: NOW + 60_100, ...failing(1) }), true, 'r2 applied');
     assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 1);
-    assert.equal(await finish(c, { token: 'r2:a', now: NOW + 60_200, ...failing(5) }), false, 'no record: a second call is a plain stale finish');
+    assert.equal(
+      await finish(c, { token: tok('r2', 'a', NOW + 60_000), now: NOW + 60_200, ...failing(5) }),
+      false,
+      'no record: a second call is a plain stale finish',
+    );
     assert.equal((await fx.store.readDue(c, 'a'))?.types.card_status.fail, 5);
   });
 });
@@ -322,9 +346,9 @@ describe('finish after a lost lease', () => {
     assert.equal(state?.types.card_status.ok, NOW + 100, 'what the step learned is written');
     assert.equal(state?.types.card_status.due, NOW - 1, 'due not moved later');
     assert.deepEqual(state?.types.card_status.cfm, [10], 'confirmation left to the owner');
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a', 'claim not released');
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'), 'claim not released');
     assert.equal(await fx.redis.exists(fx.keys(c).exec('a')), 1);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 1_000);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 1_000);
     assert.equal(await fx.score(c, 'queue', 'a'), score, 'lane score untouched');
   });
 });

@@ -36,6 +36,9 @@ export async function createFixture(label: string): Promise<Fixture> {
   };
 }
 
+/** The token claim.lua gives `cardId` in a round with `prefix` at `claimedAt` (ms). */
+export const tokenOf = (prefix: string, cardId: string, claimedAt: number): string => `${prefix}@${claimedAt}:${cardId}`;
+
 /** Claim defaults for tests: generous limits, no budget. */
 export const CLAIM_DEFAULTS = {
   carrierId: 1,

@@ -4,12 +4,14 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import { callScript } from '../../src/redis/scriptLoader.js';
 import { acquireExecCall, renewCall } from '../../src/redis/carrierScripts.js';
 import { expectCode, ScriptArgumentError, InvalidStoreInputError } from '../../src/redis/storeErrors.js';
 
 const NOW = 2_000_000;
+/** A token of a claim made at `at` (NOW unless said). */
+const tok = (prefix: string, cardId: string, at = NOW): string => tokenOf(prefix, cardId, at);
 const LEASE = CLAIM_DEFAULTS.leaseMs;
 let fx: Fixture;
 let carrier = 100;
@@ -26,32 +28,32 @@ async function claimed(): Promise<number> {
   carrier += 1;
   await fx.store.upsert({ carrierId: carrier, cardId: 'a', now: NOW, dues: { card_status: NOW - 1 } });
   const result = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: carrier, now: NOW });
-  assert.equal(result.claimed[0]?.token, 'r1:a');
+  assert.equal(result.claimed[0]?.token, tok('r1', 'a'));
   return carrier;
 }
 
 describe('acquireExec', () => {
   const cases: { name: string; act: (c: number) => Promise<unknown>; expected: unknown }[] = [
-    { name: 'owner acquires', act: (c) => fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 1), expected: 'acquired' },
-    { name: 'wrong token → lost', act: (c) => fx.store.acquireExec(c, 'a', 'r0:a', 'w1', 5_000, NOW + 1), expected: 'lost' },
+    { name: 'owner acquires', act: (c) => fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1), expected: 'acquired' },
+    { name: 'wrong token → lost', act: (c) => fx.store.acquireExec(c, 'a', tok('r0', 'a'), 'w1', 5_000, NOW + 1), expected: 'lost' },
     {
       name: 'lease expired by now (key still there) → lost',
-      act: (c) => fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + LEASE),
+      act: (c) => fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + LEASE),
       expected: 'lost',
     },
     {
       name: 'second executor of the same token → busy',
       act: async (c) => {
-        await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 1);
-        return fx.store.acquireExec(c, 'a', 'r1:a', 'w2', 5_000, NOW + 2);
+        await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1);
+        return fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w2', 5_000, NOW + 2);
       },
       expected: 'busy',
     },
     {
       name: 'same executor asking again (activity retry) → acquired',
       act: async (c) => {
-        await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 1);
-        return fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 2);
+        await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1);
+        return fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 2);
       },
       expected: 'acquired',
     },
@@ -59,7 +61,7 @@ describe('acquireExec', () => {
       name: "an earlier token's leftover exec record does not block the new owner",
       act: async (c) => {
         await fx.redis.set(fx.keys(c).exec('a'), 'r0:a|old', 'PX', 60_000);
-        return fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 1);
+        return fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1);
       },
       expected: 'acquired',
     },
@@ -72,15 +74,15 @@ describe('acquireExec', () => {
 
   test('stores <token>|<value> with PX ≥ ttl', async () => {
     const c = await claimed();
-    await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 1);
-    assert.equal(await fx.redis.get(fx.keys(c).exec('a')), 'r1:a|w1');
+    await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1);
+    assert.equal(await fx.redis.get(fx.keys(c).exec('a')), `${tok('r1', 'a')}|w1`);
     assert.ok((await fx.redis.pttl(fx.keys(c).exec('a'))) > 5_000);
   });
 
   test('invalid ttl → store refuses; script answers -2', async () => {
     const c = await claimed();
-    await assert.rejects(fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 0, NOW), InvalidStoreInputError);
-    const call = acquireExecCall(fx.keys(c), 'a', 'r1:a', 'w1', 1, NOW);
+    await assert.rejects(fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 0, NOW), InvalidStoreInputError);
+    const call = acquireExecCall(fx.keys(c), 'a', tok('r1', 'a'), 'w1', 1, NOW);
     const reply = await callScript(fx.redis, call.name, call.keys, [call.args[0]!, call.args[1]!, 0, NOW]);
     assert.throws(() => expectCode('acquireExec', reply, []), ScriptArgumentError);
   });
@@ -89,37 +91,37 @@ describe('acquireExec', () => {
 describe('renew', () => {
   test('owner with exec right: running expiry and lane score = now + lease', async () => {
     const c = await claimed();
-    await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW);
-    assert.equal(await fx.store.renew(c, 'a', 'r1:a', 'w1', 3_000, NOW + 500), true);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + 3_500);
+    await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW);
+    assert.equal(await fx.store.renew(c, 'a', tok('r1', 'a'), 'w1', 3_000, NOW + 500), true);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 3_500);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 3_500);
     assert.equal(await fx.score(c, 'prio', 'a'), null, 'XX: not added to the other lane');
     // The renewed lease now outlives the original one.
-    assert.equal(await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW + 2_000), 'acquired');
+    assert.equal(await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 2_000), 'acquired');
   });
 
   const failing: { name: string; act: (c: number) => Promise<boolean> }[] = [
-    { name: 'wrong token', act: (c) => fx.store.renew(c, 'a', 'r0:a', 'w1', 1_000, NOW + 1) },
-    { name: 'other exec value', act: (c) => fx.store.renew(c, 'a', 'r1:a', 'w2', 1_000, NOW + 1) },
-    { name: 'lease expired by now', act: (c) => fx.store.renew(c, 'a', 'r1:a', 'w1', 1_000, NOW + LEASE) },
+    { name: 'wrong token', act: (c) => fx.store.renew(c, 'a', tok('r0', 'a'), 'w1', 1_000, NOW + 1) },
+    { name: 'other exec value', act: (c) => fx.store.renew(c, 'a', tok('r1', 'a'), 'w2', 1_000, NOW + 1) },
+    { name: 'lease expired by now', act: (c) => fx.store.renew(c, 'a', tok('r1', 'a'), 'w1', 1_000, NOW + LEASE) },
   ];
   for (const { name, act } of failing) {
     test(`${name} → false, nothing extended`, async () => {
       const c = await claimed();
-      await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW);
+      await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW);
       assert.equal(await act(c), false);
-      assert.equal(await fx.score(c, 'running', 'r1:a'), NOW + LEASE);
+      assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + LEASE);
     });
   }
 
   test('no exec right acquired → false', async () => {
     const c = await claimed();
-    assert.equal(await fx.store.renew(c, 'a', 'r1:a', 'w1', 1_000, NOW + 1), false);
+    assert.equal(await fx.store.renew(c, 'a', tok('r1', 'a'), 'w1', 1_000, NOW + 1), false);
   });
 
   test('invalid lease → -2', async () => {
     const c = await claimed();
-    const call = renewCall(fx.keys(c), 'a', 'r1:a', 'w1', 1, NOW);
+    const call = renewCall(fx.keys(c), 'a', tok('r1', 'a'), 'w1', 1, NOW);
     const args = [...call.args];
     args[2] = -5;
     assert.throws(() => expectCode('renew', null, []));
@@ -131,44 +133,45 @@ describe('renew', () => {
 describe('release', () => {
   test('owner: claim, exec, running, clm and dfr dropped; score = now in its lane', async () => {
     const c = await claimed();
-    await fx.store.acquireExec(c, 'a', 'r1:a', 'w1', 5_000, NOW);
-    assert.equal((await fx.hash(c, 'a')).dfr, '', 'written by the claim');
-    assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + 10), true);
+    await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW);
+    // As an earlier release's claim left them (this one writes neither when nothing is deferred).
+    await fx.redis.hset(fx.keys(c).due('a'), 'clm', String(NOW), 'dfr', '');
+    assert.equal(await fx.store.release(c, 'a', tok('r1', 'a'), NOW + 10), true);
     assert.equal((await fx.hash(c, 'a')).dfr, undefined);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
-    assert.equal(await fx.score(c, 'running', 'r1:a'), null);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 10);
     assert.equal((await fx.hash(c, 'a')).clm, undefined);
     // Claimable at once.
     const again = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10, tokenPrefix: 'r2' });
     assert.deepEqual(
       again.claimed.map((x) => x.token),
-      ['r2:a'],
+      [tok('r2', 'a', NOW + 10)],
     );
   });
 
   test('with a retry delay: the card is claimable only once the delay has passed', async () => {
     const c = await claimed();
-    assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + 10, 15_000), true);
+    assert.equal(await fx.store.release(c, 'a', tok('r1', 'a'), NOW + 10, 15_000), true);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 10 + 15_000);
     const early = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 1_000, tokenPrefix: 'r2' });
     assert.deepEqual(early.claimed, []);
     const later = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10 + 15_000, tokenPrefix: 'r3' });
     assert.deepEqual(
       later.claimed.map((x) => x.token),
-      ['r3:a'],
+      [tok('r3', 'a', NOW + 10 + 15_000)],
     );
   });
 
   test('wrong token → false', async () => {
     const c = await claimed();
-    assert.equal(await fx.store.release(c, 'a', 'r0:a', NOW + 10), false);
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
+    assert.equal(await fx.store.release(c, 'a', tok('r0', 'a'), NOW + 10), false);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'));
   });
 
   test('lease expired by now → false; the next claim round counts it as expired', async () => {
     const c = await claimed();
-    assert.equal(await fx.store.release(c, 'a', 'r1:a', NOW + LEASE + 1), false);
+    assert.equal(await fx.store.release(c, 'a', tok('r1', 'a'), NOW + LEASE + 1), false);
     const next = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + LEASE + 1, tokenPrefix: 'r2' });
     assert.equal(next.expired, 1);
     assert.deepEqual(

@@ -344,7 +344,8 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     for (const cardId of claimed) {
       const hash = after.due[cardId];
       const deferred = new Set((hash?.dfr ?? '').split(',').filter((t) => t !== ''));
-      if (hash !== undefined) assert.ok(hash.dfr !== undefined, `${cardId} claimed without dfr`);
+      // `dfr` is written only when something is deferred: never an empty leftover.
+      if (hash !== undefined) assert.ok(hash.dfr !== '', `${cardId} claimed with an empty dfr`);
       const need = new Map<string, number>();
       for (const [type, group] of Object.entries(TYPE_GROUPS)) {
         const counted = !(type === 'realname' && !input.countRealname) && input.groupBudget?.[group] !== undefined;

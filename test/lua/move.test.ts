@@ -5,9 +5,11 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 
 const NOW = 5_000_000;
+/** A token of a claim made at `at` (NOW unless said). */
+const tok = (prefix: string, cardId: string, at = NOW): string => tokenOf(prefix, cardId, at);
 let fx: Fixture;
 
 before(async () => {
@@ -29,7 +31,7 @@ test('executing card moved to another account: old finish does not re-add it, ne
   const [from, to] = ['m1', 'm2'];
   await fx.store.upsert({ carrierId: from, cardId: 'x', now: NOW, dues: { card_status: NOW - 1 } });
   await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: from, now: NOW });
-  assert.equal(await fx.store.acquireExec(from, 'x', 'r1:x', 'w1', 5_000, NOW), 'acquired');
+  assert.equal(await fx.store.acquireExec(from, 'x', tok('r1', 'x'), 'w1', 5_000, NOW), 'acquired');
 
   await fx.store.remove(from, 'x');
   assert.deepEqual(await accountsHolding(fx.redis, 'x', [from, to]), [], 'in neither between the two steps');
@@ -42,7 +44,7 @@ test('executing card moved to another account: old finish does not re-add it, ne
   const finished = await fx.store.finish({
     carrierId: from,
     cardId: 'x',
-    token: 'r1:x',
+    token: tok('r1', 'x'),
     now: NOW + 3,
     set: { 'due:card_status': NOW + 60_000, 'ok:card_status': NOW + 3 },
     del: [],
@@ -54,7 +56,7 @@ test('executing card moved to another account: old finish does not re-add it, ne
   const claimed = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: to, now: NOW + 3, tokenPrefix: 'n1' });
   assert.deepEqual(
     claimed.claimed.map((c) => c.token),
-    ['n1:x'],
+    [tok('n1', 'x', NOW + 3)],
   );
 });
 

@@ -3,13 +3,15 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createFixture, CLAIM_DEFAULTS, type Fixture } from './fixture.js';
+import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import { callScript } from '../../src/redis/scriptLoader.js';
 import { upsertCall } from '../../src/redis/carrierScripts.js';
 import { expectCode, ScriptArgumentError, InvalidStoreInputError } from '../../src/redis/storeErrors.js';
 import type { RequestCheckInput } from '../../src/redis/carrierQueueStore.js';
 
 const NOW = 4_000_000;
+/** A token of a claim made at `at` (NOW unless said). */
+const tok = (prefix: string, cardId: string, at = NOW): string => tokenOf(prefix, cardId, at);
 let fx: Fixture;
 let carrier = 300;
 
@@ -217,8 +219,8 @@ describe('remove', () => {
     const c = await polled({ card_status: NOW - 1 });
     await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW });
     await fx.store.remove(c, 'a');
-    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), 'r1:a');
-    assert.equal(await fx.store.finish({ carrierId: c, cardId: 'a', token: 'r1:a', now: NOW + 1, set: { 'ok:card_status': 1 }, del: [] }), true);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('a')), tok('r1', 'a'));
+    assert.equal(await fx.store.finish({ carrierId: c, cardId: 'a', token: tok('r1', 'a'), now: NOW + 1, set: { 'ok:card_status': 1 }, del: [] }), true);
     assert.equal(await fx.store.laneOf(c, 'a'), null);
     assert.equal(await fx.redis.exists(fx.keys(c).due('a')), 0);
   });

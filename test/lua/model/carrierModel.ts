@@ -175,15 +175,16 @@ export class CarrierModel {
         }
         if (deferred.length > 0 && open <= 0) stop = true;
       }
-      const token = `${input.tokenPrefix}:${cardId}`;
+      const token = `${input.tokenPrefix}@${now}:${cardId}`;
       a.claim.set(cardId, token);
       for (const [group, n] of admitted) used.set(group, (used.get(group) ?? 0) + n);
       lane.set(cardId, now + input.leaseMs);
       a.running.set(token, now + input.leaseMs);
       if (hash) {
         if (fromPriority && deferred.length === 0) hash.delete('prio');
-        hash.set('clm', String(now));
-        hash.set('dfr', deferred.join(','));
+        // The claim's instant travels in the token; `dfr` only when something is deferred.
+        if (deferred.length > 0) hash.set('dfr', deferred.join(','));
+        else hash.delete('dfr');
       }
       taken += 1;
       result.claimed.push({ cardId, token, fromPriority });
@@ -272,7 +273,7 @@ export class CarrierModel {
       }
       return false;
     }
-    const claimedAt = num(hash.get('clm')) ?? -1;
+    const claimedAt = num(/@(\d+):[^:]*$/.exec(token)?.[1]) ?? num(hash.get('clm')) ?? -1;
     // Types the claim deferred did not run: an owner treats them as a stale token would.
     const deferred = new Set(owned ? (hash.get('dfr') ?? '').split(',').filter((t) => t !== '') : []);
     const floors = new Map<string, number | null>();
