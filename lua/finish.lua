@@ -95,6 +95,9 @@ local delFrom = 7 + 2 * nSet
 -- read off the HGETALL reply in the same pass that rules the other cases out.
 local usual = owned and #raw > 0
 local score, prio = nil, nil
+-- Whether the usual finish has anything to delete: a claim mark, or one of the result's deletions
+-- that exists (in the hash, or set by the result itself). Usually none: no HDEL call at all.
+local anyDel = false
 if usual then
   for i = 1, #raw, 2 do
     local f = raw[i]
@@ -121,9 +124,32 @@ if usual then
         usual = false
         break
       end
+      anyDel = true
     elseif f == F_PRIO then
       prio = raw[i + 1]
+    elseif f == F_CLAIMED_AT then
+      anyDel = true
     end
+  end
+end
+if usual and not anyDel then
+  for j = delFrom, nArgs do
+    local f = ARGV[j]
+    for k = 7, delFrom - 2, 2 do
+      if ARGV[k] == f then
+        anyDel = true
+        break
+      end
+    end
+    if not anyDel then
+      for i = 1, #raw, 2 do
+        if raw[i] == f then
+          anyDel = true
+          break
+        end
+      end
+    end
+    if anyDel then break end
   end
 end
 
@@ -171,8 +197,8 @@ if usual then
   end
   if inLane then
     if nSet > 0 then redis.call('HSET', dueKey, unpack(ARGV, 7, delFrom - 1)) end
-    -- HDEL of an absent field is a no-op: the claim's marks and the result's deletions in one call.
-    redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs))
+    -- The claim's marks and the result's deletions in one call (an absent field is a no-op).
+    if anyDel then redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs)) end
     -- This token owns the claim (checked above), so the claim key is its own; the exec key holds
     -- at most its right (an earlier token's right ends with that token's claim).
     redis.call('DEL', claimKey, execKey)

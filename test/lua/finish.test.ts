@@ -136,6 +136,22 @@ describe('finish', () => {
     assert.equal((await fx.hash(toNormal, 'a')).prio, undefined);
   });
 
+  test("the result's deletions: a field in the hash goes, one the result sets and deletes goes, an absent one changes nothing", async () => {
+    const c = await executing();
+    await fx.redis.hset(fx.keys(c).due('a'), DueField.fail('card_status'), '2');
+    assert.equal(await finish(c, { del: [DueField.fail('card_status'), DueField.fail('carddata')] }), true);
+    let hash = await fx.hash(c, 'a');
+    assert.equal(hash[DueField.fail('card_status')], undefined, 'existing field deleted');
+    assert.equal(hash[DueField.due('card_status')], String(NOW + 60_000), 'sets applied');
+    // Set and deleted by the same result: deletions apply after sets.
+    const d = await executing();
+    assert.equal(await finish(d, { set: { [DueField.due('card_status')]: NOW + 60_000, x: '1' }, del: ['x'] }), true);
+    hash = await fx.hash(d, 'a');
+    assert.equal(hash.x, undefined);
+    assert.equal(hash[DueField.due('card_status')], String(NOW + 60_000));
+    assert.equal(await fx.score(d, 'queue', 'a'), NOW + 50_000, 'rescored by the earliest due');
+  });
+
   test('no due type left → now + 1 h', async () => {
     const c = await executing();
     await finish(c, { set: {}, del: [DueField.due('card_status'), DueField.due('carddata')] });
