@@ -9,8 +9,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../src/config/index.js';
-import { servicesUp } from '../../src/services/index.js';
-import { TEMPORAL_BIN, parseHostPort, startTemporal, stopTemporal } from '../../src/services/temporal.js';
+import { servicesUp, temporalEndpoint } from '../../src/services/index.js';
+import { TEMPORAL_BIN, startTemporal, stopTemporal } from '../../src/services/temporal.js';
 import { dataDir } from '../../src/services/paths.js';
 import { connectRedis } from '../../src/redis/connect.js';
 import { logConnectionErrors } from '../../src/db/connectionErrors.js';
@@ -84,8 +84,7 @@ export async function freshTemporalDatabase(config: Config, log: (line: string) 
   const before = temporalDbMb(config.DATA_DIR) ?? 0;
   await stopTemporal(dir);
   for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `temporal.db${suffix}`), { force: true });
-  const { host, port } = parseHostPort(config.TEMPORAL_ADDRESS);
-  await startTemporal({ host, port, uiPort: Number(new URL(config.TEMPORAL_UI_URL).port || '80') }, dir, (line) => log(`services: ${line}`));
+  await startTemporal(temporalEndpoint(config), dir, (line) => log(`services: ${line}`));
   return before;
 }
 

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { dataDir } from './paths.js';
-import { parseHostPort, startTemporal, stopTemporal } from './temporal.js';
+import { parseHostPort, startTemporal, stopTemporal, type TemporalEndpoint } from './temporal.js';
 import { startRedis, stopRedis } from './redis.js';
 import { parseDatabaseUrl, startPostgres, stopPostgres } from './postgres.js';
 
@@ -28,15 +28,18 @@ function isExternal(env: NodeJS.ProcessEnv, variable: string): boolean {
   return (env[variable] ?? '') !== '';
 }
 
+/** Where the project's own Temporal dev server listens (gRPC and Web UI), from the configuration. */
+export function temporalEndpoint(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_URL'>): TemporalEndpoint {
+  return { ...parseHostPort(config.TEMPORAL_ADDRESS), uiPort: Number(new URL(config.TEMPORAL_UI_URL).port || '80') };
+}
+
 export async function servicesUp(config: Config, options: ServicesUpOptions): Promise<ServiceAddresses> {
   const env = options.env ?? process.env;
   const root = dataDir(config.DATA_DIR);
   const { log } = options;
-  const uiPort = Number(new URL(config.TEMPORAL_UI_URL).port || '80');
   const tasks: Promise<void>[] = [];
   if (!isExternal(env, 'TEMPORAL_ADDRESS')) {
-    const { host, port } = parseHostPort(config.TEMPORAL_ADDRESS);
-    tasks.push(startTemporal({ host, port, uiPort }, join(root, 'temporal'), log).then((how) => log(`temporal: ${how}`)));
+    tasks.push(startTemporal(temporalEndpoint(config), join(root, 'temporal'), log).then((how) => log(`temporal: ${how}`)));
   }
   if (!isExternal(env, 'REDIS_URL')) {
     const url = new URL(config.REDIS_URL);
