@@ -118,9 +118,10 @@ async function alertOpen(stack: BenchStack): Promise<boolean> {
 }
 
 /** Gateway calls the simulator has answered so far, all accounts and groups. */
-function gatewayCalls(stack: BenchStack): number {
+async function gatewayCalls(stack: BenchStack): Promise<number> {
   let calls = 0;
-  for (const account of Object.values(stack.simulator.world.stats(false).accounts)) for (const group of Object.values(account.groups)) calls += group.calls;
+  for (const account of Object.values((await stack.simulator.stats({ cards: false })).accounts))
+    for (const group of Object.values(account.groups)) calls += group.calls;
   return calls;
 }
 
@@ -135,7 +136,7 @@ async function sample(
 ): Promise<PauseSample> {
   const backlog = await stream.backlog();
   const now = Date.now();
-  const total = gatewayCalls(stack);
+  const total = await gatewayCalls(stack);
   const callsPerSec = round((total - calls.last) / Math.max(0.001, (now - calls.at) / 1000), 1);
   calls.last = total;
   calls.at = now;
@@ -193,7 +194,7 @@ export const ingest: Scenario = async (context) => {
     context.log(`pausing the ingest's tables for ${PAUSE_SEC} s`);
     const samples: PauseSample[] = [];
     const t0 = Date.now();
-    const calls = { last: gatewayCalls(stack), at: t0 };
+    const calls = { last: await gatewayCalls(stack), at: t0 };
     await pauseIngestTables(stack, PAUSE_SEC, async () => void samples.push(await sample(stack, stream, pressure, inflightLimit, t0, 'paused', calls)));
     const resumedAt = Date.now();
     let drainedAt: number | undefined;

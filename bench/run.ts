@@ -18,6 +18,7 @@ import { ceiling } from './scenarios/ceiling.js';
 import { saturate } from './scenarios/saturate.js';
 import { steady } from './scenarios/steady.js';
 import { priority } from './scenarios/priority.js';
+import { overload } from './scenarios/overload.js';
 import { throughput } from './scenarios/throughput.js';
 import { direct } from './scenarios/direct.js';
 import { scale } from './scenarios/scale.js';
@@ -25,7 +26,19 @@ import { ingest } from './ingest.js';
 import { footprint } from './scenarios/footprint.js';
 import { cluster } from './scenarios/cluster.js';
 
-const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = { ceiling, throughput, saturate, steady, priority, direct, scale, ingest, footprint, cluster };
+const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
+  ceiling,
+  throughput,
+  saturate,
+  steady,
+  priority,
+  overload,
+  direct,
+  scale,
+  ingest,
+  footprint,
+  cluster,
+};
 /** Scenarios whose figures are counts (bytes, rows, events, actions), not rates: valid on a busy machine. */
 const LOAD_INDEPENDENT: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['footprint']);
 /** Exit code of a run refused because the machine was busy. */

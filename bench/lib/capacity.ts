@@ -1,12 +1,15 @@
 /**
  * The engine's figures that other scenarios build on, from this invocation only: the no-activity
- * ceiling (ratios) and the orchestration capacity — single-type card executions/s in the start
- * mode the stack runs with (load sizing). When ceiling/throughput did not run, a brief measurement
- * is taken once and shared with the later scenarios.
+ * ceiling and the direct loop (ratios), and the orchestration capacity — single-type card
+ * executions/s in a start mode and run shape, by default those the stack runs with (load sizing).
+ * When ceiling/throughput/direct did not run, a brief measurement is taken once and shared with
+ * the later scenarios.
  */
 import { briefSeconds, type ScenarioContext } from './context.js';
 import { measureCardExecutions } from './cardExecutions.js';
 import { measureNoopCeiling, type NoopCeiling } from './noopCeiling.js';
+import type { RunShape, StartMode } from './options.js';
+import { measureDirectLoop, type DirectLoop } from '../scenarios/direct.js';
 import { round } from './stats.js';
 
 export interface Capacity {
@@ -17,25 +20,39 @@ export interface Capacity {
    */
   readonly perSecond: number;
   readonly startMode: string;
+  readonly runShape: RunShape;
   /** Which measurements of this invocation it comes from. */
   readonly source: string;
 }
 
 const BRIEF_CARDS = { warmupSec: 15, durationSec: 20 };
 const BRIEF_NOOP = { warmupSec: 3, durationSec: 10 };
+const BRIEF_DIRECT = { warmupSec: 5, durationSec: 20 };
 
-export async function orchestrationCapacity(context: ScenarioContext): Promise<Capacity> {
-  const startMode = context.config.CARD_START_MODE;
-  const matching = (): typeof context.measured.cardRuns => context.measured.cardRuns.filter((run) => run.shape === 'single' && run.startMode === startMode);
+/** Capacity of one start mode and run shape (default: the configured ones, as a stack without options runs). */
+export async function orchestrationCapacity(context: ScenarioContext, want: { startMode?: StartMode; runShape?: RunShape } = {}): Promise<Capacity> {
+  const startMode = want.startMode ?? context.config.CARD_START_MODE;
+  const runShape = want.runShape ?? context.config.CARD_RUN_SHAPE;
+  const matching = (): typeof context.measured.cardRuns =>
+    context.measured.cardRuns.filter((run) => run.shape === 'single' && run.startMode === startMode && run.runShape === runShape);
   if (matching().length === 0) {
-    context.log(`no capacity measured yet in this invocation: brief card-execution measurement (${startMode} starts)`);
-    const run = await measureCardExecutions(context, { startMode, shape: 'single', ...briefSeconds(context, BRIEF_CARDS) }, 'capacity');
+    context.log(`no capacity measured yet in this invocation: brief card-execution measurement (${startMode} starts, ${runShape} runs)`);
+    const run = await measureCardExecutions(context, { startMode, shape: 'single', runShape, ...briefSeconds(context, BRIEF_CARDS) }, 'capacity');
     context.measured.cardRuns.push({ ...run, source: 'brief capacity measurement' });
   }
   const runs = matching();
   const perSecond = round(Math.min(...runs.map((run) => run.executionsPerSecond)), 1);
   const listed = runs.map((run) => `${run.source} ${run.executionsPerSecond}/s at ${run.date.slice(11, 19)}`).join(', ');
-  return { perSecond, startMode, source: runs.length > 1 ? `lowest of ${listed}` : listed };
+  return { perSecond, startMode, runShape, source: runs.length > 1 ? `lowest of ${listed}` : listed };
+}
+
+/** The direct loop's executions/s of this invocation, or a brief measurement (20 s) shared with later scenarios. */
+export async function directLoop(context: ScenarioContext): Promise<DirectLoop> {
+  if (!context.measured.direct) {
+    context.log('no direct loop measured yet in this invocation: brief direct-loop measurement');
+    context.measured.direct = await measureDirectLoop(context, briefSeconds(context, BRIEF_DIRECT));
+  }
+  return context.measured.direct;
 }
 
 export async function noopCeiling(context: ScenarioContext): Promise<NoopCeiling> {
@@ -50,6 +67,6 @@ export async function noopCeiling(context: ScenarioContext): Promise<NoopCeiling
 export function capacityNote(capacity: Capacity, executionsPerSecond: number, neededPerSecond: number): string {
   return (
     `The orchestration executed ${round(executionsPerSecond, 1)} cards/s in the window; the load needs ${round(neededPerSecond, 1)}/s. ` +
-    `Capacity used for sizing: ${capacity.perSecond}/s (${capacity.startMode} starts; ${capacity.source}).`
+    `Capacity used for sizing: ${capacity.perSecond}/s (${capacity.startMode} starts, ${capacity.runShape} runs; ${capacity.source}).`
   );
 }

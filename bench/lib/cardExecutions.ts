@@ -1,8 +1,10 @@
 /**
  * One measurement of the card-execution path through the whole stack (carrierScheduler claims,
- * cardCheck runs, gateway calls, PostgreSQL records) under the throughput workload: executions per
- * second the orchestration sustains, and what each costs — history events and workflow tasks (a
- * sample of card-<id> runs), Redis commands and SQL statements this process sent, CPU per process.
+ * cardCheck or cardBatch runs as CARD_RUN_SHAPE says, gateway calls, PostgreSQL records) under the
+ * throughput workload: executions (checks) per second the orchestration sustains, and what each
+ * costs — history events, workflow tasks and actions per run and per check (a sample of runs plus
+ * the schedulers' share: bench/lib/checkCost.ts), Redis commands and SQL statements this process
+ * sent, CPU per process.
  * Used by throughput (every variant), ceiling (the card shape) and the capacity the load scenarios
  * size from.
  */
@@ -10,12 +12,13 @@ import { connectRedis } from '../../src/redis/connect.js';
 import { schedulerStatus } from '../../src/polling/temporalControl.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { ScenarioContext } from './context.js';
-import type { Shape, StartMode } from './options.js';
+import type { RunShape, Shape, StartMode } from './options.js';
 import { createBenchStack, type BenchStack } from './stack.js';
 import { seedAccount } from './seed.js';
 import { measureWindow } from './window.js';
-import { countRedisCommands, countSqlStatements, executionsBetween } from './measure.js';
+import { countRedisCommands, countSqlStatements } from './measure.js';
 import { historyShape, type HistoryShape } from './history.js';
+import { measureCheckCost, settledExecutionsBetween, type CheckCost } from './checkCost.js';
 import type { CpuTimes } from './processes.js';
 import { round, sleep } from './stats.js';
 import { throughputSpecs, typesPerExecution } from '../scenarios/throughputLoad.js';
@@ -26,11 +29,14 @@ const HISTORY_SAMPLE = 20;
 export interface CardRunSpec {
   readonly startMode: StartMode;
   readonly shape: Shape;
+  /** CARD_RUN_SHAPE of the stack's workers (default `card`). */
+  readonly runShape?: RunShape;
   readonly warmupSec: number;
   readonly durationSec: number;
 }
 
 export interface CardRunResult extends CardRunSpec {
+  readonly runShape: RunShape;
   readonly date: string;
   readonly windowSeconds: number;
   readonly executions: number;
@@ -38,7 +44,10 @@ export interface CardRunResult extends CardRunSpec {
   readonly gatewayCallsPerSecond: number;
   /** Executions in the window by the number of types they ran (1, 3, …). */
   readonly typesPerExecution: Record<string, number>;
+  /** Per run (card shape: per execution) — a batch run carries many checks. */
   readonly history: HistoryShape;
+  /** Events, workflow tasks and actions per check, card runs' and schedulers' shares. */
+  readonly checkCost: CheckCost;
   readonly cpuShares: CpuTimes;
   readonly cost: {
     readonly redisCommandsPerExecution: number;
@@ -62,7 +71,7 @@ export interface SchedulerSnapshot {
   readonly expiredLeases: number;
 }
 
-async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly string[]): Promise<SchedulerSnapshot[]> {
+export async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly string[]): Promise<SchedulerSnapshot[]> {
   const views = await Promise.all(carrierIds.map((id) => schedulerStatus(stack.ref, id).catch(() => undefined)));
   return views.flatMap((view) =>
     view
@@ -91,11 +100,11 @@ async function serverCommandCalls(redisUrl: string): Promise<number> {
   }
 }
 
-/** Completed executions of the window that ran the shape's full set of types. */
+/** Runs of the window with a successful execution of the shape's full set of types (a batch run once, however many it recorded). */
 async function sampleRuns(pool: Pool, from: Date, to: Date, types: number): Promise<{ workflowId: string; runId: string }[]> {
   const { rows } = await pool.query<{ workflow_id: string; run_id: string }>(
-    `SELECT workflow_id, run_id FROM card_execution
-      WHERE started_at >= $1 AND started_at < $2 AND outcome = 'success' AND cardinality(types) = $3
+    `SELECT workflow_id, run_id FROM (SELECT DISTINCT workflow_id, run_id FROM card_execution
+      WHERE started_at >= $1 AND started_at < $2 AND outcome = 'success' AND cardinality(types) = $3) runs
       ORDER BY random() LIMIT $4`,
     [from, to, types, HISTORY_SAMPLE],
   );
@@ -113,13 +122,25 @@ async function typesHistogram(pool: Pool, from: Date, to: Date): Promise<Record<
 /** Settings that shape a card execution, read without assuming which ones this code version has. */
 function orchestrationSettings(config: object): Record<string, unknown> {
   const all = config as Readonly<Record<string, unknown>>;
-  const keys = ['CARD_START_MODE', 'GATEWAY_STEPS', 'WORKER_CARD_MAX_WORKFLOWS', 'WORKER_CARD_MAX_ACTIVITIES', 'WORKER_GATEWAY_MAX_ACTIVITIES'];
+  const keys = [
+    'CARD_START_MODE',
+    'CARD_RUN_SHAPE',
+    'CARD_BATCH_SIZE',
+    'GATEWAY_STEPS',
+    'WORKER_CARD_MAX_WORKFLOWS',
+    'WORKER_CARD_MAX_ACTIVITIES',
+    'WORKER_GATEWAY_MAX_ACTIVITIES',
+  ];
   return Object.fromEntries(keys.filter((key) => key in all).map((key) => [key, all[key]]));
 }
 
 export async function measureCardExecutions(context: ScenarioContext, spec: CardRunSpec, label: string): Promise<CardRunResult> {
   const log = (line: string): void => context.log(`${label}: ${line}`);
-  const stack = await createBenchStack(context.config, `tp-${spec.startMode}-${spec.shape}`, { cardStartMode: spec.startMode });
+  const runShape = spec.runShape ?? 'card';
+  const stack = await createBenchStack(context.config, `tp-${spec.startMode}-${spec.shape}-${runShape}`, {
+    cardStartMode: spec.startMode,
+    cardRunShape: runShape,
+  });
   try {
     const carrierIds: string[] = [];
     for (const account of throughputSpecs(`tp${spec.shape[0]}`, spec.shape)) carrierIds.push((await seedAccount(stack, account)).carrier.id);
@@ -144,17 +165,19 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
     const schedulers = await schedulerSnapshots(stack, carrierIds);
     const schedulerLines = schedulers.map((s) => `#${s.carrierId} ${s.limitedBy} limit ${s.inflightLimit} lag ${s.startLagMs} ms expired ${s.expiredLeases}`);
     log(`schedulers: ${schedulerLines.join('; ')}`);
-    const executions = await executionsBetween(stack.pool, window.from, window.to);
+    const executions = await settledExecutionsBetween(stack.pool, window.from, window.to);
     const sumCalls = (calls: typeof window.end.calls): number =>
       Object.values(calls).reduce((n, groups) => n + Object.values(groups).reduce((m, g) => m + g.calls, 0), 0);
     const gatewayCalls = sumCalls(window.end.calls) - sumCalls(window.start.calls);
     // Runs recorded late in the window may still be completing: a short pause before reading histories.
     await sleep(1000);
     const history = await historyShape(stack.client, await sampleRuns(stack.pool, window.from, window.to, typesPerExecution(spec.shape)));
+    const checkCost = await measureCheckCost(stack, { runShape, types: typesPerExecution(spec.shape), carrierIds }, window.from, window.to);
     const per = (n: number): number => (executions > 0 ? round(n / executions, 2) : 0);
     const cpuMsPer = (share: number): number => (executions > 0 ? round((share * window.seconds * 1000) / executions, 2) : 0);
     return {
       ...spec,
+      runShape,
       date: window.from.toISOString(),
       windowSeconds: round(window.seconds),
       executions,
@@ -162,6 +185,7 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
       gatewayCallsPerSecond: round(gatewayCalls / window.seconds, 1),
       typesPerExecution: await typesHistogram(stack.pool, window.from, window.to),
       history,
+      checkCost,
       cpuShares: window.cpu,
       cost: {
         redisCommandsPerExecution: per(redisDelta),
@@ -171,6 +195,7 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
         cpuMsPerExecution: {
           temporal: cpuMsPer(window.cpu.temporal),
           bench: cpuMsPer(window.cpu.bench),
+          simulator: cpuMsPer(window.cpu.simulator),
           postgres: cpuMsPer(window.cpu.postgres),
           redis: cpuMsPer(window.cpu.redis),
           temporalStore: cpuMsPer(window.cpu.temporalStore),

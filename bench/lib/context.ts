@@ -4,6 +4,7 @@ import type { BenchOptions, ScenarioName } from './options.js';
 import type { ScenarioOutcome, ScenarioReport } from './report.js';
 import type { NoopCeiling } from './noopCeiling.js';
 import type { CardRunResult } from './cardExecutions.js';
+import type { DirectLoop } from '../scenarios/direct.js';
 
 /**
  * Figures measured earlier in this invocation, typed, for scenarios that build on them (ratios to
@@ -12,6 +13,8 @@ import type { CardRunResult } from './cardExecutions.js';
  */
 export interface Measured {
   noop?: NoopCeiling;
+  /** The direct loop (no Temporal): the direct scenario, or throughput's brief measurement. */
+  direct?: DirectLoop;
   /** Every card-execution measurement of this invocation (ceiling's card shape, throughput's variants, brief capacity checks). */
   readonly cardRuns: (CardRunResult & { readonly source: string })[];
 }

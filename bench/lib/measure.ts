@@ -7,16 +7,16 @@ import pg from 'pg';
 import type { Command } from 'ioredis';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import type { Registry } from 'prom-client';
-import type { SimWorld } from '../../src/simulator/model.js';
+import type { SimStats } from '../../src/simulator/model.js';
 import type { Pool } from '../../src/db/pool.js';
 import { distribution, type Distribution } from './stats.js';
 
 export type GroupCalls = Record<string, Record<string, { calls: number; rejected: number; maxPerSecond: number }>>;
 
 /** Per account and group: accepted calls, rejected calls and the highest one-second count so far. */
-export function simulatorCounts(world: SimWorld): GroupCalls {
+export function simulatorCounts(simStats: SimStats): GroupCalls {
   const out: GroupCalls = {};
-  for (const [account, stats] of Object.entries(world.stats(false).accounts)) {
+  for (const [account, stats] of Object.entries(simStats.accounts)) {
     out[account] = {};
     for (const [group, g] of Object.entries(stats.groups)) out[account][group] = { calls: g.calls, rejected: g.rejected, maxPerSecond: g.maxPerSecond };
   }

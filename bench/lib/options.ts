@@ -6,7 +6,7 @@
 import { RESULTS_DIR } from './report.js';
 
 /** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
-export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'direct', 'scale', 'ingest', 'footprint', 'cluster'] as const;
+export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'overload', 'direct', 'scale', 'ingest', 'footprint', 'cluster'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 /** Run only when named: they need more than the shared services (cluster: the Temporal cluster's binaries, minutes to build). */
 const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['cluster']);
@@ -16,6 +16,9 @@ export type StartMode = (typeof START_MODES)[number];
 /** Card execution shapes: one gateway type per execution, or card_status + carddata + realname. */
 export const SHAPES = ['single', 'three'] as const;
 export type Shape = (typeof SHAPES)[number];
+/** CARD_RUN_SHAPE: one cardCheck run per card, or cardBatch runs of up to CARD_BATCH_SIZE cards. */
+export const RUN_SHAPES = ['card', 'batch'] as const;
+export type RunShape = (typeof RUN_SHAPES)[number];
 
 export interface BenchOptions {
   readonly scenarios: readonly ScenarioName[];
@@ -25,6 +28,8 @@ export interface BenchOptions {
   readonly durationSec: number | undefined;
   /** steady only: its window (wins over durationSec; default 600 s). */
   readonly steadyDurationSec: number | undefined;
+  /** overload only: its window per start mode (wins over durationSec; default 600 s). */
+  readonly overloadDurationSec: number | undefined;
   /** scale: cards written to Redis. */
   readonly cards: number;
   /** scale: through the lifecycle service (PostgreSQL + Redis) or straight into Redis. */
@@ -35,6 +40,8 @@ export interface BenchOptions {
   readonly startModes: readonly StartMode[];
   /** throughput: execution shapes measured for each start mode. */
   readonly shapes: readonly Shape[];
+  /** throughput, steady: run shapes (CARD_RUN_SHAPE) measured, each variant in the same invocation. */
+  readonly runShapes: readonly RunShape[];
   /** throughput: how many times each variant runs (variants alternate). */
   readonly rounds: number;
   /** Run even when the machine is busy; every result is then marked invalid. */
@@ -51,12 +58,19 @@ export const HELP = `usage: npm run bench -- [--scenario NAME[,NAME…]] [option
 Scenarios (default: all but cluster, in this order; ceiling always runs before throughput):
   ceiling     the dev server's cheapest workflow (client-started, no activity): workflows/s, server CPU ms each;
               and the card-execution shape (what throughput runs), executions/s, in the same run
-  throughput  budgets high, gateway latency ~0: executions/s per start mode and shape, as a ratio to the
-              no-activity ceiling; history events and workflow tasks per execution; CPU and cost per execution
+  throughput  budgets high, gateway latency ~0: checks/s per start mode, shape and run shape, as a ratio to the
+              no-activity ceiling; history events, workflow tasks and Temporal Cloud actions per check; CPU per
+              check; batch ÷ card and ÷ the direct loop (a brief direct measurement when direct has not run);
+              the 5 M-card example of docs/capacity.md computed from the figures
   saturate    3 accounts with far more due cards than their budgets (budgets scaled below the measured capacity):
               utilisation, rejected calls, deferrals
-  steady      offered load at 70 % of min(budget, measured capacity) for 10 minutes: lateness, expired leases
+  steady      offered load at 70 % of the measured capacity (budgets scaled up to it when below) for 10 minutes
+              per run shape: lateness, expired leases, rejected calls
   priority    a normal lane in backlog + request-checks at a fixed rate: request → first gateway call p50/p99
+  overload    offered load at 2× the measured capacity for 10 minutes per start mode (card run shape) with
+              request-checks throughout: longest gap between two claim rounds of any scheduler (continue-as-new
+              included), workflow task failures and timeouts, expired leases, rejected calls, request → gateway call
+              p99, each account's share of executions against its budget share, RSS of each process (levels off?)
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
@@ -73,13 +87,17 @@ Options (flag / environment):
   --scenario NAME       BENCH_SCENARIO           comma-separated list
   --warmup SEC          BENCH_WARMUP_SEC         seconds before the measuring window (per-scenario default)
   --duration SEC        BENCH_DURATION_SEC       measuring window in seconds (per-scenario default)
-  --steady-duration SEC BENCH_STEADY_DURATION_SEC steady's window only (default 600)
+  --steady-duration SEC BENCH_STEADY_DURATION_SEC steady's window only, per run shape (default 600)
+  --overload-duration SEC BENCH_OVERLOAD_DURATION_SEC overload's window only, per start mode (default 600)
   --cards N             BENCH_CARDS              scale: cards to import (default 1000000)
   --import MODE         BENCH_IMPORT             scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
-  --request-rate R      BENCH_REQUEST_RATE       priority: request-checks per second (default 1)
-  --start-modes LIST    BENCH_START_MODES        throughput, footprint: child,client (default both; CARD_START_MODE per variant);
+  --request-rate R      BENCH_REQUEST_RATE       priority, overload: request-checks per second (default 1)
+  --start-modes LIST    BENCH_START_MODES        throughput, footprint, overload: child,client (default both; CARD_START_MODE
+                                                 per variant);
                                                  cluster: the first one only
   --shapes LIST         BENCH_SHAPES             throughput: single,three (default both); cluster: the first one only
+  --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
+                                                 CARD_BATCH_SIZE from the environment)
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)
   --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
@@ -137,11 +155,13 @@ export const VALUE_FLAGS = [
   '--warmup',
   '--duration',
   '--steady-duration',
+  '--overload-duration',
   '--cards',
   '--import',
   '--request-rate',
   '--start-modes',
   '--shapes',
+  '--run-shapes',
   '--rounds',
   '--out',
 ];
@@ -167,16 +187,20 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const shapes = listOf('--shapes', flagValue(argv, '--shapes') ?? env.BENCH_SHAPES ?? SHAPES.join(','), SHAPES);
   if (startModes.length === 0) throw new Error('--start-modes needs at least one of child, client');
   if (shapes.length === 0) throw new Error('--shapes needs at least one of single, three');
+  const runShapes = listOf('--run-shapes', flagValue(argv, '--run-shapes') ?? env.BENCH_RUN_SHAPES ?? RUN_SHAPES.join(','), RUN_SHAPES);
+  if (runShapes.length === 0) throw new Error('--run-shapes needs at least one of card, batch');
   return {
     scenarios,
     warmupSec: positive('--warmup', flagValue(argv, '--warmup') ?? env.BENCH_WARMUP_SEC),
     durationSec: positive('--duration', flagValue(argv, '--duration') ?? env.BENCH_DURATION_SEC),
     steadyDurationSec: positive('--steady-duration', flagValue(argv, '--steady-duration') ?? env.BENCH_STEADY_DURATION_SEC),
+    overloadDurationSec: positive('--overload-duration', flagValue(argv, '--overload-duration') ?? env.BENCH_OVERLOAD_DURATION_SEC),
     cards: Math.floor(positive('--cards', flagValue(argv, '--cards') ?? env.BENCH_CARDS) ?? 1_000_000),
     importMode,
     requestRate: positive('--request-rate', flagValue(argv, '--request-rate') ?? env.BENCH_REQUEST_RATE) ?? 1,
     startModes,
     shapes,
+    runShapes,
     rounds: Math.floor(positive('--rounds', flagValue(argv, '--rounds') ?? env.BENCH_ROUNDS) ?? 1),
     allowBusy: flagSet(argv, '--allow-busy', env.BENCH_ALLOW_BUSY),
     keepTemporalDb: flagSet(argv, '--keep-temporal-db', env.BENCH_KEEP_TEMPORAL_DB),

@@ -17,6 +17,8 @@ export interface ServicePids {
   readonly temporal: number[];
   readonly redis: number[];
   readonly postgres: number[];
+  /** The stack's gateway simulator, a process of its own (src/simulator/childProcess.ts), when it runs one. */
+  readonly simulator?: readonly number[];
 }
 
 function readPidFile(path: string): number | undefined {
@@ -115,7 +117,7 @@ export function listPids(): number[] {
  * temporalStore: the PostgreSQL backends connected to Temporal's own databases (the cluster's
  * persistence; a part of `postgres`, 0 for the dev server, which keeps SQLite in its process).
  */
-export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench' | 'temporalStore', number>;
+export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench' | 'simulator' | 'temporalStore', number>;
 
 /** Databases of the Temporal cluster's persistence and visibility (src/services/temporalCluster.ts). */
 const TEMPORAL_DATABASES: ReadonlySet<string> = new Set(['temporal', 'temporal_visibility']);
@@ -145,7 +147,7 @@ function backendDatabase(pid: number): string | undefined {
 /**
  * CPU milliseconds used so far by each service (postgres: the postmaster and its current
  * backends; a backend that exits during the window takes its time with it, so postgres is a
- * lower bound) and by this process (workers, simulator and bench share it).
+ * lower bound), by this process (workers and bench share it) and by the stack's simulator.
  */
 export function cpuTimes(pids: ServicePids): CpuReading {
   const sum = (list: readonly number[]): number => list.reduce((total, pid) => total + (readStat(pid)?.cpuMs ?? 0), 0);
@@ -168,6 +170,7 @@ export function cpuTimes(pids: ServicePids): CpuReading {
       redis: sum(pids.redis),
       postgres: total(postgresByPid.values()),
       bench: (own.user + own.system) / 1000,
+      simulator: sum(pids.simulator ?? []),
       temporalStore: total([...temporalStorePids].map((pid) => postgresByPid.get(pid) ?? 0)),
     },
     postgresByPid,
@@ -197,6 +200,7 @@ export function cpuShares(before: CpuReading, after: CpuReading, windowMs: numbe
     redis: share(after.totals.redis - before.totals.redis),
     postgres: share(sharedDelta(before.postgresByPid, after.postgresByPid)),
     bench: share(after.totals.bench - before.totals.bench),
+    simulator: share(after.totals.simulator - before.totals.simulator),
     temporalStore: share(sharedDelta(before.postgresByPid, after.postgresByPid, after.temporalStorePids)),
   };
 }

@@ -60,7 +60,7 @@ export async function seedAccount(stack: BenchStack, spec: AccountSpec): Promise
     backoffBaseMs: 1000,
   });
   await createPollingConfig(stack.pool, { name: `${spec.name}-intervals`, priority: 10, match: { carrierId: carrier.id }, intervalsSec: spec.intervalsSec });
-  stack.simulator.world.updateAccount(gatewayAccount, { groups: { ...spec.qps }, typeGroups: spec.typeGroups, latencyMs: { ...spec.latencyMs }, errorRate: 0 });
+  await stack.simulator.updateAccount(gatewayAccount, { groups: { ...spec.qps }, typeGroups: spec.typeGroups, latencyMs: { ...spec.latencyMs }, errorRate: 0 });
   const cards = await addCards(stack, carrier.id, serial, 0, spec.cards, 'active');
   return { spec, carrier, gatewayAccount, serial, cards };
 }

@@ -1,7 +1,8 @@
 /**
  * One orchestration stack per scenario, like the tests' stack (the parts both use:
- * test/helpers/isolatedStack.ts): a fresh PostgreSQL schema, a fresh Redis namespace, an
- * in-process simulator (the instrument) and the four workers on task queues unique to the run, all
+ * test/helpers/isolatedStack.ts): a fresh PostgreSQL schema, a fresh Redis namespace, the
+ * simulator (the instrument) in a process of its own, so that it stamps arrivals on its own clock
+ * and not on the workers' loaded event loop, and the four workers on task queues unique to the run, all
  * against the running Temporal dev server. Everything is removed on close, so runs never see each
  * other's rows, keys or workflows.
  */
@@ -12,7 +13,7 @@ import type { Config } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
 import { WORKER_KINDS } from '../../src/workers/createWorker.js';
 import { createPollingServices, type PollingServices } from '../../src/polling/pollingServices.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
 import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
@@ -28,7 +29,8 @@ export interface BenchStack {
   readonly schema: string;
   readonly namespace: string;
   readonly deps: RuntimeDeps;
-  readonly simulator: RunningSimulator;
+  /** Configured and read over its /sim endpoints. */
+  readonly simulator: SimulatorProcess;
   readonly client: Client;
   readonly ref: OrchestrationRef;
   readonly services: PollingServices;
@@ -46,6 +48,8 @@ export interface StackOptions {
    * the environment says.
    */
   readonly cardStartMode?: Config['CARD_START_MODE'];
+  /** What one card run carries (CARD_RUN_SHAPE: one card, or a batch of up to CARD_BATCH_SIZE), likewise. */
+  readonly cardRunShape?: Config['CARD_RUN_SHAPE'];
 }
 
 /** The SDK runtime is process-wide and can be installed once: every bench worker shares it (worker logs at ERROR). */
@@ -56,9 +60,14 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const schema = id.replace(/-/g, '_');
   const namespace = `${id}:`;
   const taskQueues = stackTaskQueues(id);
-  const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: 42 });
+  const simulator = await startSimulatorProcess({ host: '127.0.0.1', port: 0, seed: 42, logLevel: 'warn' });
   const config = stackConfig(
-    { ...base, ...options.workerOverrides, ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}) },
+    {
+      ...base,
+      ...options.workerOverrides,
+      ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}),
+      ...(options.cardRunShape ? { CARD_RUN_SHAPE: options.cardRunShape } : {}),
+    },
     { gatewayUrl: simulator.url, schema, namespace, taskQueues, workflowIdPrefix: `${id}-` },
   );
   const pool = createPool({ url: config.DATABASE_URL, schema, max: 10, applicationName: id.slice(0, 60) });

@@ -33,10 +33,10 @@ export interface WindowResult {
 }
 
 export async function reading(stack: BenchStack): Promise<Reading> {
-  const pids = servicePidsFor(stack.config);
+  const pids = { ...servicePidsFor(stack.config), simulator: [stack.simulator.pid] };
   return {
     at: new Date(),
-    calls: simulatorCounts(stack.simulator.world),
+    calls: simulatorCounts(await stack.simulator.stats({ cards: false })),
     deferrals: await counterValues(stack.deps.registry, DEFERRALS, ['carrier', 'type']),
     leaseExpiries: await counterValues(stack.deps.registry, LEASE_EXPIRIES, ['carrier']),
     cpu: cpuTimes(pids),
@@ -75,10 +75,11 @@ export function leaseExpiries(reading: Reading): number {
 /** One line on where CPU went, for the report's notes. */
 export function cpuNote(cpu: CpuTimes): string {
   const cores = os.cpus().length;
-  const total = cpu.temporal + cpu.redis + cpu.postgres + cpu.bench;
+  const total = cpu.temporal + cpu.redis + cpu.postgres + cpu.bench + cpu.simulator;
   const pct = (v: number): string => `${Math.round(v * 100)} %`;
   return (
-    `CPU during the window (share of one core): Temporal server ${pct(cpu.temporal)}, this process (4 workers + simulator + bench) ${pct(cpu.bench)}, ` +
+    `CPU during the window (share of one core): Temporal server ${pct(cpu.temporal)}, this process (4 workers + bench) ${pct(cpu.bench)}, ` +
+    `simulator ${pct(cpu.simulator)}, ` +
     `PostgreSQL ${pct(cpu.postgres)}, Redis ${pct(cpu.redis)} — ${pct(total)} of ${cores * 100} % available. The ` +
     `services also served other users' tests during the window.`
   );

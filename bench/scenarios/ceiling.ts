@@ -19,7 +19,7 @@ export const ceiling: Scenario = async (context) => {
   const noop = await measureNoopCeiling(context.config, noopSeconds, context.log);
   context.measured.noop = noop;
   const startMode = context.config.CARD_START_MODE;
-  const card = await measureCardExecutions(context, { startMode, shape: 'single', ...cardSeconds }, 'card shape');
+  const card = await measureCardExecutions(context, { startMode, shape: 'single', runShape: context.config.CARD_RUN_SHAPE, ...cardSeconds }, 'card shape');
   context.measured.cardRuns.push({ ...card, source: 'ceiling' });
   const ratio = noop.workflowsPerSecond > 0 ? round(card.executionsPerSecond / noop.workflowsPerSecond, 3) : null;
   return {

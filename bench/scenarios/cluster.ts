@@ -127,7 +127,7 @@ function summaryTable(runs: readonly TargetRun[]): Table {
       c((run) => run.cost.cpuMsPerExecution.temporal),
       // The dev server keeps its store in its process; what the Temporal databases did meanwhile is not its cost.
       c((run) => run.cost.cpuMsPerExecution.temporal + (run.target === 'cluster' ? run.cost.cpuMsPerExecution.temporalStore : 0)),
-      c((run) => run.cost.cpuMsPerExecution.bench),
+      c((run) => run.cost.cpuMsPerExecution.bench + run.cost.cpuMsPerExecution.simulator),
       c((run) => run.cost.cpuMsPerExecution.postgres),
     ];
   };
@@ -186,7 +186,7 @@ function runsTable(runs: readonly TargetRun[]): Table {
         `${run.history.withParent}/${run.history.sampled}`,
         c.temporal,
         c.temporalStore,
-        c.bench,
+        round(c.bench + c.simulator, 2),
         c.postgres,
         c.redis,
         [...new Set(run.schedulers.map((s) => s.limitedBy))].join(', ') || '-',
@@ -256,7 +256,7 @@ export const cluster: Scenario = async (context) => {
           'the cluster\'s persistence, which the dev server does in its own process; also counted in "PostgreSQL (all)", ' +
           'which includes the card_execution records of both. ' +
           'On dev-server runs that column is what the idle cluster (and its other users) did meanwhile, not added to the ' +
-          'dev server. Our CPU: this process (four workers, simulator, bench). ' +
+          "dev server. Our CPU: this process (four workers, bench) plus the simulator's process. " +
           'Events and workflow tasks per execution: fetchHistory of up to 20 completed runs of each window.',
         claimExplain(claims),
       ],

@@ -8,10 +8,11 @@
  */
 import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
 import { DueField } from '../../src/redis/dueFields.js';
-import { windowSeconds, type Scenario } from '../lib/context.js';
+import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { seedAccount, type SeededAccount } from '../lib/seed.js';
 import { cpuNote, measureWindow } from '../lib/window.js';
+import type { CpuTimes } from '../lib/processes.js';
 import { round, sleep } from '../lib/stats.js';
 import { THROUGHPUT_CONFIG, THROUGHPUT_INFLIGHT, THROUGHPUT_INTERVAL_SEC, THROUGHPUT_QPS, throughputSpecs } from './throughputLoad.js';
 
@@ -84,8 +85,18 @@ async function runAccount(stack: BenchStack, account: SeededAccount, counters: C
   await Promise.allSettled([...tasks]);
 }
 
-export const direct: Scenario = async (context) => {
-  const seconds = windowSeconds(context, { warmupSec: 10, durationSec: 45 });
+/** One measurement of the direct loop; also taken briefly by throughput for its batch ÷ direct ratio. */
+export interface DirectLoop {
+  readonly date: string;
+  readonly windowSeconds: number;
+  readonly executions: number;
+  readonly executionsPerSecond: number;
+  readonly deferred: number;
+  readonly failed: number;
+  readonly cpuShares: CpuTimes;
+}
+
+export async function measureDirectLoop(context: ScenarioContext, seconds: { warmupSec: number; durationSec: number }): Promise<DirectLoop> {
   const stack = await createBenchStack(context.config, 'direct');
   let stop = false;
   try {
@@ -100,51 +111,73 @@ export const direct: Scenario = async (context) => {
     const executions = counters.executions - atStart;
     stop = true;
     await loops;
-    const perSecond = executions / window.seconds;
-    // This invocation's single-type measurements only: an old figure would compare different loads.
-    const rows: (string | number)[][] = [['direct loop (no Temporal, no SQL)', round(perSecond, 1), '1']];
-    const compared = context.measured.cardRuns.filter((run) => run.shape === 'single');
-    for (const run of compared)
-      rows.push([
-        `orchestration, ${run.startMode} starts (${run.source}, ${run.date.slice(11, 19)})`,
-        run.executionsPerSecond,
-        round(run.executionsPerSecond / perSecond, 3),
-      ]);
-    const best = compared.reduce((n, run) => Math.max(n, run.executionsPerSecond), 0);
-    const ratio = compared.length > 0 && perSecond > 0 ? best / perSecond : undefined;
     return {
-      title: 'direct loop over the same Lua scripts (reference)',
-      explain: [
-        'The throughput workload, executed by claim → acquireExec → limiter + gateway client → finish in one loop per ' +
-          'account, no Temporal and no PostgreSQL writes.',
-        "ratio = executions/s ÷ the direct loop's executions/s.",
-      ],
-      config: { ...seconds, ...THROUGHPUT_CONFIG },
-      results: {
-        windowSeconds: round(window.seconds),
-        executions,
-        executionsPerSecond: round(perSecond, 1),
-        deferred: counters.deferred,
-        failed: counters.failed,
-        orchestration: compared.map((run) => ({ source: run.source, startMode: run.startMode, executionsPerSecond: run.executionsPerSecond })),
-        bestRatio: ratio === undefined ? null : round(ratio, 3),
-        cpuShares: window.cpu,
-      },
-      tables: [{ headers: ['executor', 'executions/s', 'ratio'], numeric: [false, true, true], rows }],
-      verdicts: [],
-      notes: [
-        ratio !== undefined
-          ? `The orchestration reaches at best ${round(ratio * 100, 1)} % of the direct loop: the rest is the cost of ` +
-            `durable workflows (Temporal history writes, task dispatch) and of the PostgreSQL records per execution.`
-          : 'No card-execution measurement in this invocation to compare with: run `npm run bench -- --scenario throughput,direct`.',
-        cpuNote(window.cpu),
-        `The bench sent no Temporal work in this window: the Temporal server's ` +
-          `${Math.round(window.cpu.temporal * 100)} % of a core is other users' load, a baseline to subtract from the ` +
-          `throughput scenario's Temporal figure.`,
-      ],
+      date: window.from.toISOString(),
+      windowSeconds: round(window.seconds),
+      executions,
+      executionsPerSecond: round(executions / window.seconds, 1),
+      deferred: counters.deferred,
+      failed: counters.failed,
+      cpuShares: window.cpu,
     };
   } finally {
     stop = true;
     await stack.close();
   }
+}
+
+export const direct: Scenario = async (context) => {
+  const seconds = windowSeconds(context, { warmupSec: 10, durationSec: 45 });
+  const loop = await measureDirectLoop(context, seconds);
+  context.measured.direct = loop;
+  const executions = loop.executions;
+  const window = { seconds: loop.windowSeconds, cpu: loop.cpuShares };
+  const perSecond = executions / window.seconds;
+  // This invocation's single-type measurements only: an old figure would compare different loads.
+  const rows: (string | number)[][] = [['direct loop (no Temporal, no SQL)', round(perSecond, 1), '1']];
+  const compared = context.measured.cardRuns.filter((run) => run.shape === 'single');
+  for (const run of compared)
+    rows.push([
+      `orchestration, ${run.runShape} runs, ${run.startMode} starts (${run.source}, ${run.date.slice(11, 19)})`,
+      run.executionsPerSecond,
+      round(run.executionsPerSecond / perSecond, 3),
+    ]);
+  const best = compared.reduce((n, run) => Math.max(n, run.executionsPerSecond), 0);
+  const ratio = compared.length > 0 && perSecond > 0 ? best / perSecond : undefined;
+  return {
+    title: 'direct loop over the same Lua scripts (reference)',
+    explain: [
+      'The throughput workload, executed by claim → acquireExec → limiter + gateway client → finish in one loop per ' +
+        'account, no Temporal and no PostgreSQL writes.',
+      "ratio = executions/s ÷ the direct loop's executions/s.",
+    ],
+    config: { ...seconds, ...THROUGHPUT_CONFIG },
+    results: {
+      windowSeconds: round(window.seconds),
+      executions,
+      executionsPerSecond: round(perSecond, 1),
+      deferred: loop.deferred,
+      failed: loop.failed,
+      orchestration: compared.map((run) => ({
+        source: run.source,
+        startMode: run.startMode,
+        runShape: run.runShape,
+        executionsPerSecond: run.executionsPerSecond,
+      })),
+      bestRatio: ratio === undefined ? null : round(ratio, 3),
+      cpuShares: window.cpu,
+    },
+    tables: [{ headers: ['executor', 'executions/s', 'ratio'], numeric: [false, true, true], rows }],
+    verdicts: [],
+    notes: [
+      ratio !== undefined
+        ? `The orchestration reaches at best ${round(ratio * 100, 1)} % of the direct loop: the rest is the cost of ` +
+          `durable workflows (Temporal history writes, task dispatch) and of the PostgreSQL records per execution.`
+        : 'No card-execution measurement in this invocation to compare with: run `npm run bench -- --scenario throughput,direct`.',
+      cpuNote(window.cpu),
+      `The bench sent no Temporal work in this window: the Temporal server's ` +
+        `${Math.round(window.cpu.temporal * 100)} % of a core is other users' load, a baseline to subtract from the ` +
+        `throughput scenario's Temporal figure.`,
+    ],
+  };
 };

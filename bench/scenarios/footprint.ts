@@ -6,7 +6,6 @@
  * Everything counted here is bytes, rows, events or actions, not time: a busy machine changes
  * how long the run takes, not the figures, so the runner lets this scenario through when busy.
  */
-import type { WorkflowHandle } from '@temporalio/client';
 import { requestCheck } from '../../src/polling/temporalControl.js';
 import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
 import { accountKeys } from '../../src/redis/keys.js';
@@ -18,6 +17,7 @@ import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/conte
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { seedAccount, type AccountSpec, type SeededAccount } from '../lib/seed.js';
 import { historyShape, type HistoryShape } from '../lib/history.js';
+import { countEvents, emptyCounts, eventsInWindow, fetchEvents, perUnit, type EventCounts } from '../lib/actions.js';
 import { cpuNote, measureWindow } from '../lib/window.js';
 import type { StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
@@ -40,8 +40,6 @@ const REQUEST_DRAIN_MS = 8000;
 const ONE_TYPE = { card_status: 'status' } as const;
 const THREE_TYPES = { card_status: 'status', carddata: 'data', realname: 'realname' } as const;
 const FOUR_TYPES = { card_status: 'status', carddata: 'data', realname: 'realname', package: 'local' } as const;
-
-type HistoryEvent = NonNullable<Awaited<ReturnType<WorkflowHandle['fetchHistory']>>['events']>[number];
 
 // ---------------------------------------------------------------------------------------------
 // Redis
@@ -345,87 +343,6 @@ async function rowWidths(pool: Pool, from: Date, to: Date, accounts: readonly Se
 // ---------------------------------------------------------------------------------------------
 // Temporal: events, tasks and actions
 
-/**
- * Actions as Temporal Cloud bills them, read from history (docs.temporal.io/cloud/actions): a
- * workflow start (client, child or continue-as-new) 1; a child start's recorded intent 1 more
- * (the doc counts two for a child start: the intent and the start); a scheduled activity 1 and
- * each retry 1; all local activities of one workflow task together 1, plus each non-first local
- * activity attempt; a timer 1; a signal 1; an accepted update 1; a search-attribute upsert 1.
- * Queries and workflow-task heartbeats are billed too but leave no event here.
- */
-interface EventCounts {
-  events: number;
-  workflowTasks: number;
-  activityTasks: number;
-  localActivities: number;
-  timers: number;
-  childStarts: number;
-  actions: number;
-  actionsByKind: Record<string, number>;
-}
-
-function emptyCounts(): EventCounts {
-  return { events: 0, workflowTasks: 0, activityTasks: 0, localActivities: 0, timers: 0, childStarts: 0, actions: 0, actionsByKind: {} };
-}
-
-function eventMs(event: HistoryEvent): number {
-  const time = event.eventTime;
-  return time ? Number(time.seconds ?? 0) * 1000 + Math.floor((time.nanos ?? 0) / 1e6) : 0;
-}
-
-function countEvents(events: readonly HistoryEvent[], into: EventCounts = emptyCounts()): EventCounts {
-  const add = (kind: string, n = 1): void => {
-    into.actionsByKind[kind] = (into.actionsByKind[kind] ?? 0) + n;
-    into.actions += n;
-  };
-  const localActivityTasks = new Set<string>();
-  for (const event of events) {
-    into.events += 1;
-    if (event.workflowExecutionStartedEventAttributes) add('workflow started');
-    else if (event.startChildWorkflowExecutionInitiatedEventAttributes) {
-      into.childStarts += 1;
-      add('child start intent');
-    } else if (event.activityTaskScheduledEventAttributes) add('activity scheduled');
-    else if (event.activityTaskStartedEventAttributes) {
-      into.activityTasks += 1;
-      const retries = (event.activityTaskStartedEventAttributes.attempt ?? 1) - 1;
-      if (retries > 0) add('activity retried', retries);
-    } else if (event.markerRecordedEventAttributes) {
-      into.localActivities += 1;
-      localActivityTasks.add(String(event.markerRecordedEventAttributes.workflowTaskCompletedEventId ?? ''));
-    } else if (event.workflowTaskCompletedEventAttributes) {
-      into.workflowTasks += 1;
-      const retried = event.workflowTaskCompletedEventAttributes.meteringMetadata?.nonfirstLocalActivityExecutionAttempts ?? 0;
-      if (retried > 0) add('local activity retried', retried);
-    } else if (event.timerStartedEventAttributes) {
-      into.timers += 1;
-      add('timer started');
-    } else if (event.workflowExecutionSignaledEventAttributes) add('signal');
-    else if (event.workflowExecutionUpdateAcceptedEventAttributes) add('update accepted');
-    else if (event.upsertWorkflowSearchAttributesEventAttributes) add('search attributes upserted');
-  }
-  if (localActivityTasks.size > 0) add('local activities (one per workflow task)', localActivityTasks.size);
-  return into;
-}
-
-function perUnit(counts: EventCounts, units: number): EventCounts {
-  const d = (n: number): number => (units > 0 ? round(n / units, 3) : 0);
-  return {
-    events: d(counts.events),
-    workflowTasks: d(counts.workflowTasks),
-    activityTasks: d(counts.activityTasks),
-    localActivities: d(counts.localActivities),
-    timers: d(counts.timers),
-    childStarts: d(counts.childStarts),
-    actions: d(counts.actions),
-    actionsByKind: Object.fromEntries(Object.entries(counts.actionsByKind).map(([kind, n]) => [kind, d(n)])),
-  };
-}
-
-async function fetchEvents(handle: WorkflowHandle): Promise<HistoryEvent[]> {
-  return (await handle.fetchHistory()).events ?? [];
-}
-
 interface CardRunCost {
   readonly types: number;
   /** Reused bench/lib/history.ts figures (events, workflow tasks, child runs). */
@@ -454,16 +371,6 @@ async function cardRunCost(stack: BenchStack, from: Date, to: Date, types: numbe
   return { types, shape, perRun: perUnit(total, completed) };
 }
 
-/** Events of every run of one workflow id (continue-as-new included) inside [from, to). */
-async function eventsInWindow(stack: BenchStack, workflowId: string, from: Date, to: Date): Promise<HistoryEvent[]> {
-  const out: HistoryEvent[] = [];
-  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
-    const events = await fetchEvents(stack.client.workflow.getHandle(workflowId, execution.runId));
-    out.push(...events.filter((event) => eventMs(event) >= from.getTime() && eventMs(event) < to.getTime()));
-  }
-  return out;
-}
-
 interface SchedulerCost {
   readonly account: string;
   readonly executions: number;
@@ -482,7 +389,7 @@ async function executionsOf(pool: Pool, carrierId: string, from: Date, to: Date)
 }
 
 async function schedulerCost(stack: BenchStack, account: SeededAccount, from: Date, to: Date): Promise<SchedulerCost> {
-  const events = await eventsInWindow(stack, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to);
+  const events = await eventsInWindow(stack.client, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to);
   const window = countEvents(events);
   const executions = await executionsOf(stack.pool, account.carrier.id, from, to);
   // One timer per tick (the loop's wait), so timers count claim rounds.
@@ -612,7 +519,7 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   const after = await tableReadings(stack.pool, stack.schema);
   const delta = (table: string, pick: (r: TableReading) => number): number =>
     (after.get(table) ? pick(after.get(table)!) : 0) - (before.get(table) ? pick(before.get(table)!) : 0);
-  const scheduler = countEvents(await eventsInWindow(stack, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to));
+  const scheduler = countEvents(await eventsInWindow(stack.client, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to));
   const kinds = ['update accepted', 'activity scheduled', 'activity retried'];
   const byKind = Object.fromEntries(kinds.map((kind) => [kind, round((scheduler.actionsByKind[kind] ?? 0) / REQUEST_CHECKS, 2)]));
   context.log(`request-checks: ${JSON.stringify(answered)}`);
@@ -649,7 +556,7 @@ async function measurePolling(context: ScenarioContext, startMode: StartMode, wi
     log(`${postgres.executions} executions recorded in the window; reading histories`);
     const cardRuns = [await cardRunCost(stack, window.from, window.to, 1), await cardRunCost(stack, window.from, window.to, 3)];
     const schedulers = [await schedulerCost(stack, one, window.from, window.to), await schedulerCost(stack, three, window.from, window.to)];
-    const control = countEvents(await eventsInWindow(stack, pollingControlWorkflowId(stack.ref.workflowIdPrefix), window.from, window.to));
+    const control = countEvents(await eventsInWindow(stack.client, pollingControlWorkflowId(stack.ref.workflowIdPrefix), window.from, window.to));
     const redis = await steadyRedis(stack, accounts);
     const requestChecks = withRequests ? await measureRequestChecks(context, stack, one) : null;
     return {
@@ -859,9 +766,9 @@ export const footprint: Scenario = async (context) => {
         `loop's timers.`,
       "Actions (Temporal Cloud's billing unit, https://docs.temporal.io/cloud/actions): workflow started 1 (client, " +
         "child, continue-as-new); a child start's intent 1 more (the doc counts 2 per child start); activity scheduled " +
-        '1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts; timer ' +
-        '1; signal 1; accepted update 1; search-attribute upsert 1 (those given at start are free). Queries (status, ' +
-        'dashboard) and workflow-task heartbeats are billed too but are not in history.',
+        '1, each retry 1; all local activities of one workflow task 1 together, plus non-first local attempts and ' +
+        'each workflow-task heartbeat; timer 1; signal 1; accepted update 1; search-attribute upsert 1 (those given at ' +
+        'start are free); bench/lib/actions.ts. Queries (status, dashboard) are billed too but are not in history.',
     ],
     config: {
       redisCards: REDIS_CARDS,

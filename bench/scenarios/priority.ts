@@ -29,12 +29,16 @@ const NORMAL_LOAD = 1.5;
 const BACKLOG_SAMPLES_MIN = 0.9;
 /** Requested cards are polled daily: their own schedule (jittered over 2.4 h) rarely meets the run. */
 const REQUEST_CARD_INTERVAL_SEC = 86_400;
-/** How often the bench looks at the requested cards' last-call times. */
-const WATCH_EVERY_MS = 10;
+/**
+ * How often the bench reads the requested cards' last-call times (GET /sim/stats from the simulator's
+ * process). The time is the simulator's stamp, so this only bounds how soon a later call of the same
+ * card could hide the first: requested cards are otherwise polled daily.
+ */
+const WATCH_EVERY_MS = 100;
 /** Requests still unanswered this long after the window are reported as unanswered. */
 const DRAIN_MS = 15_000;
 
-interface Pending {
+export interface Pending {
   readonly card: ScopedCard;
   readonly carrierId: string;
   readonly requestedAt: number;
@@ -45,7 +49,7 @@ interface Pending {
   firstCallAt?: number;
 }
 
-async function addRequestCards(stack: BenchStack, account: SeededAccount, count: number): Promise<ScopedCard[]> {
+export async function addRequestCards(stack: BenchStack, account: SeededAccount, count: number): Promise<ScopedCard[]> {
   // A higher-priority config for status 'test' gives these cards a daily interval in the same account.
   await createPollingConfig(stack.pool, {
     name: `${account.spec.name}-requested`,
@@ -61,7 +65,7 @@ async function addRequestCards(stack: BenchStack, account: SeededAccount, count:
  * Returns once the last request is sent: the window must not stretch while slow updates answer,
  * so their answers go to `inFlight` for the caller to await afterwards.
  */
-async function sendRequests(
+export async function sendRequests(
   stack: BenchStack,
   pools: { carrierId: string; cards: ScopedCard[] }[],
   rate: number,
@@ -119,15 +123,26 @@ function watchBacklog(stack: BenchStack, carrierIds: readonly string[]): Backlog
 }
 
 /** Polls the simulator's per-card last-call time of requested cards until `stop()` resolves. */
-function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => void } {
-  const timer = setInterval(() => {
-    for (const pending of sent) {
-      if (pending.firstCallAt !== undefined) continue;
-      const lastCallAt = stack.simulator.world.cards.get(pending.card.iccid)?.lastCallAt;
-      if (lastCallAt !== undefined && lastCallAt >= pending.requestedAt) pending.firstCallAt = lastCallAt;
+function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => Promise<void> } {
+  let watching = true;
+  const loop = (async () => {
+    while (watching) {
+      const waiting = sent.filter((pending) => pending.firstCallAt === undefined);
+      // A stats call that fails is retried on the next round: the stamps stay in the simulator.
+      const cards = waiting.length === 0 ? {} : ((await stack.simulator.stats().catch(() => undefined))?.cards ?? {});
+      for (const pending of waiting) {
+        const lastCallAt = cards[pending.card.iccid]?.lastCallAt;
+        if (lastCallAt !== undefined && lastCallAt >= pending.requestedAt) pending.firstCallAt = lastCallAt;
+      }
+      await sleep(WATCH_EVERY_MS);
     }
-  }, WATCH_EVERY_MS);
-  return { stop: () => clearInterval(timer) };
+  })();
+  return {
+    stop: async () => {
+      watching = false;
+      await loop;
+    },
+  };
 }
 
 export const priority: Scenario = async (context) => {
@@ -162,7 +177,7 @@ export const priority: Scenario = async (context) => {
     await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
     while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(100);
-    watcher.stop();
+    await watcher.stop();
 
     const requested = sent.filter((p) => p.status === 'requested');
     const answered = requested.filter((p) => p.firstCallAt !== undefined);

@@ -2,7 +2,8 @@
  * The load shared by steady and priority: two accounts whose cards ask for a share of what is
  * feasible — min(budget, measured orchestration capacity), the capacity split over the accounts
  * by budget as the engine shares it (cards = load × feasible QPS × interval, one card_status call
- * per card per interval).
+ * per card per interval). steady scales the budgets up to the capacity when they are below it, so
+ * its load is a share of what the run shape itself sustains, not of the budgets.
  */
 import type { AccountSpec } from '../lib/seed.js';
 import { round } from '../lib/stats.js';
@@ -15,6 +16,10 @@ export const STEADY_BUDGETS: readonly { readonly name: string; readonly qps: num
 ];
 
 export interface FeasibleLoad {
+  /** The accounts' budgets: STEADY_BUDGETS, or scaled up to the capacity (same proportions) when asked. */
+  readonly budgets: readonly { readonly name: string; readonly qps: number }[];
+  /** Factor applied to STEADY_BUDGETS (1 = as defined). */
+  readonly budgetScale: number;
   readonly budgetQps: number;
   /** min(budget, capacity) in executions (= calls) per second. */
   readonly feasibleQps: number;
@@ -23,10 +28,16 @@ export interface FeasibleLoad {
   readonly limitedBy: 'budget' | 'orchestration capacity';
 }
 
-export function feasibleLoad(capacityPerSecond: number): FeasibleLoad {
-  const budgetQps = STEADY_BUDGETS.reduce((n, b) => n + b.qps, 0);
+export function feasibleLoad(capacityPerSecond: number, options: { readonly scaleBudgetsToCapacity?: boolean } = {}): FeasibleLoad {
+  const defined = STEADY_BUDGETS.reduce((n, b) => n + b.qps, 0);
+  const budgetScale = options.scaleBudgetsToCapacity && capacityPerSecond > defined ? capacityPerSecond / defined : 1;
+  // Rounded up: the scaled budgets never fall below the capacity they are scaled to.
+  const budgets = STEADY_BUDGETS.map((b) => ({ name: b.name, qps: Math.ceil(b.qps * budgetScale) }));
+  const budgetQps = budgets.reduce((n, b) => n + b.qps, 0);
   const feasibleShare = Math.min(1, capacityPerSecond / budgetQps);
   return {
+    budgets,
+    budgetScale: round(budgetScale, 3),
     budgetQps,
     feasibleQps: round(budgetQps * feasibleShare, 1),
     feasibleShare: round(feasibleShare, 3),
@@ -35,7 +46,7 @@ export function feasibleLoad(capacityPerSecond: number): FeasibleLoad {
 }
 
 export function steadySpecs(prefix: string, feasible: FeasibleLoad, load: number = STEADY_LOAD): AccountSpec[] {
-  return STEADY_BUDGETS.map((budget) => ({
+  return feasible.budgets.map((budget) => ({
     name: `${prefix}${budget.name}`,
     qps: { status: budget.qps },
     typeGroups: { card_status: 'status' },

@@ -21,6 +21,7 @@ import type {
 import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
 import { limitingFactor } from '../common/inflightControl.js';
 import type { CardStarter } from '../polling/cardStarter.js';
+import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../common/cardBatches.js';
 import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
@@ -57,8 +58,17 @@ export interface ControlActivityDeps {
    * the card task queue shrinks what the next round may claim.
    */
   readonly cardCapacity?: number;
-  /** Set in client start mode: the claim activity starts the claimed cards' runs itself. */
+  /**
+   * Starts claimed cards' runs with the client. Used for every round in client start mode, and in
+   * child start mode for the rounds of a scheduler run that is about to continue as new
+   * (`ClaimRoundInput.startRuns`).
+   */
   readonly cardStarter?: CardStarter;
+  /** CARD_START_MODE; `client` when a starter is given and this is not (tests build deps directly). */
+  readonly cardStartMode?: 'child' | 'client';
+  /** CARD_RUN_SHAPE and CARD_BATCH_SIZE, for the scheduler's child starts (default `card`). */
+  readonly runShape?: CardRunShape;
+  readonly batchSize?: number;
   /** Ingest backpressure: a high ingest backlog shrinks every account's in-flight limit. */
   readonly ingestPressure?: IngestPressure;
   /** What storage maintenance keeps and creates ahead (defaults: {@link DEFAULT_RETENTION}). */
@@ -111,6 +121,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
       const engineLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
       const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
+      const starter = deps.cardStarter && (input.startRuns === true || (deps.cardStartMode ?? 'client') === 'client') ? deps.cardStarter : undefined;
       const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, (await deps.reference.intervals()).shortestMs());
       const [engine, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
@@ -129,18 +140,19 @@ export function createControlActivities(deps: ControlActivityDeps) {
           // not). Either way the claims already made under the prefix are handed back, not left
           // to their lease. Client start mode recovers only on an activity retry: runs its first
           // attempt started would be started again.
-          retry: activityAttempt() > 1 || deps.cardStarter === undefined,
+          retry: activityAttempt() > 1 || starter === undefined,
           dueHorizonMs,
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
       let startFailures = 0;
-      if (deps.cardStarter && claimed.length > 0) {
-        const failed = await deps.cardStarter.start({
+      if (starter && claimed.length > 0) {
+        const failed = await starter.start({
           carrierId: input.carrierId,
           cards: claimed,
           placement: input.cardRuns,
           dueHorizonMs,
+          tokenPrefix: input.tokenPrefix,
           ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
         });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
@@ -171,7 +183,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         running: depths.running,
         lanes: { priority: depths.priority, normal: depths.normal },
         groups,
-        startedByClaim: deps.cardStarter !== undefined,
+        startedByClaim: starter !== undefined,
         startFailures,
         engine,
         limitedBy,
@@ -179,6 +191,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
         budgetQps: carrier.groups.reduce((sum, g) => sum + g.qps, 0),
         leaseMs: carrier.leaseMs,
         dueHorizonMs,
+        runShape: deps.runShape ?? 'card',
+        batchSize: deps.batchSize ?? DEFAULT_CARD_BATCH_SIZE,
       };
     },
 

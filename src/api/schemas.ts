@@ -282,7 +282,7 @@ export const cardDetailSchema = {
       description: 'newest first',
       items: {
         type: 'object',
-        required: ['startedAt', 'types', 'outcome', 'gatewayMs', 'workflowId', 'runId'],
+        required: ['startedAt', 'types', 'outcome', 'gatewayMs', 'workflowId', 'runId', 'runUrl'],
         additionalProperties: false,
         properties: {
           startedAt: dateTime,
@@ -290,13 +290,17 @@ export const cardDetailSchema = {
           types: { type: 'array', items: checkType },
           outcome: { type: 'string' },
           gatewayMs: { type: 'number' },
-          workflowId: { type: 'string' },
+          workflowId: { type: 'string', description: 'the run that executed the card: card-<id> (cardCheck) or the cardBatch run that carried it' },
           runId: { type: 'string' },
+          runUrl: { type: 'string', description: "the run's page in the Temporal Web UI" },
           fromPriority: { type: 'boolean' },
         },
       },
     },
-    temporalUiUrl: { type: 'string', description: "the card's executions in the Temporal Web UI" },
+    temporalUiUrl: {
+      type: 'string',
+      description: 'the card\'s executions in the Temporal Web UI: query CardId="<id>" (CARD_RUN_SHAPE=card) or CardIds="<id>" (batch)',
+    },
   },
 } as const;
 

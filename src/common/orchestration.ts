@@ -1,9 +1,10 @@
 /**
  * Types exchanged between workflows and activities. Pure types and constants: workflow-safe.
  */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import type { CheckType, GatewayCheckType } from './checkTypes.js';
 import type { LimitingFactor } from './inflightControl.js';
+import type { CardRunShape } from './cardBatches.js';
 
 /** Search attributes that make a card's executions findable in the Web UI. */
 export const CARD_ID_ATTRIBUTE = defineSearchAttributeKey('CardId', SearchAttributeType.KEYWORD);
@@ -12,6 +13,30 @@ export const CHECK_TYPES_ATTRIBUTE = defineSearchAttributeKey('CheckTypes', Sear
 export const OUTCOME_ATTRIBUTE = defineSearchAttributeKey('Outcome', SearchAttributeType.KEYWORD);
 /** `<scheduler workflow id>/<run id>` of the carrierScheduler run whose claim started the card run. */
 export const CLAIMED_BY_ATTRIBUTE = defineSearchAttributeKey('ClaimedBy', SearchAttributeType.KEYWORD);
+/**
+ * Every card a `cardBatch` run carries, given at its start (free: no upsert): the Web UI query
+ * `CardIds = "42"` lists the batch runs that checked card 42, as `CardId = "42"` lists its `cardCheck` runs.
+ */
+export const CARD_IDS_ATTRIBUTE = defineSearchAttributeKey('CardIds', SearchAttributeType.KEYWORD_LIST);
+
+/**
+ * Most cards one `cardBatch` run may carry: Temporal refuses a search attribute value over 2 KB
+ * (`limit.searchAttributesSizeBytes`), and `CardIds` lists them all; 90 ids of 19 digits (the largest
+ * bigint) are 1981 bytes of JSON.
+ */
+export const MAX_CARD_BATCH_SIZE = 90;
+
+/**
+ * The Web UI list query of a card's runs in a run shape (CARD_RUN_SHAPE): its `cardCheck` runs
+ * carry `CardId`, the `cardBatch` runs that carried it list it in `CardIds`.
+ */
+export const cardRunsQuery = (cardId: string, runShape: CardRunShape): string => (runShape === 'batch' ? `CardIds="${cardId}"` : `CardId="${cardId}"`);
+
+/** The `CardIds` search attribute of a batch run carrying `cards`. */
+export const cardIdsSearchAttribute = (cards: readonly Pick<ClaimedCard, 'cardId'>[]): SearchAttributePair => ({
+  key: CARD_IDS_ATTRIBUTE,
+  value: cards.map((card) => card.cardId),
+});
 
 /**
  * Workflow ids. `prefix` is empty in production (ids are exactly `card-<id>` etc.); tests sharing
@@ -74,8 +99,13 @@ export interface ClaimRoundInput {
    */
   readonly lookaheadMs?: number;
   /**
+   * Start this round's runs from the claim activity even in child start mode: the scheduler run is
+   * about to continue as new and starts no more children (their completions would arrive at it).
+   */
+  readonly startRuns?: boolean;
+  /**
    * Where the card runs go. Used when the control worker starts them itself with the client
-   * (CARD_START_MODE=client); otherwise the scheduler starts them as children.
+   * (CARD_START_MODE=client, or `startRuns`); otherwise the scheduler starts them as children.
    */
   readonly cardRuns: CardRunPlacement;
 }
@@ -139,6 +169,9 @@ export type ClaimRoundResult =
       readonly leaseMs: number;
       /** Cards due up to this long after the claim were claimed; their runs treat them as due. */
       readonly dueHorizonMs: number;
+      /** How the scheduler starts the claimed cards' runs when the claim did not (CARD_RUN_SHAPE, CARD_BATCH_SIZE). */
+      readonly runShape?: CardRunShape;
+      readonly batchSize?: number;
     };
 
 export interface CardCheckInput {

@@ -3,6 +3,8 @@
  * start-up, and a bad value stops the process with a message naming the variable.
  */
 import { z } from 'zod';
+import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../common/cardBatches.js';
+import { MAX_CARD_BATCH_SIZE } from '../common/orchestration.js';
 
 /** The API token on loopback development setups; the CLI uses it too when API_TOKEN is unset. */
 export const DEV_API_TOKEN = 'dev-token-change-me';
@@ -86,6 +88,19 @@ const schema = z.object({
    * throughput). Either way the run carries the ClaimedBy search attribute.
    */
   CARD_START_MODE: z.enum(['child', 'client']).default('child'),
+  /**
+   * What one card-worker run carries: `card` (the default) — one `cardCheck` run per claimed card,
+   * workflow id `card-<id>`, traced in the Web UI by `CardId`; `batch` — each claim round's cards of
+   * an account in `cardBatch` runs of up to CARD_BATCH_SIZE cards (priority cards in batches of
+   * their own, on the priority queue), every card executed exactly as in `cardCheck`, traced by
+   * `CardIds`. For deployments bound by orchestration cost: a run's fixed cost is paid per batch.
+   */
+  CARD_RUN_SHAPE: z.enum(CARD_RUN_SHAPES).default('card'),
+  /**
+   * Cards per `cardBatch` run at most (CARD_RUN_SHAPE=batch); up to 90, so that the run's `CardIds`
+   * search attribute stays under Temporal's 2 KB value limit (MAX_CARD_BATCH_SIZE).
+   */
+  CARD_BATCH_SIZE: z.coerce.number().int().min(1).max(MAX_CARD_BATCH_SIZE).default(DEFAULT_CARD_BATCH_SIZE),
   WORKER_CARD_MAX_WORKFLOWS: positiveInt.default(200),
   WORKER_CARD_MAX_ACTIVITIES: positiveInt.default(200),
   WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),

@@ -3,18 +3,25 @@
  * its Temporal Web UI addresses. The card detail itself comes from `GET /v1/cards/:id`.
  */
 import { findCardByIccid, findCards } from '../db/cards.js';
-import { cardWorkflowId } from '../common/orchestration.js';
+import { cardRunsQuery, cardWorkflowId } from '../common/orchestration.js';
+import type { CardRunShape } from '../common/cardBatches.js';
 import type { Queryable } from '../db/queryable.js';
-import { runUrlPrefix, workflowListUrl } from './temporalLinks.js';
+import { runUrlPrefix, workflowListUrl, workflowQueryUrl } from './temporalLinks.js';
 
 export interface CardLookup {
   readonly cardId: string;
   readonly iccid: string;
   readonly carrierId: string;
+  /** The card's own workflow id (`card-<id>`: its cardCheck runs). */
   readonly workflowId: string;
-  /** Every execution of the card in the Web UI. */
+  /**
+   * Every execution of the card in the Web UI: its cardCheck runs, or (CARD_RUN_SHAPE=batch) the
+   * cardBatch runs that carried it.
+   */
   readonly workflowsUrl: string;
-  /** Append `<runId>/history` for one execution. */
+  /** The Web UI query behind workflowsUrl (`WorkflowId="card-42"`, or `CardIds="42"` in the batch shape). */
+  readonly workflowsQuery: string;
+  /** Append `<runId>/history` for one cardCheck execution (a batch execution's page is its `runUrl` in the card detail). */
   readonly runUrlPrefix: string;
 }
 
@@ -22,6 +29,8 @@ export interface LookupSettings {
   readonly temporalUiUrl: string;
   readonly namespace: string;
   readonly workflowIdPrefix: string;
+  /** CARD_RUN_SHAPE: which runs carry the card's executions (default `card`). */
+  readonly runShape?: CardRunShape;
 }
 
 const ICCID = /^[0-9]{17,21}[0-9A-Fa-f]$/;
@@ -34,12 +43,17 @@ export async function lookupCard(db: Queryable, settings: LookupSettings, query:
   if (card === null && CARD_ID.test(text)) card = (await findCards(db, [text]))[0] ?? null;
   if (card === null) return null;
   const workflowId = cardWorkflowId(card.id, settings.workflowIdPrefix);
+  const batch = settings.runShape === 'batch';
+  const workflowsQuery = batch ? cardRunsQuery(card.id, 'batch') : `WorkflowId="${workflowId}"`;
   return {
     cardId: card.id,
     iccid: card.iccid,
     carrierId: card.carrierId,
     workflowId,
-    workflowsUrl: workflowListUrl(settings.temporalUiUrl, settings.namespace, workflowId),
+    workflowsUrl: batch
+      ? workflowQueryUrl(settings.temporalUiUrl, settings.namespace, workflowsQuery)
+      : workflowListUrl(settings.temporalUiUrl, settings.namespace, workflowId),
+    workflowsQuery,
     runUrlPrefix: runUrlPrefix(settings.temporalUiUrl, settings.namespace, workflowId),
   };
 }

@@ -81,13 +81,14 @@ const lookupQuery = {
 const lookupResponse = {
   type: 'object',
   additionalProperties: false,
-  required: ['cardId', 'iccid', 'carrierId', 'workflowId', 'workflowsUrl', 'runUrlPrefix'],
+  required: ['cardId', 'iccid', 'carrierId', 'workflowId', 'workflowsUrl', 'workflowsQuery', 'runUrlPrefix'],
   properties: {
     cardId: { type: 'string' },
     iccid: { type: 'string' },
     carrierId: { type: 'string' },
     workflowId: { type: 'string' },
     workflowsUrl: { type: 'string' },
+    workflowsQuery: { type: 'string', description: 'the Web UI query behind workflowsUrl: WorkflowId="card-<id>", or CardIds="<id>" in the batch shape' },
     runUrlPrefix: { type: 'string' },
   },
 } as const;
@@ -148,6 +149,7 @@ export async function registerDashboard(app: ApiApp, ctx: ApiContext, options: D
         temporalUiUrl: ctx.config.TEMPORAL_UI_URL,
         namespace: ctx.config.TEMPORAL_NAMESPACE,
         workflowIdPrefix: ctx.orchestration.workflowIdPrefix,
+        runShape: ctx.config.CARD_RUN_SHAPE,
       };
       const found = await lookupCard(ctx.deps.pool, settings, q);
       if (found === null) throw DomainError.notFound('q', `no card with ICCID or id ${q.trim()}`);

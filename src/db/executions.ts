@@ -1,4 +1,7 @@
-/** card_execution: one row per cardCheck run, listed newest first in the card detail. */
+/**
+ * card_execution: one row per card execution — a cardCheck run, or one card of a cardBatch run
+ * (rows of one batch share its workflow and run ids) — listed newest first in the card detail.
+ */
 import { isCheckType, type CheckType } from '../common/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId, requireText } from '../domain/validate.js';
@@ -25,16 +28,17 @@ export interface StoredExecution extends Execution {
   readonly id: string;
 }
 
-/** Idempotent on (workflowId, runId): a retried activity returns the existing row's id. */
+/** Idempotent on (workflowId, runId, cardId): a retried activity returns the existing row's id. */
 export async function recordExecution(db: Queryable, execution: Execution): Promise<string> {
   validateExecution(execution);
   const { rows } = await db.query<{ id: string }>(
     `WITH ins AS (
        INSERT INTO card_execution (card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
        VALUES ($1::bigint, $2::bigint, $3, $4, $5::text[], $6, $7, $8, $9, $10, $11::jsonb)
-       ON CONFLICT (workflow_id, run_id) DO NOTHING RETURNING id
+       ON CONFLICT (workflow_id, run_id, card_id) DO NOTHING RETURNING id
      )
-     SELECT id::text FROM ins UNION ALL SELECT id::text FROM card_execution WHERE workflow_id = $8 AND run_id = $9 LIMIT 1`,
+     SELECT id::text FROM ins
+     UNION ALL SELECT id::text FROM card_execution WHERE workflow_id = $8 AND run_id = $9 AND card_id = $1::bigint LIMIT 1`,
     [
       execution.cardId,
       execution.carrierId,
@@ -62,7 +66,7 @@ function validateExecution(execution: Execution): void {
 }
 
 /**
- * Many runs in one statement (ingest batches). Idempotent on (workflowId, runId) like
+ * Many executions in one statement (ingest batches). Idempotent on (workflowId, runId, cardId) like
  * {@link recordExecution}; returns how many rows were new.
  */
 export async function insertExecutions(db: Queryable, executions: readonly Execution[]): Promise<number> {
@@ -73,7 +77,7 @@ export async function insertExecutions(db: Queryable, executions: readonly Execu
      SELECT card_id, carrier_id, started_at, finished_at, ARRAY(SELECT jsonb_array_elements_text(types)), outcome, gateway_ms, workflow_id, run_id, from_priority, details
        FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::jsonb[], $6::text[], $7::int[], $8::text[], $9::text[], $10::boolean[], $11::jsonb[])
          AS e(card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
-     ON CONFLICT (workflow_id, run_id) DO NOTHING`,
+     ON CONFLICT (workflow_id, run_id, card_id) DO NOTHING`,
     [
       executions.map((e) => e.cardId),
       executions.map((e) => e.carrierId),

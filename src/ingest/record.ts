@@ -15,14 +15,17 @@ export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {
 }
 
 export interface IngestRecord extends RecordExecutionInput {
-  /** Unique per execution (workflow id + run id): redelivery and retries land on the same rows. */
+  /**
+   * Unique per execution (workflow id + run id + card id: a batch run executes many cards):
+   * redelivery and retries land on the same rows, and a dead letter is one row per execution.
+   */
   readonly recordId: string;
   /** When the execution finished (epoch ms): the execution row's end and the alerts' time. */
   readonly finishedAt: number;
 }
 
-export function recordIdOf(input: Pick<FinishInput, 'workflowId' | 'runId'>): string {
-  return `${input.workflowId}/${input.runId}`;
+export function recordIdOf(input: Pick<FinishInput, 'workflowId' | 'runId' | 'cardId'>): string {
+  return `${input.workflowId}/${input.runId}/${input.cardId}`;
 }
 
 export function toIngestRecord(input: RecordExecutionInput, finishedAt: number): IngestRecord {

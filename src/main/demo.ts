@@ -8,7 +8,7 @@ import { createPollingConfig } from '../db/pollingConfigs.js';
 import type { NewCarrier } from '../domain/carrier.js';
 import type { LifecycleService } from '../lifecycle/service.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { SimWorld } from '../simulator/model.js';
+import type { SimulatorControl } from '../simulator/control.js';
 
 interface DemoAccount {
   readonly carrier: NewCarrier;
@@ -71,10 +71,10 @@ export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
 /** Intervals (seconds): with 3 000 cards spread over them, checks flow continuously. */
 export const DEMO_INTERVALS_SEC = { card_status: 300, carddata: 600, realname: 1800, package: 900 } as const;
 
-/** Mirrors the accounts' limits in an in-process simulator (a real carrier needs nothing of this). */
-export function configureSimulator(world: SimWorld): void {
+/** Mirrors the accounts' limits in the simulator `npm start` runs (a real carrier needs nothing of this). */
+export async function configureSimulator(simulator: SimulatorControl): Promise<void> {
   for (const account of DEMO_ACCOUNTS) {
-    world.updateAccount(account.carrier.gatewayAccount, {
+    await simulator.updateAccount(account.carrier.gatewayAccount, {
       groups: Object.fromEntries((account.carrier.groups ?? []).map((g) => [g.name, g.qps])),
       // Without real-name control the carrier does not charge realname calls to a group.
       typeGroups: Object.fromEntries(

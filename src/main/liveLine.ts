@@ -5,7 +5,7 @@
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { RunningSimulator } from '../simulator/server.js';
+import type { SimulatorControl } from '../simulator/control.js';
 import type { SchedulerStatus } from '../common/orchestration.js';
 
 /** How often the line is printed, unless the deps say otherwise. */
@@ -21,7 +21,7 @@ interface Row {
 export interface LiveLineDeps {
   readonly pool: Pool;
   readonly store: CarrierQueueStore;
-  readonly simulator: RunningSimulator | undefined;
+  readonly simulator: SimulatorControl | undefined;
   /** The account's scheduler status (its orchestration view), or undefined when it does not answer. */
   readonly scheduler: (carrierId: string) => Promise<SchedulerStatus | undefined>;
   readonly log: (line: string) => void;
@@ -61,7 +61,8 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
          FROM carrier_account c ORDER BY c.id`,
       [everyMs / 1000],
     );
-    const stats = deps.simulator?.world.stats(false);
+    // A simulator that does not answer leaves the budget figures out, not the whole line.
+    const stats = await deps.simulator?.stats({ cards: false }).catch(() => undefined);
     const now = Date.now();
     const seconds = (now - previousAt) / 1000;
     const calls = new Map<string, number>();

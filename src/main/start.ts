@@ -1,7 +1,8 @@
 /**
  * `npm start`: the main job on embedded defaults. Brings up (or reuses) Temporal with its Web UI,
- * Redis and PostgreSQL, migrates, starts the gateway simulator, the workers of every task queue and
- * the API in this process, loads the demo into an empty database, starts pollingControl, then
+ * Redis and PostgreSQL, migrates, starts the gateway simulator in a process of its own (it stands
+ * in for the carriers, and measures the calls on its own clock), the workers of every task queue
+ * and the API in this process, loads the demo into an empty database, starts pollingControl, then
  * prints a live line every few seconds. Ctrl-C stops everything started here (the services keep
  * running; `npm run services:down` stops them).
  */
@@ -10,12 +11,12 @@ import { loadConfigOrExit, taskQueues } from '../config/index.js';
 import { servicesUp } from '../services/index.js';
 import { createPool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
-import { startSimulator, type RunningSimulator } from '../simulator/server.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../simulator/childProcess.js';
 import { startWorkers } from '../workers/run.js';
 import { WORKER_KINDS } from '../workers/createWorker.js';
 import { createPollingServices } from '../polling/pollingServices.js';
 import { ensurePollingControl, schedulerStatus } from '../polling/temporalControl.js';
-import type { SchedulerStatus } from '../common/orchestration.js';
+import { cardRunsQuery, type SchedulerStatus } from '../common/orchestration.js';
 import { configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
 import { startApiServer } from '../api/start.js';
@@ -45,10 +46,10 @@ const migrated = await migrate(pool, config.DATABASE_SCHEMA);
 log(`[migrate] schema ${config.DATABASE_SCHEMA} at migration ${migrated.current}`);
 await pool.end();
 
-let simulator: RunningSimulator | undefined;
+let simulator: SimulatorProcess | undefined;
 if ((process.env.GATEWAY_URL ?? '') === '') {
-  simulator = await startSimulator({ host: config.SIMULATOR_HOST, port: config.SIMULATOR_PORT, seed: 1 });
-  configureSimulator(simulator.world);
+  simulator = await startSimulatorProcess({ host: config.SIMULATOR_HOST, port: config.SIMULATOR_PORT, seed: 1, logLevel: config.LOG_LEVEL });
+  await configureSimulator(simulator);
   log(`[simulator] gateway simulator on ${simulator.url}`);
 }
 // The workers call the simulator started here, wherever SIMULATOR_PORT put it (GATEWAY_URL's
@@ -86,10 +87,12 @@ log('');
 log(`ready in ${Date.now() - started} ms`);
 log(`  Temporal gRPC     ${addresses.temporal}`);
 log(`  Temporal Web UI   ${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows`);
+// The query for the run shape in use: cardCheck runs carry CardId, cardBatch runs list theirs in CardIds.
+const oneCardQuery = cardRunsQuery('1', config.CARD_RUN_SHAPE);
 log(
   `  one card's runs   ` +
-    `${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent('CardId="1"')} ` +
-    `  (query: CardId="1")`,
+    `${addresses.temporalUi}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows?query=${encodeURIComponent(oneCardQuery)} ` +
+    `  (query: ${oneCardQuery}; CARD_RUN_SHAPE=${config.CARD_RUN_SHAPE})`,
 );
 log(`  Redis             ${addresses.redis}`);
 log(`  PostgreSQL        ${addresses.postgres}`);

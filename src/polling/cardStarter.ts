@@ -1,23 +1,33 @@
 /**
- * Starts claimed cards' `cardCheck` runs with the Temporal client, from the claim activity
+ * Starts claimed cards' runs with the Temporal client, from the claim activity
  * (CARD_START_MODE=client). Same workflow ids, task queue and search
  * attributes as the child starts of carrierScheduler, plus ClaimedBy naming the scheduler run.
  *
- * A start that finds a run already there is a success when that run carries this claim's token
- * (a retried claim activity started it before), and a failure otherwise: an older execution of the
- * card still runs, so this claim is released at once instead of waiting for its lease.
+ * CARD_RUN_SHAPE=card: one `cardCheck` per card. A start that finds a run already there is a
+ * success when that run carries this claim's token (a retried claim activity started it before),
+ * and a failure otherwise: an older execution of the card still runs, so this claim is released at
+ * once instead of waiting for its lease.
+ *
+ * CARD_RUN_SHAPE=batch: the round's cards in `cardBatch` runs (priority batches first), each named
+ * by the round's token prefix and its position. A start that finds its batch already there (a
+ * retried claim activity) is a success for the cards that batch carries.
  */
+import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import {
   cardTaskQueue,
+  cardIdsSearchAttribute,
   CARD_ID_ATTRIBUTE,
+  CARD_IDS_ATTRIBUTE,
   CARRIER_ID_ATTRIBUTE,
   CLAIMED_BY_ATTRIBUTE,
   cardWorkflowId,
   type CardRunPlacement,
   type ClaimedCard,
 } from '../common/orchestration.js';
+import { cardBatches, cardBatchWorkflowId, type CardBatch, type CardRunShape } from '../common/cardBatches.js';
 import type { CardCheckArgs } from '../workflows/cardCheck.js';
+import type { CardBatchArgs } from '../workflows/cardBatch.js';
 
 /** Concurrent start calls per round: enough to hide the round trip, few enough not to flood the frontend. */
 const START_CONCURRENCY = 32;
@@ -30,6 +40,11 @@ export interface CardStartRequest {
   readonly roundAt?: number;
   /** The round's due horizon, passed to the run. */
   readonly dueHorizonMs?: number;
+  /**
+   * The round's token prefix (`<scheduler run id>.<round>`): names its `cardBatch` runs, so a
+   * retried start finds the batch it started before. Required in the batch shape.
+   */
+  readonly tokenPrefix?: string;
 }
 
 export interface CardStarter {
@@ -37,7 +52,15 @@ export interface CardStarter {
   start(request: CardStartRequest): Promise<ClaimedCard[]>;
 }
 
-export function createClientCardStarter(client: Client, log: (message: string, fields: Record<string, unknown>) => void): CardStarter {
+/** CARD_RUN_SHAPE and CARD_BATCH_SIZE. */
+export interface CardRunShaping {
+  readonly runShape: CardRunShape;
+  readonly batchSize: number;
+}
+
+type Log = (message: string, fields: Record<string, unknown>) => void;
+
+export function createClientCardStarter(client: Client, log: Log, shaping: CardRunShaping = { runShape: 'card', batchSize: 1 }): CardStarter {
   const startOne = async (request: CardStartRequest, card: ClaimedCard): Promise<boolean> => {
     const workflowId = cardWorkflowId(card.cardId, request.placement.workflowIdPrefix);
     const args: CardCheckArgs = {
@@ -69,20 +92,102 @@ export function createClientCardStarter(client: Client, log: (message: string, f
       return false;
     }
   };
+  if (shaping.runShape === 'batch') return { start: (request) => startBatches(client, log, shaping.batchSize, request) };
   return {
     async start(request) {
       const failed: ClaimedCard[] = [];
-      let next = 0;
-      const lane = async (): Promise<void> => {
-        for (let index = next++; index < request.cards.length; index = next++) {
-          const card = request.cards[index];
-          if (card && !(await startOne(request, card))) failed.push(card);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, request.cards.length) }, lane));
+      await inParallel(request.cards, async (card) => {
+        if (!(await startOne(request, card))) failed.push(card);
+      });
       return failed;
     },
   };
+}
+
+/** What became of one batch's start: its cards that are not in a run (after a conflict, or all of them when it failed). */
+interface BatchStart {
+  readonly failed: readonly ClaimedCard[];
+  /** Cards of this batch that the run already under its id does not carry (a retried round cut differently). */
+  readonly unplaced: readonly ClaimedCard[];
+}
+
+async function startBatches(client: Client, log: Log, batchSize: number, request: CardStartRequest): Promise<ClaimedCard[]> {
+  const { tokenPrefix } = request;
+  if (tokenPrefix === undefined) {
+    log('cardBatch runs need the round token prefix; releasing the claims', { carrierId: request.carrierId, cards: request.cards.length });
+    return [...request.cards];
+  }
+  const startAll = async (batches: readonly CardBatch[], roundName: string): Promise<BatchStart> => {
+    const failed: ClaimedCard[] = [];
+    const unplaced: ClaimedCard[] = [];
+    await inParallel(batches, async (batch) => {
+      const result = await startBatch(
+        client,
+        log,
+        request,
+        batch,
+        cardBatchWorkflowId(request.carrierId, roundName, batch.index, request.placement.workflowIdPrefix),
+      );
+      failed.push(...result.failed);
+      unplaced.push(...result.unplaced);
+    });
+    return { failed, unplaced };
+  };
+  // In cut order: the priority lane's batches first.
+  const first = await startAll(cardBatches(request.cards, batchSize), tokenPrefix);
+  if (first.unplaced.length === 0) return [...first.failed];
+  // A retried claim hands its claims back in another order (and all as normal-lane ones), so its
+  // batches differ from the first attempt's: cards a batch under the same id does not carry may
+  // run in another of them, or in none (a start the first attempt did not make). Started again in
+  // batches of their own: a card already running is refused by its exec right ('busy', no call).
+  const again = await startAll(cardBatches(first.unplaced, batchSize), `${tokenPrefix}.again-${randomUUID()}`);
+  return [...first.failed, ...again.failed, ...again.unplaced];
+}
+
+async function startBatch(client: Client, log: Log, request: CardStartRequest, batch: CardBatch, workflowId: string): Promise<BatchStart> {
+  const args: CardBatchArgs = {
+    carrierId: request.carrierId,
+    cards: batch.cards,
+    fromPriority: batch.fromPriority,
+    ...(request.roundAt === undefined ? {} : { claimedAt: request.roundAt }),
+    ...(request.dueHorizonMs ? { dueHorizonMs: request.dueHorizonMs } : {}),
+    taskQueues: request.placement.taskQueues,
+  };
+  try {
+    await client.workflow.start('cardBatch', {
+      workflowId,
+      taskQueue: cardTaskQueue(request.placement.taskQueues, batch.fromPriority),
+      args: [args],
+      // The id is unique per round and position: a run under it, even a finished one, was started
+      // by an earlier attempt of this round, and must not be started twice.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      typedSearchAttributes: [
+        cardIdsSearchAttribute(batch.cards),
+        { key: CARRIER_ID_ATTRIBUTE, value: request.carrierId },
+        { key: CLAIMED_BY_ATTRIBUTE, value: request.placement.claimedBy },
+      ],
+    });
+    return { failed: [], unplaced: [] };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) {
+      const carried = await carriedCardIds(client, workflowId);
+      if (carried !== undefined) return { failed: [], unplaced: batch.cards.filter((card) => !carried.has(card.cardId)) };
+    }
+    log('cardBatch could not start; releasing its claims', { workflowId, cards: batch.cards.map((card) => card.cardId), error: String(error) });
+    return { failed: batch.cards, unplaced: [] };
+  }
+}
+
+/** Runs `work` over `items` at most START_CONCURRENCY at a time, starting them in order. */
+async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    for (let index = next++; index < items.length; index = next++) {
+      const item = items[index];
+      if (item !== undefined) await work(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, items.length) }, lane));
 }
 
 /** The claim token of the card's running execution, from its memo; undefined when unknown. */
@@ -91,6 +196,16 @@ async function runningToken(client: Client, workflowId: string): Promise<string 
     const description = await client.workflow.getHandle(workflowId).describe();
     const token = description.memo?.token;
     return typeof token === 'string' ? token : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The card ids a batch run carries (its CardIds); undefined when it cannot be described. */
+async function carriedCardIds(client: Client, workflowId: string): Promise<Set<string> | undefined> {
+  try {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    return new Set(description.typedSearchAttributes.get(CARD_IDS_ATTRIBUTE) ?? []);
   } catch {
     return undefined;
   }

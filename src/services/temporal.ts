@@ -18,6 +18,8 @@ export const SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'KeywordList
   CheckTypes: 'KeywordList',
   Outcome: 'Keyword',
   ClaimedBy: 'Keyword',
+  /** Every card a `cardBatch` run carries (CARD_RUN_SHAPE=batch): `CardIds = "42"` lists the runs that checked card 42. */
+  CardIds: 'KeywordList',
 };
 
 export async function ensureTemporalCli(log: (line: string) => void): Promise<void> {

@@ -1,30 +1,54 @@
 /**
  * Entry point of the carrier gateway simulator (`npm run sim`). Listens on SIMULATOR_HOST /
- * SIMULATOR_PORT; `--seed=<n>` makes its random choices reproducible.
+ * SIMULATOR_PORT, or on `--host=<h>` / `--port=<n>` (0 = any free port); `--seed=<n>` makes its
+ * random choices reproducible.
+ *
+ * Started by another process with an IPC channel (src/simulator/childProcess.ts), it sends that
+ * process its URL once it listens and exits when the channel closes (its parent is gone).
  */
 import { pino } from 'pino';
 import { loadConfigOrExit } from '../config/index.js';
 import { startSimulator } from './server.js';
+import type { SimulatorListening } from './childProcess.js';
 
 const config = loadConfigOrExit();
 const logger = pino({ level: config.LOG_LEVEL, name: 'simulator' });
-const seedArg = process.argv.find((arg) => arg.startsWith('--seed='));
-const seed = seedArg === undefined ? undefined : Number(seedArg.slice('--seed='.length));
-if (seed !== undefined && !Number.isInteger(seed)) {
-  process.stderr.write(`--seed must be an integer, got ${seedArg}\n`);
-  process.exit(2);
+
+/** The value of `--<name>=<value>`, or undefined when absent. */
+const flag = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+/** An integer flag in [min, max]; a bad value stops the process naming the flag. */
+function integerFlag(name: string, min: number, max: number): number | undefined {
+  const text = flag(name);
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text === '' || !Number.isInteger(value) || value < min || value > max) {
+    process.stderr.write(`--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return value;
 }
 
-const simulator = await startSimulator({
-  host: config.SIMULATOR_HOST,
-  port: config.SIMULATOR_PORT,
-  ...(seed === undefined ? {} : { seed }),
-});
+const seed = integerFlag('seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+const port = integerFlag('port', 0, 65535) ?? config.SIMULATOR_PORT;
+const host = flag('host') || config.SIMULATOR_HOST;
+
+const simulator = await startSimulator({ host, port, ...(seed === undefined ? {} : { seed }) });
 logger.info({ url: simulator.url, seed }, 'carrier gateway simulator listening');
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    logger.info({ signal }, 'simulator stopping');
-    void simulator.close().then(() => process.exit(0));
-  });
+let stopping = false;
+const stop = (reason: string): void => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ reason }, 'simulator stopping');
+  void simulator.close().then(() => process.exit(0));
+};
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop(signal));
+
+if (process.send) {
+  // The channel closes when the parent exits or is killed: a simulator nobody measures any more stops.
+  process.once('disconnect', () => stop('parent gone'));
+  const listening: SimulatorListening = { kind: 'listening', url: simulator.url };
+  if (process.connected) process.send(listening);
+  else stop('parent gone');
 }

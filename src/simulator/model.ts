@@ -104,16 +104,8 @@ export class SimWorld {
   readonly cards = new Map<string, SimCard>();
   random: () => number;
 
-  /** Length of the windows calls are counted in: one second less the stamping slack (see {@link SimulatorOptions}). */
-  private readonly windowMs: number;
-
-  constructor(
-    private seed: number,
-    stampSlackMs = 0,
-  ) {
-    if (!(stampSlackMs >= 0 && stampSlackMs < ONE_SECOND_MS)) throw new RangeError(`stampSlackMs must be in [0, ${ONE_SECOND_MS}), got ${stampSlackMs}`);
+  constructor(private seed: number) {
     this.random = createPrng(seed);
-    this.windowMs = ONE_SECOND_MS - stampSlackMs;
   }
 
   reset(seed: number = this.seed): void {
@@ -156,7 +148,7 @@ export class SimWorld {
     const group = account.settings.typeGroups[type] ?? 'default';
     let counters = account.groups.get(group);
     if (!counters) {
-      counters = { calls: 0, rejected: 0, faults: 0, accepted: new SlidingWindow(this.windowMs), arrivals: new SlidingWindow(this.windowMs) };
+      counters = { calls: 0, rejected: 0, faults: 0, accepted: new SlidingWindow(ONE_SECOND_MS), arrivals: new SlidingWindow(ONE_SECOND_MS) };
       account.groups.set(group, counters);
     }
     counters.arrivals.record(now);
@@ -164,7 +156,7 @@ export class SimWorld {
     if (limit !== undefined && counters.accepted.count(now) >= limit) {
       counters.rejected += 1;
       const oldest = counters.accepted.oldest(now) ?? now;
-      return { admitted: false, group, retryAfterMs: Math.max(1, Math.ceil(oldest + this.windowMs - now)) };
+      return { admitted: false, group, retryAfterMs: Math.max(1, Math.ceil(oldest + ONE_SECOND_MS - now)) };
     }
     counters.accepted.record(now);
     counters.calls += 1;
@@ -233,7 +225,12 @@ export class SimWorld {
     if (includeCards) {
       const cards: NonNullable<SimStats['cards']> = {};
       for (const [iccid, card] of this.cards) {
-        cards[iccid] = { calls: card.calls, maxConcurrent: card.maxConcurrent, ...(card.lastCallAt === undefined ? {} : { lastCallAt: card.lastCallAt }) };
+        cards[iccid] = {
+          calls: card.calls,
+          maxConcurrent: card.maxConcurrent,
+          inflight: card.inflight,
+          ...(card.lastCallAt === undefined ? {} : { lastCallAt: card.lastCallAt }),
+        };
       }
       stats.cards = cards;
     }
@@ -253,6 +250,6 @@ export interface GroupStats {
 
 export interface SimStats {
   accounts: Record<string, { groups: Record<string, GroupStats> }>;
-  /** `lastCallAt`: epoch ms of the card's latest call (absent before its first). */
-  cards?: Record<string, { calls: number; maxConcurrent: number; lastCallAt?: number }>;
+  /** `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its latest call (absent before its first). */
+  cards?: Record<string, { calls: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
 }

@@ -26,13 +26,6 @@ export interface SimulatorOptions {
   readonly port?: number;
   /** Seed of every random choice; same seed + same call order = same behaviour. */
   readonly seed?: number;
-  /**
-   * How late this process may stamp an arrival (ms, default 0): calls are counted in windows this
-   * much shorter than one second. For a simulator sharing its event loop with the workers under
-   * test: on a loaded machine the loop runs a request's handler tens of ms after the request came,
-   * so gaps between calls shrink on the simulator's clock though not on the wire.
-   */
-  readonly stampSlackMs?: number;
 }
 
 export interface RunningSimulator {
@@ -54,7 +47,7 @@ class HttpError extends Error {
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
-  const world = new SimWorld(options.seed ?? randomInt(2 ** 31), options.stampSlackMs ?? 0);
+  const world = new SimWorld(options.seed ?? randomInt(2 ** 31));
   const timers = new Set<NodeJS.Timeout>();
   let sequence = 0;
   // Unique per simulator start, so collection ids never repeat across restarts (ingest dedups by them).

@@ -1,7 +1,7 @@
 /**
  * Builds the worker of one task queue. Each queue scales on its own: control runs
- * the control/scheduler workflows and the claim activity, card runs cardCheck workflows and the
- * Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
+ * the control/scheduler workflows and the claim activity, card runs cardCheck and cardBatch
+ * workflows and the Redis bookkeeping, gateway runs the gateway calls, ingest the PostgreSQL writes.
  */
 import { log as activityLog } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
@@ -22,6 +22,8 @@ import { createIngestPressure } from '../ingest/pressure.js';
 import { ingestSettings } from '../ingest/service.js';
 import { runIngestWithWorker } from '../ingest/withWorker.js';
 import { bindActivityLogFields } from './activityLogFields.js';
+import { createBookkeepingBatchActivities } from '../activities/bookkeepingBatch.js';
+import { reconcileOnAccountChange } from './reconcileOnAccountChange.js';
 
 export { bundleWorkflows, WORKFLOWS_PATH } from './workflowBundle.js';
 
@@ -64,11 +66,42 @@ const VERSIONING_BEHAVIOR: Readonly<Record<WorkerKind, VersioningBehavior>> = {
 
 /**
  * Card workers the claim assumes a deployment runs. The control worker cannot count the card
- * workers polling its queue, so it caps each account's in-flight limit at this many times one card
- * worker's workflow slots (`WORKER_CARD_MAX_WORKFLOWS`): claims beyond what the card workers can
- * run would wait in Temporal's task queue, where their leases run out, instead of in Redis.
+ * workers polling its queue, so it caps each account's in-flight limit at this many times the
+ * cards one card worker runs at once ({@link cardsPerCardWorker}): claims beyond what the card
+ * workers can run would wait in Temporal's task queue, where their leases run out, instead of in Redis.
  */
 const ASSUMED_CARD_WORKERS = 4;
+
+/** Whole batches whose cards' local activities one card worker runs at once, at least (CARD_RUN_SHAPE=batch). */
+const BATCHES_AT_ONCE = 4;
+
+type CapacityConfig = Pick<
+  Config,
+  'CARD_RUN_SHAPE' | 'CARD_BATCH_SIZE' | 'GATEWAY_STEPS' | 'WORKER_CARD_MAX_WORKFLOWS' | 'WORKER_CARD_MAX_ACTIVITIES' | 'WORKER_GATEWAY_MAX_ACTIVITIES'
+>;
+
+/**
+ * Local activity slots of one card worker: card bookkeeping and the records of sync ingest, plus,
+ * with local gateway steps, as many steps (which may wait on the rate limiter) as the gateway queue
+ * would run. In the batch shape a workflow slot carries up to CARD_BATCH_SIZE cards whose local
+ * activities all start at once: room for at least {@link BATCHES_AT_ONCE} whole batches, so a
+ * batch's cards do not queue for slots behind a single other batch.
+ */
+export function cardLocalActivitySlots(config: CapacityConfig): number {
+  const slots = config.WORKER_CARD_MAX_ACTIVITIES + (config.GATEWAY_STEPS === 'local' ? config.WORKER_GATEWAY_MAX_ACTIVITIES : 0);
+  return config.CARD_RUN_SHAPE === 'batch' ? Math.max(slots, config.CARD_BATCH_SIZE * BATCHES_AT_ONCE) : slots;
+}
+
+/**
+ * Cards one card worker runs at once. `card` shape: one per workflow slot (a cardCheck holds its
+ * workflow task, and so its slot, while its local activities run). `batch`: a batch shares one
+ * workflow slot among its cards, and each card holds a local activity slot while it runs, so the
+ * local activity slots bound it (and the workflow slots times the batch size).
+ */
+export function cardsPerCardWorker(config: CapacityConfig): number {
+  if (config.CARD_RUN_SHAPE === 'card') return config.WORKER_CARD_MAX_WORKFLOWS;
+  return Math.min(config.WORKER_CARD_MAX_WORKFLOWS * config.CARD_BATCH_SIZE, cardLocalActivitySlots(config));
+}
 
 export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVersion | undefined): { workerDeploymentOptions?: WorkerDeploymentOptions } {
   if (!version) return {};
@@ -86,6 +119,30 @@ export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
   return Promise.all([createWorker(setup), createWorker({ ...setup, taskQueues: { ...queues, card: queues.cardPriority } })]);
 }
 
+/**
+ * The card worker's activities: card bookkeeping, the records of sync ingest, (GATEWAY_STEPS=local)
+ * the gateway steps, and the batched bookkeeping of cardBatch runs, which calls the same ones.
+ */
+function cardWorkerActivities(setup: WorkerSetup) {
+  const { config, deps } = setup;
+  const card = createCardActivities({
+    pool: deps.pool,
+    store: deps.store,
+    reference: deps.reference,
+    packages: createPackageEvaluator(deps.pool),
+    priority: setup.services.priority,
+    metrics: deps.metrics,
+    gatewaySteps: config.GATEWAY_STEPS,
+  });
+  const ingest = createIngestActivities({ pool: deps.pool, priority: setup.services.priority, stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX) });
+  return {
+    ...card,
+    ...ingest,
+    ...createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
+    ...createBookkeepingBatchActivities({ ...card, ...ingest }),
+  };
+}
+
 async function createWorker(setup: WorkerSetup): Promise<Worker> {
   const { config, deps, kind } = setup;
   const queues = setup.taskQueues ?? taskQueues(config);
@@ -97,8 +154,8 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
     ...deploymentOptions(kind, setup.deploymentVersion),
   };
   switch (kind) {
-    case 'control':
-      return Worker.create({
+    case 'control': {
+      const worker = await Worker.create({
         ...common,
         taskQueue: queues.control,
         workflowBundle: setup.workflowBundle,
@@ -111,45 +168,47 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
           modes: setup.services.modes,
           ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
           metrics: deps.metrics,
-          cardCapacity: config.WORKER_CARD_MAX_WORKFLOWS * ASSUMED_CARD_WORKERS,
+          cardCapacity: cardsPerCardWorker(config) * ASSUMED_CARD_WORKERS,
           retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
           ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
-          ...(config.CARD_START_MODE === 'client'
-            ? {
-                cardStarter: createClientCardStarter(
-                  new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }),
-                  (message, fields) => void activityLog.warn(message, fields),
-                ),
-              }
-            : {}),
+          // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.
+          cardStartMode: config.CARD_START_MODE,
+          runShape: config.CARD_RUN_SHAPE,
+          batchSize: config.CARD_BATCH_SIZE,
+          cardStarter: createClientCardStarter(
+            new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }),
+            (message, fields) => void activityLog.warn(message, fields),
+            { runShape: config.CARD_RUN_SHAPE, batchSize: config.CARD_BATCH_SIZE },
+          ),
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
       });
+      // Account changes made anywhere (API, lifecycle, import, SQL by hand) reach pollingControl
+      // as a reconcile at once; it ends with this worker, before the process closes its connections.
+      const accountChanges = reconcileOnAccountChange(worker, {
+        connection: setup.connection,
+        namespace: config.TEMPORAL_NAMESPACE,
+        workflowIdPrefix: config.WORKFLOW_ID_PREFIX,
+        databaseUrl: config.DATABASE_URL,
+        schema: config.DATABASE_SCHEMA,
+        warn: (line) => deps.logger.warn({ component: 'accountChanges' }, line),
+        debug: (line) => deps.logger.debug({ component: 'accountChanges' }, line),
+      });
+      deps.beforeClose(() => accountChanges.stop());
+      return worker;
+    }
     case 'card':
       return Worker.create({
         ...common,
         taskQueue: queues.card,
         workflowBundle: setup.workflowBundle,
         // Card bookkeeping, the records of sync ingest and (GATEWAY_STEPS=local) the gateway steps
-        // run here as local activities of cardCheck.
-        activities: {
-          ...createCardActivities({
-            pool: deps.pool,
-            store: deps.store,
-            reference: deps.reference,
-            packages: createPackageEvaluator(deps.pool),
-            priority: setup.services.priority,
-            metrics: deps.metrics,
-            gatewaySteps: config.GATEWAY_STEPS,
-          }),
-          ...createIngestActivities({ pool: deps.pool, priority: setup.services.priority, stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX) }),
-          ...createGatewayActivities({ client: deps.gateway, limiter: deps.limiter, store: deps.store, metrics: deps.metrics }),
-        },
+        // run here as local activities of cardCheck and cardBatch.
+        activities: cardWorkerActivities(setup),
         maxConcurrentWorkflowTaskExecutions: Math.min(config.WORKER_CARD_MAX_WORKFLOWS, 1000),
         maxCachedWorkflows: config.WORKER_CARD_MAX_WORKFLOWS * 2,
         maxConcurrentActivityTaskExecutions: config.WORKER_CARD_MAX_ACTIVITIES,
-        // Local gateway steps may wait on the rate limiter: room for as many as the gateway queue would run.
-        maxConcurrentLocalActivityExecutions: config.WORKER_CARD_MAX_ACTIVITIES + (config.GATEWAY_STEPS === 'local' ? config.WORKER_GATEWAY_MAX_ACTIVITIES : 0),
+        maxConcurrentLocalActivityExecutions: cardLocalActivitySlots(config),
       });
     case 'gateway':
       return Worker.create({

@@ -4,10 +4,13 @@
  * Every second: one claim activity (Redis decides which cards are due and owned), then one
  * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
  * A child that cannot start has its claim released at once. The loop continues-as-new before its
- * history grows large, after every in-flight update handler has finished.
+ * history grows large (a few thousand events), once its children have completed and every
+ * in-flight update handler has finished; rounds go on meanwhile, their runs started by the claim.
  */
 import {
   ApplicationFailure,
+  type ChildWorkflowHandle,
+  type Workflow,
   ParentClosePolicy,
   WorkflowIdReusePolicy,
   allHandlersFinished,
@@ -19,6 +22,7 @@ import {
   startChild,
   workflowInfo,
   log,
+  patched,
 } from '@temporalio/workflow';
 import { isPermanent, loopFailures } from './loopFailures.js';
 import type { ControlActivities } from '../activities/control.js';
@@ -27,6 +31,7 @@ import {
   CARRIER_ID_ATTRIBUTE,
   CLAIMED_BY_ATTRIBUTE,
   SCHEDULER_CONTINUING_AS_NEW,
+  cardIdsSearchAttribute,
   cardTaskQueue,
   cardWorkflowId,
   type ClaimRoundResult,
@@ -39,6 +44,8 @@ import {
 import { validateRequestCheck } from '../common/requestCheckValidation.js';
 import { initialInflightControl, nextInflightControl, type InflightControlState } from '../common/inflightControl.js';
 import { cardCheck } from './cardCheck.js';
+import { cardBatch } from './cardBatch.js';
+import { DEFAULT_CARD_BATCH_SIZE, cardBatchWorkflowId, cardBatches, type CardBatch } from '../common/cardBatches.js';
 import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
 
 export interface CarrierSchedulerArgs {
@@ -47,6 +54,8 @@ export interface CarrierSchedulerArgs {
   readonly workflowIdPrefix?: string;
   /** Continue-as-new once the history has this many events (Temporal's hard limit is 51 200). */
   readonly maxHistoryEvents?: number;
+  /** …or this many bytes, whichever comes first. */
+  readonly maxHistoryBytes?: number;
   readonly tickMs?: number;
   /** State carried over continue-as-new. */
   readonly paused?: boolean;
@@ -56,7 +65,22 @@ export interface CarrierSchedulerArgs {
   readonly counters?: { readonly expiredLeases: number; readonly startFailures: number };
 }
 
-const DEFAULT_MAX_HISTORY_EVENTS = 8000;
+/**
+ * A few thousand events at most: a run that must be replayed (its worker restarted, its cache entry
+ * evicted) replays its whole history inside one workflow task, and on a starved CPU a 4 k-event
+ * history took longer than the 10 s task timeout. The dev server suggests continue-as-new at ~4 k.
+ */
+export const DEFAULT_MAX_HISTORY_EVENTS = 2000;
+export const DEFAULT_MAX_HISTORY_BYTES = 2 * 1024 * 1024;
+/** The rollover of runs started before DRAIN_CHILDREN_PATCH: at 8 000 events, without waiting for children. */
+const PREVIOUS_MAX_HISTORY_EVENTS = 8000;
+const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';
+/**
+ * Longest a run waits for the completions of the children it started before it continues as new
+ * anyway. Rounds go on meanwhile (their runs started by the claim activity), so the wait costs no
+ * claiming; the bound only matters for a child that runs long (its records waiting for PostgreSQL).
+ */
+const CHILD_DRAIN_MAX_MS = 30_000;
 const DEFAULT_TICK_MS = 1000;
 /** Rounds between sweeps for priority items whose retry is due (their retry delay is seconds). */
 const PRIORITY_RETRY_EVERY_ROUNDS = 5;
@@ -76,7 +100,11 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   });
   const tickMs = args.tickMs ?? DEFAULT_TICK_MS;
   let lastRoundAt: number | undefined;
-  const maxHistory = args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
+  // Decided once, at the start of the run: a run started by the previous release keeps its
+  // rollover rules (8 000 events, at once) to the end, or its replay would not match its history.
+  const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
+  const maxHistory = args.maxHistoryEvents ?? (drainsChildren ? DEFAULT_MAX_HISTORY_EVENTS : PREVIOUS_MAX_HISTORY_EVENTS);
+  const maxHistoryBytes = args.maxHistoryBytes ?? (drainsChildren ? DEFAULT_MAX_HISTORY_BYTES : Number.POSITIVE_INFINITY);
   let paused = args.paused ?? false;
   let refreshConfig = true;
   let rounds = args.rounds ?? 0;
@@ -104,10 +132,34 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   const toRelease: ClaimedCard[] = [];
   let startsInFlight = 0;
+  // Children of this run that have not completed: an abandoned child still reports its completion
+  // to this run, and a completion that arrives while the run's task continues as new makes the
+  // server refuse that task (UNHANDLED_COMMAND), which evicts the run and replays its history.
+  let childrenOpen = 0;
+  const childClosed = (): void => {
+    childrenOpen -= 1;
+  };
   let startFailures = status.startFailures;
-  const launch = (card: ClaimedCard, claimedAt: number, dueHorizonMs: number): void => {
+  // A started child is counted open until it reports its completion; one that cannot start has
+  // its cards' claims released.
+  const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], what: string): void => {
     startsInFlight += 1;
-    startChild(cardCheck, {
+    start.then(
+      (child) => {
+        startsInFlight -= 1;
+        childrenOpen += 1;
+        void child.result().then(childClosed, childClosed);
+      },
+      (error: unknown) => {
+        startsInFlight -= 1;
+        startFailures += cards.length;
+        log.warn(`${what} could not start; releasing its claims`, { cardIds: cards.map((card) => card.cardId), error: String(error) });
+        toRelease.push(...cards);
+      },
+    );
+  };
+  const launch = (card: ClaimedCard, claimedAt: number, dueHorizonMs: number): void => {
+    const start = startChild(cardCheck, {
       workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
       taskQueue: cardTaskQueue(args.taskQueues, card.fromPriority),
       args: [
@@ -131,17 +183,33 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
         { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
         { key: CLAIMED_BY_ATTRIBUTE, value: claimedBy },
       ],
-    }).then(
-      () => {
-        startsInFlight -= 1;
-      },
-      (error: unknown) => {
-        startsInFlight -= 1;
-        startFailures += 1;
-        log.warn('cardCheck could not start; releasing its claim', { cardId: card.cardId, token: card.token, error: String(error) });
-        toRelease.push(card);
-      },
-    );
+    });
+    track(start, [card], 'cardCheck');
+  };
+  // CARD_RUN_SHAPE=batch: one cardBatch run per batch of the round (priority batches first, on the
+  // priority queue); its id names the round, so ids never repeat and no two batches share one.
+  const launchBatch = (batch: CardBatch, tokenPrefix: string, claimedAt: number, dueHorizonMs: number): void => {
+    const start = startChild(cardBatch, {
+      workflowId: cardBatchWorkflowId(args.carrierId, tokenPrefix, batch.index, args.workflowIdPrefix),
+      taskQueue: cardTaskQueue(args.taskQueues, batch.fromPriority),
+      args: [
+        {
+          carrierId: args.carrierId,
+          cards: batch.cards,
+          fromPriority: batch.fromPriority,
+          claimedAt,
+          taskQueues: args.taskQueues,
+          ...(dueHorizonMs > 0 ? { dueHorizonMs } : {}),
+        },
+      ],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: [
+        cardIdsSearchAttribute(batch.cards),
+        { key: CARRIER_ID_ATTRIBUTE, value: args.carrierId },
+        { key: CLAIMED_BY_ATTRIBUTE, value: claimedBy },
+      ],
+    });
+    track(start, batch.cards, 'cardBatch');
   };
   // Every activity of the loop can fail for as long as Redis or PostgreSQL is away: the loop
   // catches, backs off, reports it in status, and keeps going (nothing else would restart it).
@@ -157,11 +225,14 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     }
   };
 
-  // Set once this run has decided to continue-as-new. Accepted updates must finish in the run that
-  // accepted them, so a steady stream of them would keep the run from ever rolling over (and from
-  // claiming while it waits): new ones are rejected as `scheduler_continuing_as_new` instead, and
-  // the client (temporalControl.requestCheck) retries them against the next run.
-  let draining = false;
+  // Continue-as-new in two phases. `drainingSince`: the history is large enough; rounds go on, but
+  // their runs are started by the claim activity (no new children), until the children already
+  // started have completed (bounded by CHILD_DRAIN_MAX_MS). `closing`: the last step. Accepted
+  // updates must finish in the run that accepted them, so a steady stream of them would keep the
+  // run from ever rolling over: from here new ones are rejected as `scheduler_continuing_as_new`
+  // and the client (temporalControl.requestCheck) retries them against the next run.
+  let drainingSince: number | undefined;
+  let closing = false;
   let wakeEarly = false;
   setHandler(
     requestCheckUpdate,
@@ -174,7 +245,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     {
       validator: (input: RequestCheckInput) => {
         validateRequestCheck(input);
-        if (draining) throw ApplicationFailure.nonRetryable('carrierScheduler is continuing as new; retry', SCHEDULER_CONTINUING_AS_NEW);
+        if (closing) throw ApplicationFailure.nonRetryable('carrierScheduler is continuing as new; retry', SCHEDULER_CONTINUING_AS_NEW);
       },
     },
   );
@@ -222,14 +293,16 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       const sinceLastRoundMs = lastRoundAt === undefined ? tickMs : now - lastRoundAt;
       lastRoundAt = now;
       let result: ClaimRoundResult | undefined;
+      const tokenPrefix = `${workflowInfo().runId}.${rounds}`;
       try {
         result = await claimer.claimRound({
           carrierId: args.carrierId,
-          tokenPrefix: `${workflowInfo().runId}.${rounds}`,
+          tokenPrefix,
           refreshConfig,
           sinceLastRoundMs,
           roundAt: now,
           ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit, lookaheadMs: lookahead(inflight, tickMs) }),
+          ...(drainingSince === undefined ? {} : { startRuns: true }),
           cardRuns,
         });
         refreshConfig = false;
@@ -244,7 +317,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       } else if (result.kind === 'idle') {
         status = { ...status, mode: 'idle', rounds, claimedLastTick: 0 };
       } else {
-        if (!result.startedByClaim) for (const card of result.claimed) launch(card, now, result.dueHorizonMs ?? 0);
+        if (!result.startedByClaim) {
+          if (result.runShape === 'batch') {
+            for (const batch of cardBatches(result.claimed, result.batchSize ?? DEFAULT_CARD_BATCH_SIZE))
+              launchBatch(batch, tokenPrefix, now, result.dueHorizonMs ?? 0);
+          } else for (const card of result.claimed) launch(card, now, result.dueHorizonMs ?? 0);
+        }
         startFailures += result.startFailures;
         inflight = nextInflightControl(inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
           ...result.engine,
@@ -285,10 +363,16 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       }
     }
     const info = workflowInfo();
-    if (info.historyLength >= maxHistory || info.continueAsNewSuggested) {
+    if (drainingSince === undefined && (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested)) {
+      drainingSince = Date.now();
+    }
+    const childrenDone = childrenOpen === 0 && startsInFlight === 0;
+    // A run of the previous release continues as new at once, as it did then.
+    if (drainingSince !== undefined && (!drainsChildren || childrenDone || Date.now() - drainingSince >= CHILD_DRAIN_MAX_MS)) {
+      if (drainsChildren && !childrenDone) log.warn('continuing as new with children still running', { childrenOpen, startsInFlight });
       // Let child starts and running update handlers (request-checks) complete first, accepting no
-      // new update meanwhile (see `draining`); queued signals travel along as input.
-      draining = true;
+      // new update meanwhile (see `closing`); queued signals travel along as input.
+      closing = true;
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
       await continueAsNew<typeof carrierScheduler>({

@@ -2,4 +2,5 @@
 export { pollingControl } from './pollingControl.js';
 export { carrierScheduler } from './carrierScheduler.js';
 export { cardCheck } from './cardCheck.js';
+export { cardBatch } from './cardBatch.js';
 export { storageMaintenance } from './storageMaintenance.js';

@@ -19,6 +19,7 @@ import {
   workflowInfo,
   ApplicationFailure,
   sleep,
+  patched,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
@@ -39,8 +40,15 @@ export interface PollingControlArgs {
   readonly queuedModes?: readonly PollingMode[];
 }
 
-/** Continue-as-new once the history has this many events, unless the args set another. */
-const DEFAULT_MAX_HISTORY_EVENTS = 5000;
+/**
+ * Continue-as-new once the history has this many events (unless the args set another) or bytes:
+ * small enough that replaying it (after a worker restart or a cache eviction) stays far inside
+ * the workflow task timeout on a busy machine, as for the schedulers.
+ */
+const DEFAULT_MAX_HISTORY_EVENTS = 2000;
+const DEFAULT_MAX_HISTORY_BYTES = 2 * 1024 * 1024;
+const PREVIOUS_MAX_HISTORY_EVENTS = 5000;
+const SMALLER_HISTORY_PATCH = 'control-smaller-history';
 /** Accounts are re-read this often even when nobody asks for a reconcile (an account enabled in SQL). */
 const DEFAULT_RECONCILE_EVERY_MS = 60_000;
 /** Backoff base of this loop's failed activities: base × 2^consecutive failures, at most 30 s (loopFailures). */
@@ -65,6 +73,10 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     }
   }
   failures.succeeded('readMode');
+  // Decided at the start of the run: a run of the previous release keeps its 5 000-event rollover.
+  const smallerHistory = patched(SMALLER_HISTORY_PATCH);
+  const maxHistory = args.maxHistoryEvents ?? (smallerHistory ? DEFAULT_MAX_HISTORY_EVENTS : PREVIOUS_MAX_HISTORY_EVENTS);
+  const maxHistoryBytes = smallerHistory ? DEFAULT_MAX_HISTORY_BYTES : Number.POSITIVE_INFINITY;
   let carriers: string[] = [];
   let switching = false;
   let reconcileRequested = true;
@@ -122,7 +134,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
       }
     }
     const info = workflowInfo();
-    if (info.historyLength >= (args.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS) || info.continueAsNewSuggested) {
+    if (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
     }

@@ -25,8 +25,8 @@ test('e2e over the API: checks flow, request-check, status, alerts, mode switch'
       await api.call<{ id: string }>('POST', '/v1/carriers', carrierBody('e2e-bad', { typeGroups, failureAlertThreshold: 1, backoffBaseMs: 500 }))
     ).body;
     // The simulator plays the carriers: one healthy, one failing every call.
-    api.stack.simulator.world.updateAccount('e2e-ok-gw', { groups: { main: 20 }, typeGroups, latencyMs: { p50: 5, p99: 20 }, errorRate: 0 });
-    api.stack.simulator.world.updateAccount('e2e-bad-gw', { groups: { main: 20 }, typeGroups, latencyMs: { p50: 5, p99: 20 }, errorRate: 1 });
+    await api.stack.simulator.updateAccount('e2e-ok-gw', { groups: { main: 20 }, typeGroups, latencyMs: { p50: 5, p99: 20 }, errorRate: 0 });
+    await api.stack.simulator.updateAccount('e2e-bad-gw', { groups: { main: 20 }, typeGroups, latencyMs: { p50: 5, p99: 20 }, errorRate: 1 });
     assert.equal((await api.call('POST', '/v1/polling-configs', { name: 'e2e', intervalsSec: { card_status: 3, carddata: 6 } })).status, 201);
     const imported = await api.call<{ accepted: number }>(
       'POST',

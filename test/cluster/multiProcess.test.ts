@@ -347,7 +347,7 @@ test(
       }
 
       // Single executor and the carrier's limits, per card.
-      const stats = stack.simulator.world.stats(true);
+      const stats = await stack.simulator.stats();
       for (const card of cards) {
         const seen = stats.cards?.[card.iccid];
         assert.ok(seen && seen.calls > 0, `simulator never saw card ${card.iccid}`);

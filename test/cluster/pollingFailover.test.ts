@@ -96,7 +96,7 @@ test('polling through a Redis master kill: the promoted replica takes over, poll
         `account ${account.carrier.id}: every card in exactly one lane`,
       );
     }
-    const cards = stack.simulator.world.stats(true).cards ?? {};
+    const cards = (await stack.simulator.stats()).cards ?? {};
     const twice = Object.entries(cards).filter(([, card]) => card.maxConcurrent > 1);
     assert.deepEqual(twice, [], 'no card ran twice at once');
     const { rows: outcomes } = await stack.db.pool.query<{ outcome: string; n: string }>(

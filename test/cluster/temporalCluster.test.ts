@@ -75,8 +75,19 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
 
     // kill -9 the history service while cards are inside a gateway call: no graceful shard
     // hand-off, the runs' workflow task completions and timers meet a dead service.
-    const inFlight = (): string[] => [...stack.simulator.world.cards].filter(([, card]) => card.inflight > 0).map(([iccid]) => iccid);
-    const interrupted = await waitFor('at least two cards in a gateway call', async () => (inFlight().length >= 2 ? inFlight() : undefined), 20_000, 20);
+    const inFlight = async (): Promise<string[]> =>
+      Object.entries((await stack.simulator.stats()).cards ?? {})
+        .filter(([, card]) => card.inflight > 0)
+        .map(([iccid]) => iccid);
+    const interrupted = await waitFor(
+      'at least two cards in a gateway call',
+      async () => {
+        const cards = await inFlight();
+        return cards.length >= 2 ? cards : undefined;
+      },
+      20_000,
+      20,
+    );
     const historyPid = servicePid(options, 'history');
     assert.ok(historyPid !== undefined, 'history service pid');
     process.kill(historyPid, 'SIGKILL');
@@ -118,7 +129,7 @@ test('temporal cluster: cards are polled through it, and polling resumes after t
       'SELECT outcome, count(*)::text AS n FROM card_execution GROUP BY outcome ORDER BY outcome',
     );
     phase(`outcomes: ${outcomes.map((r) => `${r.outcome} ${r.n}`).join(', ')}`);
-    const stats = stack.simulator.world.stats(true);
+    const stats = await stack.simulator.stats();
     for (const card of account.cards) {
       const seen = stats.cards?.[card.iccid];
       assert.ok(seen && seen.maxConcurrent <= 1, `card ${card.iccid} had ${seen?.maxConcurrent} concurrent gateway calls`);

@@ -55,6 +55,7 @@ test('dashboard routes: public page, token-protected data, card search, history'
       workflowsUrl:
         `${api.stack.config.TEMPORAL_UI_URL.replace(/\/+$/, '')}/namespaces/${api.stack.config.TEMPORAL_NAMESPACE}` +
         `/workflows?query=${encodeURIComponent(`WorkflowId="${workflowId}"`)}`,
+      workflowsQuery: `WorkflowId="${workflowId}"`,
       runUrlPrefix: `${api.stack.config.TEMPORAL_UI_URL.replace(/\/+$/, '')}/namespaces/${api.stack.config.TEMPORAL_NAMESPACE}/workflows/${workflowId}/`,
     });
     const byId = await api.call<CardLookup>('GET', `/dashboard/api/cards/lookup?q=%20${card.id}%20`);

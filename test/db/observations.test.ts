@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getCardLatest, insertCards } from '../../src/db/cards.js';
 import { insertObservations, listCardObservations, ensureObservationPartitions } from '../../src/db/observations.js';
-import { listExecutions, recordExecution } from '../../src/db/executions.js';
+import { insertExecutions, listExecutions, recordExecution } from '../../src/db/executions.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { iccid, makeCarrier } from './fixtures.js';
@@ -72,4 +72,37 @@ test('executions: one row per run, idempotent on (workflowId, runId), listed new
       ['r1', 'success', ['card_status', 'carddata']],
     ],
   );
+});
+
+test('executions: the cards of one batch run get a row each, idempotent per (workflowId, runId, cardId)', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const cards = await insertCards(
+    db.pool,
+    [3, 4, 5, 6].map((n) => normaliseCard({ iccid: iccid(n), carrierId: carrier.id })),
+  );
+  // A cardBatch run records every card it carries under its own workflow and run ids.
+  const row = (cardId: string) => ({
+    cardId,
+    carrierId: carrier.id,
+    types: ['card_status' as const],
+    outcome: 'success' as const,
+    gatewayMs: 10,
+    startedAt: new Date(3000),
+    workflowId: 'card-batch-7-run.1-0',
+    runId: 'batch-run',
+  });
+  const [a, b, c, d] = cards.map((card) => card.id);
+  const first = await recordExecution(db.pool, row(a!));
+  const second = await recordExecution(db.pool, row(b!));
+  assert.notEqual(second, first, 'a second card of the run is a row of its own');
+  assert.equal(await recordExecution(db.pool, row(b!)), second, "a retried write finds its own card's row");
+  // The async ingest's batch insert: new cards of the run land, a repeated one does not.
+  assert.equal(await insertExecutions(db.pool, [row(c!), row(d!), row(a!)]), 2);
+  for (const cardId of [a, b, c, d]) {
+    const executions = await listExecutions(db.pool, cardId!);
+    assert.deepEqual(
+      executions.map((e) => [e.cardId, e.workflowId, e.runId]),
+      [[cardId, 'card-batch-7-run.1-0', 'batch-run']],
+    );
+  }
 });

@@ -71,7 +71,7 @@ test('compose runs every service the system needs, in order, with health checks'
     'Temporal publishes its Web UI',
   );
   const attributes = [temporal?.command ?? []].flat().filter((arg) => arg.startsWith('--search-attribute='));
-  for (const attribute of ['CardId', 'CarrierId', 'CheckTypes', 'Outcome', 'ClaimedBy']) {
+  for (const attribute of ['CardId', 'CarrierId', 'CheckTypes', 'Outcome', 'ClaimedBy', 'CardIds']) {
     assert.ok(
       attributes.some((arg) => arg.startsWith(`--search-attribute=${attribute}=`)),
       `Temporal registers search attribute ${attribute}`,

@@ -270,13 +270,13 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
   });
 
   test('a gateway slower than the step timeout for 20 s: steps fail or defer, nothing hangs, polling continues', async (t) => {
-    const world = s().simulator.world;
+    const simulator = s().simulator;
     const since = new Date();
-    world.updateAccount(GATEWAY_ACCOUNT, { latencyMs: { p50: STEP_TIMEOUT_MS * 2, p99: STEP_TIMEOUT_MS * 3 } });
+    await simulator.updateAccount(GATEWAY_ACCOUNT, { latencyMs: { p50: STEP_TIMEOUT_MS * 2, p99: STEP_TIMEOUT_MS * 3 } });
     phase(t, `gateway latency above the ${STEP_TIMEOUT_MS} ms step timeout`);
     await requestChecks();
     await sleep(20_000);
-    world.updateAccount(GATEWAY_ACCOUNT, { latencyMs: { p50: 5, p99: 20 } });
+    await simulator.updateAccount(GATEWAY_ACCOUNT, { latencyMs: { p50: 5, p99: 20 } });
     const backAt = new Date();
     const { rows: outcomes } = await s().db.pool.query<{ outcome: string; n: string }>(
       'SELECT outcome, count(*)::text AS n FROM card_execution WHERE started_at > $1 AND started_at < $2 GROUP BY outcome',

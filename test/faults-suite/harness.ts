@@ -177,7 +177,7 @@ export async function readInvariants(
       'card_observation GROUP BY card_id, check_type, observed_at HAVING count(*) > 1',
   );
   const dupRows = [...byId.rows, ...byCard.rows];
-  const stats = stack.simulator.world.stats(true);
+  const stats = await stack.simulator.stats();
   const concurrentCards = Object.entries(stats.cards ?? {})
     .filter(([, card]) => card.maxConcurrent > 1)
     .map(([iccid, card]) => `${iccid} maxConcurrent ${card.maxConcurrent}`);

@@ -83,7 +83,7 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     await postgres?.stop();
   });
 
-  const gatewayCalls = (): number => s().simulator.world.stats(false).accounts[GATEWAY_ACCOUNT]?.groups.main?.calls ?? 0;
+  const gatewayCalls = async (): Promise<number> => (await s().simulator.stats({ cards: false })).accounts[GATEWAY_ACCOUNT]?.groups.main?.calls ?? 0;
 
   async function gauge(name: string): Promise<number> {
     const metric = s().deps.registry.getSingleMetric(name);
@@ -138,7 +138,7 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
           backlogMetric: await gauge('cardpoller_ingest_backlog_records'),
           inflightLimit: await gauge('cardpoller_inflight_limit'),
           tightened: state.tightened,
-          calls: gatewayCalls(),
+          calls: await gatewayCalls(),
         });
         await sleep(500);
       }
@@ -151,17 +151,17 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     const limitBefore = Math.min(...samples.map((x) => x.inflightLimit));
 
     const duesAtStop = await statusDues();
-    const callsAtStop = gatewayCalls();
+    const callsAtStop = await gatewayCalls();
     await pg.stop();
     const stoppedAt = new Date();
     phase(t, `PostgreSQL stopped (in-flight limit before: ${limitBefore})`);
 
     // Half-way through: gateway calls go on.
     await sleep(OUTAGE_MS / 2);
-    const callsHalfway = gatewayCalls();
+    const callsHalfway = await gatewayCalls();
     assert.ok(callsHalfway > callsAtStop, `no gateway call in the first ${OUTAGE_MS / 2000} s of the outage (${callsAtStop} → ${callsHalfway})`);
     await sleep(OUTAGE_MS / 2);
-    const callsAtEnd = gatewayCalls();
+    const callsAtEnd = await gatewayCalls();
     const duesAtEnd = await statusDues();
     const backlogAtEnd = await stream.backlog();
     const restartedAt = new Date();
@@ -296,7 +296,7 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     phase(t, `${runs.length} finished runs, each recorded exactly once; ${duringRows} of them started during the outage`);
     assert.ok(duringRows >= succeededDuring, 'the runs of the outage reached PostgreSQL');
     // The simulator saw no card executed twice at once.
-    const world = s().simulator.world.stats(true);
+    const world = await s().simulator.stats();
     assert.ok(
       Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1),
       'a card ran twice at once',

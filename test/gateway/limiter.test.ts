@@ -7,7 +7,7 @@ import { createTestRedis, type TestRedis } from '../helpers/redis.js';
 import { loadConfig } from '../../src/config/index.js';
 import { DEFAULT_WINDOW_MARGIN_MS, RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import { ARRIVAL_ALLOWANCE_MS, MARGIN_HEADROOM, MAX_WINDOW_MARGIN_MS, MIN_WINDOW_MARGIN_MS, SendDelays } from '../../src/ratelimit/sendDelay.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
 import { GatewayClient } from '../../src/gateway/client.js';
 import { GatewayError } from '../../src/gateway/errors.js';
 import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
@@ -211,10 +211,11 @@ describe('rate limiter wait mode (Redis clock)', () => {
 
 describe('rate limiter across processes and carrier pushback (simulator)', () => {
   let t: TestRedis;
-  let sim: RunningSimulator;
+  let sim: SimulatorProcess;
   before(async () => {
     t = await createTestRedis('ratelimit-sim');
-    sim = await startSimulator({ seed: 42 });
+    // In a process of its own: it stamps arrivals on its own clock, not on this process' loop (the callers of the pushback tests run here).
+    sim = await startSimulatorProcess({ seed: 42, logLevel: 'warn' });
   });
   after(async () => {
     await sim.close();

@@ -1,7 +1,7 @@
 /**
- * A whole orchestration stack for one test: fresh PostgreSQL schema, fresh Redis namespace, an
- * in-process gateway simulator, and the four workers on task queues unique to the test — all on
- * the real Temporal dev server, Redis and PostgreSQL.
+ * A whole orchestration stack for one test: fresh PostgreSQL schema, fresh Redis namespace, a
+ * gateway simulator in a process of its own, and the four workers on task queues unique to the
+ * test — all on the real Temporal dev server, Redis and PostgreSQL.
  */
 import type { Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
@@ -9,7 +9,7 @@ import { loadConfig, type Config, type TaskQueues } from '../../src/config/index
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
 import { WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
 import { createPollingServices } from '../../src/polling/pollingServices.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/server.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
 import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
@@ -23,7 +23,8 @@ export interface Stack {
   readonly db: TestDb;
   readonly redis: TestRedis;
   readonly deps: RuntimeDeps;
-  readonly simulator: RunningSimulator;
+  /** Configured and read over its /sim endpoints. */
+  readonly simulator: SimulatorProcess;
   readonly client: Client;
   readonly taskQueues: TaskQueues;
   readonly services: ReturnType<typeof createPollingServices>;
@@ -37,9 +38,6 @@ export interface RunningWorkers {
   stop(): Promise<void>;
 }
 
-/** How late the stack's in-process simulator may stamp an arrival (see createStack). */
-const SIMULATOR_STAMP_SLACK_MS = 50;
-
 /** `config` overrides settings of the stack's workers (e.g. GATEWAY_STEPS, CARD_START_MODE). */
 export async function createStack(label: string, options: { seed?: number; config?: Partial<Config> } = {}): Promise<Stack> {
   const base = loadConfig();
@@ -47,10 +45,9 @@ export async function createStack(label: string, options: { seed?: number; confi
   const taskQueues = stackTaskQueues(prefix);
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
-  // The simulator runs on this process' event loop, beside the workers under test: under the suite's
-  // load it stamps arrivals up to tens of ms late (CI saw one refusal in a steady run). The limiter's
-  // own tests run a simulator that counts strict one-second windows.
-  const simulator = await startSimulator({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42, stampSlackMs: SIMULATOR_STAMP_SLACK_MS });
+  // Its own process: it stamps arrivals on its own event loop, not on the one of the workers under
+  // test (which runs late when they are busy), so its one-second windows are the wire's.
+  const simulator = await startSimulatorProcess({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42, logLevel: 'warn' });
   const config: Config = {
     ...stackConfig(base, { gatewayUrl: simulator.url, schema: db.schema, namespace: redis.namespace, taskQueues, workflowIdPrefix: `${prefix}-` }),
     ...options.config,

@@ -43,7 +43,7 @@ export async function seedAccount(stack: Stack, options: SeedOptions): Promise<S
     match: { carrierId: carrier.id },
     intervalsSec: options.intervalsSec,
   });
-  stack.simulator.world.updateAccount(gatewayAccount, {
+  await stack.simulator.updateAccount(gatewayAccount, {
     groups: options.simulatorQps ?? options.qps,
     typeGroups: options.typeGroups ?? {},
     latencyMs: options.simulator?.latencyMs ?? { p50: 5, p99: 20 },

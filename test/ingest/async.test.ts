@@ -111,7 +111,7 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
     t.diagnostic(`${runs} runs, every one recorded; ${await handedOver()} written by the async ingest`);
 
     // The cards hold what the simulator answered last.
-    const world = stack.simulator.world.stats(true);
+    const world = await stack.simulator.stats();
     assert.ok(Object.values(world.cards ?? {}).every((card) => card.maxConcurrent <= 1));
     const { rows } = await stack.db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1::bigint AND network_status IS NOT NULL AND data_usage_kb IS NOT NULL',
@@ -207,9 +207,9 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     );
     assert.ok(tightened.records > 0);
     assert.ok((await pressure.inflightLimit(200)) < 200, 'claiming is tightened');
-    const simulatorCalls = (): number => stack.simulator.world.stats(false).accounts['out1-gw']?.groups.status?.calls ?? 0;
-    const callsWhileAway = simulatorCalls();
-    await waitFor('gateway calls while the ingest database is away', async () => simulatorCalls() > callsWhileAway, 10_000);
+    const simulatorCalls = async (): Promise<number> => (await stack.simulator.stats({ cards: false })).accounts['out1-gw']?.groups.status?.calls ?? 0;
+    const callsWhileAway = await simulatorCalls();
+    await waitFor('gateway calls while the ingest database is away', async () => (await simulatorCalls()) > callsWhileAway, 10_000);
     const written = await executions();
     t.diagnostic(`away ${Date.now() - cutAt} ms: backlog ${(await ingest.stream.backlog()).records} records; rows written meanwhile ${written - writtenAtCut}`);
     // Well inside the outage limit of the suite.

@@ -98,8 +98,19 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
       40_000,
     );
     // Kill while gateway calls are in flight: those cards' claims are certainly live then.
-    const inFlight = (): string[] => [...stack.simulator.world.cards].filter(([, card]) => card.inflight > 0).map(([iccid]) => iccid);
-    const interrupted = await waitFor('at least two cards in a gateway call', async () => (inFlight().length >= 2 ? inFlight() : undefined), 20_000, 20);
+    const inFlight = async (): Promise<string[]> =>
+      Object.entries((await stack.simulator.stats()).cards ?? {})
+        .filter(([, card]) => card.inflight > 0)
+        .map(([iccid]) => iccid);
+    const interrupted = await waitFor(
+      'at least two cards in a gateway call',
+      async () => {
+        const cards = await inFlight();
+        return cards.length >= 2 ? cards : undefined;
+      },
+      20_000,
+      20,
+    );
     const expiredBefore = (await schedulerStatus(ref, carrierId)).expiredLeases;
     await kill(first);
     const killedAt = Date.now();
@@ -147,7 +158,7 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
     phase(`killed runs: ${timedOut} timed out, ${leaseLost} ended lease_lost; leases reclaimed: ${status.expiredLeases - expiredBefore}`);
 
     // No card ran twice at once, none was rejected by the carrier, every card still polled.
-    const stats = stack.simulator.world.stats(true);
+    const stats = await stack.simulator.stats();
     for (const card of account.cards) {
       const seen = stats.cards?.[card.iccid];
       assert.ok(seen && seen.calls > 0, `simulator never saw card ${card.iccid}`);

@@ -135,7 +135,7 @@ test('card execution shape', async (t) => {
         assert.equal(shape.outcome, 'success', JSON.stringify(shape));
         assert.equal(shape.activityTasks, 2, JSON.stringify(shape));
       }
-      assert.ok((run.stack.simulator.world.stats(false).accounts['shape-queue1-gw']?.groups.main?.calls ?? 0) >= 12);
+      assert.ok(((await run.stack.simulator.stats({ cards: false })).accounts['shape-queue1-gw']?.groups.main?.calls ?? 0) >= 12);
     } finally {
       await run.stack.close();
     }

@@ -76,7 +76,7 @@ test('gateway failures back off, open one alert per card and type after the thre
     ]);
     assert.equal(stillOne[0]?.n, '1');
 
-    stack.simulator.world.updateAccount('fail1-gw', { errorRate: 0 });
+    await stack.simulator.updateAccount('fail1-gw', { errorRate: 0 });
     await waitFor(
       'alert recovered',
       async () => {

@@ -53,8 +53,8 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
         { key: CARRIER_ID_ATTRIBUTE, value: carrierId },
       ],
     });
-    const callsAt = (): number => stack.simulator.world.stats(true).cards?.[card.iccid]?.calls ?? 0;
-    await waitFor('the first step at the carrier', async () => callsAt() === 1, 20_000, 10);
+    const callsAt = async (): Promise<number> => (await stack.simulator.stats()).cards?.[card.iccid]?.calls ?? 0;
+    await waitFor('the first step at the carrier', async () => (await callsAt()) === 1, 20_000, 10);
 
     // The lease runs out and another claim round takes the card: new token, running entry, lane score.
     const thief = `lost.2:${card.id}`;
@@ -69,7 +69,7 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
       .exec();
 
     assert.deepEqual(await handle.result(), { outcome: 'lease_lost' });
-    assert.equal(callsAt(), 1, 'the second step was not called');
+    assert.equal(await callsAt(), 1, 'the second step was not called');
 
     const state = await store.readDue(carrierId, card.id);
     assert.ok((state?.types.card_status.ok ?? 0) >= takenAt - 2_000, `ok:card_status written (${state?.types.card_status.ok})`);

@@ -23,8 +23,8 @@ async function executionCount(stack: Stack): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-function simulatorCalls(stack: Stack): number {
-  return Object.values(stack.simulator.world.stats(false).accounts).reduce(
+async function simulatorCalls(stack: Stack): Promise<number> {
+  return Object.values((await stack.simulator.stats({ cards: false })).accounts).reduce(
     (sum, account) => sum + Object.values(account.groups).reduce((s, group) => s + group.calls, 0),
     0,
   );
@@ -89,11 +89,11 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
     await sleep(1500);
     phase('legacy: drained');
     const executionsDrained = await executionCount(stack);
-    const callsDrained = simulatorCalls(stack);
+    const callsDrained = await simulatorCalls(stack);
     // Every card is due every 2 s, so a claimer still at work would add ~2 executions per card here.
     await sleep(4000);
     assert.equal(await executionCount(stack), executionsDrained, 'no execution may start in legacy mode');
-    assert.equal(simulatorCalls(stack), callsDrained, 'no gateway call in legacy mode');
+    assert.equal(await simulatorCalls(stack), callsDrained, 'no gateway call in legacy mode');
 
     // Lifecycle in legacy: PostgreSQL only, Redis lanes unchanged.
     const [disabled, ...kept] = account.cards;
@@ -135,7 +135,7 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
       switchedAt,
     ]);
     assert.deepEqual(after.map((r) => r.card_id).sort(), polled.map((c) => c.id).sort(), 'exactly the polled cards run after the switch');
-    assert.ok(simulatorCalls(stack) > callsDrained);
+    assert.ok((await simulatorCalls(stack)) > callsDrained);
     // Still consistent after executions finished and rescored the cards.
     for (const card of polled) assert.equal((await lanesOf(stack, carrierId, card.id)).length, 1, `card ${card.id} must stay in exactly one lane`);
     assert.deepEqual(await lanesOf(stack, carrierId, disabled.id), []);

@@ -29,7 +29,7 @@ test('priority item after a retryable failure: requested again when due, complet
     const card = account.cards[0];
     assert.ok(card);
     const gatewayAccount = 'prio1-gw';
-    stack.simulator.world.updateAccount(gatewayAccount, { errorRate: 1 });
+    await stack.simulator.updateAccount(gatewayAccount, { errorRate: 1 });
     await stack.startWorkers();
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
@@ -56,7 +56,7 @@ test('priority item after a retryable failure: requested again when due, complet
     );
     t.diagnostic(`after the failed attempt: ${JSON.stringify(failed)}`);
 
-    stack.simulator.world.updateAccount(gatewayAccount, { errorRate: 0 });
+    await stack.simulator.updateAccount(gatewayAccount, { errorRate: 0 });
     const done = await waitFor(
       'the item to be served again and complete',
       async () => {

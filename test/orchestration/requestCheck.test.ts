@@ -139,7 +139,7 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
     });
 
     await t.test('delayed confirmation re-checks until the expected state is seen, then stops', async () => {
-      stack.simulator.world.updateCard(b.iccid, { network: 'offline', afterMs: 2500 });
+      await stack.simulator.updateCard(b.iccid, { network: 'offline', afterMs: 2500 });
       const asked = new Date();
       const result = await requestCheck(ref, carrierId, {
         cardId: b.id,
@@ -175,7 +175,7 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
 
     await t.test('a request that arrives while the card executes runs right after it', async () => {
       // Slow the account down so the first execution is surely in flight when the second request lands.
-      stack.simulator.world.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 2500, p99: 2600 } });
+      await stack.simulator.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 2500, p99: 2600 } });
       const asked = new Date();
       await requestCheck(ref, carrierId, { cardId: c.id, types: ['card_status'] });
       const handle = stack.client.workflow.getHandle(cardWorkflowId(c.id, stack.config.WORKFLOW_ID_PREFIX));
@@ -187,7 +187,7 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       );
       const second = await requestCheck(ref, carrierId, { cardId: c.id, types: ['carddata'] });
       assert.deepEqual(second, { status: 'requested', requested: 1, types: { carddata: 'requested' } });
-      stack.simulator.world.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 30, p99: 80 } });
+      await stack.simulator.updateAccount(`${account.carrier.name}-gw`, { latencyMs: { p50: 30, p99: 80 } });
       const rows = await waitFor(
         'the carddata request executed',
         async () => {

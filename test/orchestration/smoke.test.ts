@@ -28,7 +28,7 @@ test('orchestration: cards are claimed, checked through the simulator, finished 
       30_000,
     );
     assert.equal(executions.length, 5);
-    const stats = stack.simulator.world.stats(true);
+    const stats = await stack.simulator.stats();
     const group = stats.accounts['acct1-gw']?.groups.main;
     assert.ok(group && group.calls >= 10, `simulator saw ${group?.calls} calls`);
     assert.equal(group?.rejected, 0);

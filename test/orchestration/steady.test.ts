@@ -72,7 +72,7 @@ test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all
       `executions ${lateness[0]?.n} in ${OBSERVE_MS} ms; lateness p50 ${Math.round(lateness[0]?.p50 ?? 0)} ms p99 ${Math.round(lateness[0]?.p99 ?? 0)} ms`,
     );
 
-    const stats = stack.simulator.world.stats(true);
+    const stats = await stack.simulator.stats();
     for (const [name, qps] of Object.entries(budgets)) {
       const group = stats.accounts[`${name}-gw`]?.groups.status;
       assert.ok(group, `simulator saw account ${name}`);

@@ -1,7 +1,7 @@
 /**
  * Replays recorded histories of every workflow (scripts/recordHistories.ts) against the current
- * workflow code: a change that would make running pollingControl / carrierScheduler / cardCheck
- * runs fail as non-deterministic after a deploy fails here first. A deliberate change is
+ * workflow code: a change that would make running pollingControl / carrierScheduler / cardCheck /
+ * cardBatch runs fail as non-deterministic after a deploy fails here first. A deliberate change is
  * deployed behind `patched()` or as a new worker-deployment version (README "Deploying workflow
  * code changes"), then the histories are recorded again.
  */
@@ -11,7 +11,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { bundleWorkflows } from '../../src/workers/workflowBundle.js';
 import { loadRecordedHistories } from './recorded.js';
 
-const WORKFLOW_TYPES = ['pollingControl', 'carrierScheduler', 'cardCheck'];
+const WORKFLOW_TYPES = ['pollingControl', 'carrierScheduler', 'cardCheck', 'cardBatch'];
 /** Events that record a command of the workflow code (what replay compares against the code). */
 const COMMAND_EVENTS = new Set([
   'MARKER_RECORDED',

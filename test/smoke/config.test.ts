@@ -22,6 +22,11 @@ test('config: a bad value names the variable and the value', () => {
     [{ WORKER_CARD_MAX_WORKFLOWS: '-3' }, 'WORKER_CARD_MAX_WORKFLOWS'],
     [{ DATABASE_SCHEMA: 'Robert"); DROP' }, 'DATABASE_SCHEMA'],
     [{ API_TOKEN: 'short' }, 'API_TOKEN'],
+    [{ CARD_RUN_SHAPE: 'batches' }, 'CARD_RUN_SHAPE'],
+    [{ CARD_BATCH_SIZE: '0' }, 'CARD_BATCH_SIZE'],
+    // CardIds must fit Temporal's 2 KB search attribute value limit.
+    [{ CARD_BATCH_SIZE: '91' }, 'CARD_BATCH_SIZE'],
+    [{ CARD_BATCH_SIZE: '12.5' }, 'CARD_BATCH_SIZE'],
   ];
   for (const [env, variable] of cases) {
     assert.throws(
@@ -34,6 +39,14 @@ test('config: a bad value names the variable and the value', () => {
       variable,
     );
   }
+});
+
+test('config: the card run shape is one run per card unless batch is asked for', () => {
+  assert.equal(loadConfig({}).CARD_RUN_SHAPE, 'card');
+  assert.equal(loadConfig({}).CARD_BATCH_SIZE, 50);
+  const batch = loadConfig({ CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: '90' });
+  assert.equal(batch.CARD_RUN_SHAPE, 'batch');
+  assert.equal(batch.CARD_BATCH_SIZE, 90);
 });
 
 test('config: an empty variable falls back to the default', () => {

@@ -1,11 +1,14 @@
 /**
  * The card detail: the card plus what Redis knows (due times, failure streaks), open
- * failure alerts, recent executions newest first, and the Temporal Web UI link listing every run.
+ * failure alerts, recent executions newest first (each with its run's Web UI page), and the
+ * Temporal Web UI link listing every run.
  */
 import { listFailureAlerts, type FailureAlert } from '../../db/alerts.js';
 import { getCard } from '../../db/cards.js';
 import { listExecutions } from '../../db/executions.js';
 import { CHECK_TYPES, type CheckType } from '../../common/checkTypes.js';
+import type { CardRunShape } from '../../common/cardBatches.js';
+import { cardRunsQuery } from '../../common/orchestration.js';
 import type { ScopedCard } from '../../domain/card.js';
 import type { ApiContext } from '../context.js';
 
@@ -30,15 +33,26 @@ export interface CardDetail extends ScopedCard {
     gatewayMs: number;
     workflowId: string;
     runId: string;
+    /** The run in the Temporal Web UI (a cardCheck run, or the cardBatch run that carried the card). */
+    runUrl: string;
     fromPriority?: boolean;
   }[];
   readonly temporalUiUrl: string;
 }
 
-/** Web UI list of every execution of the card, found by its CardId search attribute. */
-export function temporalUiUrl(baseUrl: string, namespace: string, cardId: string): string {
+/**
+ * Web UI list of every execution of the card: found by its CardId search attribute (cardCheck
+ * runs), or in the batch shape by the CardIds of the cardBatch runs that carried it.
+ */
+export function temporalUiUrl(baseUrl: string, namespace: string, cardId: string, runShape: CardRunShape = 'card'): string {
   const base = baseUrl.replace(/\/+$/, '');
-  return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(`CardId="${cardId}"`)}`;
+  return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows?query=${encodeURIComponent(cardRunsQuery(cardId, runShape))}`;
+}
+
+/** One run's page in the Web UI. */
+export function runUiUrl(baseUrl: string, namespace: string, workflowId: string, runId: string): string {
+  const base = baseUrl.replace(/\/+$/, '');
+  return `${base}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}/${encodeURIComponent(runId)}/history`;
 }
 
 export async function cardDetail(ctx: ApiContext, id: string): Promise<CardDetail> {
@@ -76,8 +90,9 @@ export async function cardDetail(ctx: ApiContext, id: string): Promise<CardDetai
       gatewayMs: execution.gatewayMs,
       workflowId: execution.workflowId,
       runId: execution.runId,
+      runUrl: runUiUrl(ctx.config.TEMPORAL_UI_URL, ctx.config.TEMPORAL_NAMESPACE, execution.workflowId, execution.runId),
       ...(execution.fromPriority === undefined ? {} : { fromPriority: execution.fromPriority }),
     })),
-    temporalUiUrl: temporalUiUrl(ctx.config.TEMPORAL_UI_URL, ctx.config.TEMPORAL_NAMESPACE, card.id),
+    temporalUiUrl: temporalUiUrl(ctx.config.TEMPORAL_UI_URL, ctx.config.TEMPORAL_NAMESPACE, card.id, ctx.config.CARD_RUN_SHAPE),
   };
 }

@@ -13,8 +13,9 @@ const REFRESH_MS = 3000;
 const OUTCOME_COLORS = /** @type {Record<string, string>} */ ({ success: '#16a34a', partial: '#ea580c' });
 
 /**
- * @typedef {{ cardId: string, iccid: string, carrierId: string, workflowId: string, workflowsUrl: string, runUrlPrefix: string }} Lookup
- * @typedef {{ startedAt: string, finishedAt?: string, types: string[], outcome: string, gatewayMs: number, workflowId: string, runId: string, fromPriority?: boolean }} Execution
+ * @typedef {{ cardId: string, iccid: string, carrierId: string, workflowId: string, workflowsUrl: string, workflowsQuery: string, runUrlPrefix: string }} Lookup
+ * @typedef {{ startedAt: string, finishedAt?: string, types: string[], outcome: string, gatewayMs: number, workflowId: string, runId: string, runUrl?: string,
+ *   fromPriority?: boolean }} Execution
  * @typedef {{ id: string, type: string, failCount: number, lastError?: string, openedAt: string }} CardAlert
  * @typedef {{ id: string, iccid: string, msisdn?: string, carrierId: string, status: string, enablePolling: boolean, polled?: boolean,
  *   due: Record<string, number>, failures: Record<string, { count: number, firstFailedAt?: number, lastError?: string }>,
@@ -113,7 +114,21 @@ function executionsSection(card, lookup) {
       h('td', { class: `outcome-${execution.outcome}` }, execution.outcome),
       h('td', { class: 'num' }, `${execution.gatewayMs} ms`),
       h('td', {}, execution.fromPriority === true ? 'priority' : 'normal'),
-      h('td', {}, h('a', { href: `${lookup.runUrlPrefix}${encodeURIComponent(execution.runId)}/history`, target: '_blank', rel: 'noopener' }, 'run')),
+      // The run that executed it: the card's own cardCheck run, or the cardBatch run that carried it.
+      h(
+        'td',
+        {},
+        h(
+          'a',
+          {
+            href: execution.runUrl ?? `${lookup.runUrlPrefix}${encodeURIComponent(execution.runId)}/history`,
+            target: '_blank',
+            rel: 'noopener',
+            title: execution.workflowId,
+          },
+          execution.workflowId === lookup.workflowId ? 'run' : 'batch run',
+        ),
+      ),
     ),
   );
   const chart = barChart({
@@ -230,7 +245,7 @@ async function open(query) {
     if (mine !== generation) return;
     const link = /** @type {HTMLAnchorElement} */ (byId('temporal-link'));
     link.href = lookup.workflowsUrl;
-    link.textContent = `Executions of ${lookup.workflowId} in the Temporal Web UI`;
+    link.textContent = `Executions of card ${lookup.cardId} in the Temporal Web UI (${lookup.workflowsQuery})`;
     byId('request-check-slot').replaceChildren(requestCheckForm(lookup));
     byId('card-live').replaceChildren();
     detail.hidden = false;

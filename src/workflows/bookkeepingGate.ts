@@ -1,0 +1,102 @@
+/**
+ * The bookkeeping of a `cardBatch` run's cards, gathered: a card's call (prepare, release, finish,
+ * record) waits until every card still executing is waiting on one too, and then all of them go
+ * to the worker as one local activity (`cardBookkeepingBatch`). The cards' gateway steps stay
+ * their own local activities, concurrent. A batch of cards that all run one type so costs about
+ * one marker per card (its gateway step) plus three for the whole batch (prepare, finish, record),
+ * instead of four per card. Workflow code: deterministic (no clock, no I/O; the flush decision
+ * depends only on the order in which the cards reach their calls).
+ *
+ * What it delays: a card that finishes its steps early waits for the others' steps before its
+ * finish is sent — at most the account's total timeout, well inside the lease.
+ */
+import { proxyLocalActivities } from '@temporalio/workflow';
+import type {
+  BookkeepingActivities,
+  BookkeepingBatchActivities,
+  BookkeepingCall,
+  BookkeepingKind,
+  BookkeepingSettled,
+} from '../activities/bookkeepingBatch.js';
+
+/** What `executeCard` calls for a card's bookkeeping: the per-card local activities, or a gate's port. */
+export type CardBookkeeping = BookkeepingActivities;
+
+/** Bookkeeping flushes retry as a card's own bookkeeping does (bounded: the claim is then released or left to its lease). */
+const FLUSH_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '5 s', maximumAttempts: 20 } as const;
+/** Flushes of records only retry without limit, as a card's record does: waiting for PostgreSQL holds no claim. */
+const RECORD_FLUSH_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
+const RECORD_KINDS: ReadonlySet<BookkeepingKind> = new Set(['recordExecution', 'enqueueRecord']);
+/** Longest summary line: the Web UI shows one line per event. */
+const SUMMARY_MAX_CHARS = 200;
+
+interface Waiting {
+  readonly call: BookkeepingCall;
+  readonly cardId: string;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+export class BookkeepingGate {
+  private active: number;
+  private readonly waiting: Waiting[] = [];
+
+  /** `cards`: how many cards execute under this gate; each calls {@link leave} once when done. */
+  constructor(cards: number) {
+    this.active = cards;
+  }
+
+  /** The bookkeeping port of one card of the batch. */
+  port(cardId: string): CardBookkeeping {
+    return {
+      prepareExecution: (input) => this.call('prepareExecution', input, cardId),
+      releaseClaim: (input) => this.call('releaseClaim', input, cardId),
+      finishNotPolled: (input) => this.call('finishNotPolled', input, cardId),
+      finishExecution: (input) => this.call('finishExecution', input, cardId),
+      recordExecution: (input) => this.call('recordExecution', input, cardId),
+      enqueueRecord: (input) => this.call('enqueueRecord', input, cardId),
+    };
+  }
+
+  /** A card's execution has ended (however): the others no longer wait for it. */
+  leave(): void {
+    this.active -= 1;
+    this.flushWhenAllWait();
+  }
+
+  private call<K extends BookkeepingKind>(kind: K, input: Parameters<BookkeepingActivities[K]>[0], cardId: string): ReturnType<BookkeepingActivities[K]> {
+    const pending = new Promise<unknown>((resolve, reject) => {
+      // The union pairs each kind with its own input, which a generic cannot express to TypeScript.
+      this.waiting.push({ call: { kind, input } as BookkeepingCall, cardId, resolve, reject });
+    });
+    this.flushWhenAllWait();
+    return pending as ReturnType<BookkeepingActivities[K]>;
+  }
+
+  /** A card calls one thing at a time, so as many waiting calls as cards executing means every card waits. */
+  private flushWhenAllWait(): void {
+    if (this.waiting.length === 0 || this.waiting.length < this.active) return;
+    const flush = this.waiting.splice(0, this.waiting.length);
+    const recordsOnly = flush.every((w) => RECORD_KINDS.has(w.call.kind));
+    const kinds = [...new Set(flush.map((w) => w.call.kind))].join(', ');
+    const summary = `${kinds}: card${flush.length > 1 ? 's' : ''} ${flush.map((w) => w.cardId).join(', ')}`;
+    const activities = proxyLocalActivities<BookkeepingBatchActivities>({
+      startToCloseTimeout: '1 minute',
+      localRetryThreshold: '10 s',
+      retry: recordsOnly ? RECORD_FLUSH_RETRY : FLUSH_RETRY,
+      summary: summary.length > SUMMARY_MAX_CHARS ? `${summary.slice(0, SUMMARY_MAX_CHARS - 1)}…` : summary,
+    });
+    void activities.cardBookkeepingBatch(flush.map((w) => w.call)).then(
+      (settled: BookkeepingSettled[]) => {
+        for (const [index, waiting] of flush.entries()) {
+          const outcome = settled[index];
+          if (outcome?.ok) waiting.resolve(outcome.value);
+          else waiting.reject(new Error(outcome ? outcome.message : 'no result for this call in the flush'));
+        }
+      },
+      (error: unknown) => {
+        for (const waiting of flush) waiting.reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  }
+}

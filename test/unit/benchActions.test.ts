@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import proto from '@temporalio/proto';
+import { countEvents, type HistoryEvent } from '../../bench/lib/actions.js';
+import { rssTrends, type RssSample } from '../../bench/lib/rss.js';
+
+// Synthetic histories: only the attributes countEvents reads, at the given times (ms).
+const event = (ms: number, attributes: Record<string, unknown>): HistoryEvent =>
+  proto.temporal.api.history.v1.HistoryEvent.fromObject({ eventTime: { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 }, ...attributes });
+const started = (ms = 0): HistoryEvent => event(ms, { workflowExecutionStartedEventAttributes: {} });
+const scheduled = (ms: number): HistoryEvent => event(ms, { workflowTaskScheduledEventAttributes: { startToCloseTimeout: { seconds: 10 } } });
+const taskStarted = (ms: number): HistoryEvent => event(ms, { workflowTaskStartedEventAttributes: {} });
+const completed = (ms: number): HistoryEvent => event(ms, { workflowTaskCompletedEventAttributes: {} });
+const marker = (ms: number, taskId = 4): HistoryEvent => event(ms, { markerRecordedEventAttributes: { workflowTaskCompletedEventId: taskId } });
+const timerFired = (ms: number): HistoryEvent => event(ms, { timerFiredEventAttributes: {} });
+const done = (ms: number): HistoryEvent => event(ms, { workflowExecutionCompletedEventAttributes: {} });
+const task = (from: number, to: number): HistoryEvent[] => [scheduled(from), taskStarted(from), completed(to)];
+
+test('actions: a run whose local activities all complete in one workflow task costs its start and one action for them all', () => {
+  const counts = countEvents([started(), ...task(0, 100), marker(100), marker(100), marker(100), marker(100), done(100)]);
+  assert.equal(counts.actions, 2);
+  assert.deepEqual(counts.actionsByKind, { 'workflow started': 1, 'local activities (one per workflow task)': 1 });
+  assert.equal(counts.localActivities, 4);
+  assert.equal(counts.workflowTaskHeartbeats, 0);
+});
+
+test('actions: a workflow task extended by a heartbeat (long task, a new one right after its own commands) costs one more', () => {
+  const events = [started(), ...task(0, 8500), marker(8500), ...task(8500, 9000), marker(9000), done(9000)];
+  const counts = countEvents(events);
+  assert.equal(counts.workflowTaskHeartbeats, 1);
+  assert.deepEqual(counts.actionsByKind, { 'workflow started': 1, 'workflow task heartbeat': 1, 'local activities (one per workflow task)': 1 });
+  // The same history with a short first task: the second task came from the timer, not a heartbeat.
+  const woken = countEvents([started(), ...task(0, 100), marker(100), timerFired(900), ...task(900, 950), marker(950), done(950)]);
+  assert.equal(woken.workflowTaskHeartbeats, 0);
+  assert.equal(woken.actionsByKind['local activities (one per workflow task)'], 2);
+});
+
+test('actions: local activities of two runs read one after the other count per run, even with the same task event ids', () => {
+  const run = (t: number): HistoryEvent[] => [started(t), ...task(t, t + 50), marker(t + 50, 4), marker(t + 50, 4), done(t + 50)];
+  const counts = countEvents([...run(0), ...run(1000)]);
+  assert.equal(counts.actionsByKind['local activities (one per workflow task)'], 2);
+  assert.equal(counts.actions, 4);
+});
+
+test('actions: workflow task failures by cause and timeouts are counted, not billed', () => {
+  const failed = event(50, { workflowTaskFailedEventAttributes: { cause: 1 } });
+  const timedOut = event(70, { workflowTaskTimedOutEventAttributes: {} });
+  const counts = countEvents([started(), scheduled(0), taskStarted(0), failed, scheduled(60), taskStarted(60), timedOut, ...task(80, 90), done(90)]);
+  assert.equal(counts.workflowTaskFailures, 1);
+  assert.deepEqual(counts.workflowTaskFailureCauses, { UNHANDLED_COMMAND: 1 });
+  assert.equal(counts.workflowTaskTimeouts, 1);
+  assert.equal(counts.actions, 1);
+});
+
+test('rss: a process that keeps growing does not level off; one that stops growing does', () => {
+  const samples: RssSample[] = Array.from({ length: 12 }, (_, i) => ({ at: i * 10_000, mb: { growing: 500 + 40 * i, flat: 500 + (i < 6 ? 40 * i : 200) } }));
+  const trends = Object.fromEntries(rssTrends(samples).map((t) => [t.process, t]));
+  assert.equal(trends.growing?.levelsOff, false);
+  assert.equal(trends.flat?.levelsOff, true);
+  assert.ok((trends.growing?.secondHalfMb ?? 0) > 100);
+});
