@@ -92,9 +92,8 @@ Options (flag / environment):
   --cards N             BENCH_CARDS              scale: cards to import (default 1000000)
   --import MODE         BENCH_IMPORT             scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
   --request-rate R      BENCH_REQUEST_RATE       priority, overload: request-checks per second (default 1)
-  --start-modes LIST    BENCH_START_MODES        throughput, footprint, overload: child,client (default both; CARD_START_MODE
-                                                 per variant);
-                                                 cluster: the first one only
+  --start-modes LIST    BENCH_START_MODES        throughput, footprint, overload: child,client (default both;
+                                                 CARD_START_MODE per variant); cluster: the first one only
   --shapes LIST         BENCH_SHAPES             throughput: single,three (default both); cluster: the first one only
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
                                                  CARD_BATCH_SIZE from the environment)

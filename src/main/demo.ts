@@ -68,6 +68,9 @@ export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
   },
 ];
 
+/** The run shape `npm start` uses when CARD_RUN_SHAPE is not set (see src/main/start.ts). */
+export const DEMO_RUN_SHAPE = 'batch';
+
 /** Intervals (seconds): with 3 000 cards spread over them, checks flow continuously. */
 export const DEMO_INTERVALS_SEC = { card_status: 300, carddata: 600, realname: 1800, package: 900 } as const;
 

@@ -17,8 +17,11 @@ import { WORKER_KINDS } from '../workers/createWorker.js';
 import { createPollingServices } from '../polling/pollingServices.js';
 import { ensurePollingControl, schedulerStatus } from '../polling/temporalControl.js';
 import { cardRunsQuery, type SchedulerStatus } from '../common/orchestration.js';
-import { configureSimulator, loadDemoIfEmpty } from './demo.js';
+import { DEMO_RUN_SHAPE, configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
+import { createCpuMeter, pidFromFile } from './cpuMeter.js';
+import { dataDir } from '../services/paths.js';
+import { join } from 'node:path';
 import { startApiServer } from '../api/start.js';
 import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
 
@@ -35,7 +38,11 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
 }
 
 const log = (line: string): void => void process.stdout.write(`${line}\n`);
-const loaded = loadConfigOrExit();
+// The demo runs its cards in the batched shape unless told otherwise: one workflow per card would
+// need most of a slow 2-core machine for the demo's ~20 checks/s (docs/capacity.md), while batches
+// carry them in a few workflows a second and leave the machine mostly idle. CARD_RUN_SHAPE=card
+// shows the per-card shape (workflow id `card-<id>`).
+const loaded = loadConfigOrExit({ CARD_RUN_SHAPE: DEMO_RUN_SHAPE, ...process.env });
 // The live line is the console's main content: keep API and SDK chatter out unless asked for.
 const config = (process.env.LOG_LEVEL ?? '') === '' ? { ...loaded, LOG_LEVEL: 'error' as const } : loaded;
 const started = Date.now();
@@ -105,7 +112,14 @@ if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
 log('Ctrl-C stops.\n');
 
 const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> => schedulerStatus(ref, carrierId).catch(() => undefined);
-const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, scheduler, log });
+// The processes a check costs CPU in (PostgreSQL and Redis are left out: a few % of it).
+const temporalPid = pidFromFile(join(dataDir(config.DATA_DIR), 'temporal', 'server.pid'));
+const cpu = createCpuMeter([
+  { label: 'workers+api', pid: process.pid },
+  ...(temporalPid === undefined ? [] : [{ label: 'temporal', pid: temporalPid }]),
+  ...(simulator ? [{ label: 'simulator', pid: simulator.pid }] : []),
+]);
+const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, scheduler, log, cpu });
 
 let stopping = false;
 const stop = async (): Promise<void> => {
