@@ -272,6 +272,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
   }
 }
 
+const signed = (mb: number): string => `${mb >= 0 ? '+' : '−'}${Math.abs(mb)}`;
 const failuresOf = (run: OverloadRun): number =>
   run.schedulerCounts.workflowTaskFailures + run.controlCounts.workflowTaskFailures + run.cardRunCounts.workflowTaskFailures;
 const timeoutsOf = (run: OverloadRun): number =>
@@ -328,7 +329,7 @@ function verdicts(run: OverloadRun): Verdict[] {
   for (const r of run.rss) {
     out.push({
       what: `RSS of ${r.process} levels off ${m}`,
-      figure: `${r.startMb} → ${r.middleMb} → ${r.endMb} MB (+${r.firstHalfMb} then +${r.secondHalfMb})`,
+      figure: `${r.startMb} → ${r.middleMb} → ${r.endMb} MB (${signed(r.firstHalfMb)} then ${signed(r.secondHalfMb)})`,
       target: 'levels off (second half against first half, see above)',
       met: r.samples >= 3 ? r.levelsOff : null,
       value: r.secondHalfMb,
@@ -415,7 +416,7 @@ export const overload: Scenario = async (context) => {
       ),
     },
     {
-      headers: ['start', 'process', 'samples', 'start MB', 'middle MB', 'end MB', 'first half +MB', 'second half +MB', 'levels off'],
+      headers: ['start', 'process', 'samples', 'start MB', 'middle MB', 'end MB', 'first half Δ MB', 'second half Δ MB', 'levels off'],
       numeric: [false, false, true, true, true, true, true, true, false],
       rows: runs.flatMap((run) =>
         run.rss.map((r) => [run.startMode, r.process, r.samples, r.startMb, r.middleMb, r.endMb, r.firstHalfMb, r.secondHalfMb, r.levelsOff ? 'yes' : 'no']),

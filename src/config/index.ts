@@ -61,6 +61,13 @@ const schema = z.object({
   SIMULATOR_HOST: nonEmpty.default('127.0.0.1'),
   SIMULATOR_PORT: port.default(8700),
   GATEWAY_URL: z.url().default('http://127.0.0.1:8700'),
+  /**
+   * Connections a process keeps open to the gateway at most. A call granted a limiter slot that
+   * finds none free before its send window ends is not sent (it queues again), so this must cover
+   * the calls a process has on the wire at once — the gateway QPS it serves × the gateway's latency
+   * — with room: at 256, a card worker with 300+ calls at once missed most windows.
+   */
+  GATEWAY_MAX_SOCKETS: z.coerce.number().int().min(1).max(65_535).default(1024),
   TASK_QUEUE_CONTROL: nonEmpty.default('polling-control'),
   TASK_QUEUE_CARD: nonEmpty.default('polling-card'),
   /**

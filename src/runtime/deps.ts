@@ -66,7 +66,7 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
     // The limiter enforces the configured QPS; pushback lowers the effective rate below it.
     qps: async (carrierId, group) => (await reference.carrier(carrierId))?.groups.find((g) => g.name === group)?.qps ?? 1,
   });
-  const gateway = new GatewayClient({ baseUrl: config.GATEWAY_URL });
+  const gateway = new GatewayClient({ baseUrl: config.GATEWAY_URL, maxSockets: config.GATEWAY_MAX_SOCKETS });
   return {
     config,
     redis,
