@@ -18,4 +18,9 @@ npx eslint --max-warnings 0 src test scripts bench
 solo=(test/gateway/limiter.test.ts test/orchestration/continueAsNew.test.ts)
 mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${solo[@]/#/-e}")
 node --import tsx --test --test-concurrency=1 "${@}" "${solo[@]}"
-exec node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"
+node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"
+# The batched run shape (CARD_RUN_SHAPE=batch) through the whole-system tests that apply to both
+# shapes: a card worker killed mid-execution, request-checks, a mode switch, failures and retries.
+# (The shape's own tests, test/orchestration/batchShape.test.ts and cardBatch.test.ts, ran above.)
+batch=(test/orchestration/crash.test.ts test/orchestration/requestCheck.test.ts test/orchestration/mode.test.ts test/orchestration/failures.test.ts)
+CARD_RUN_SHAPE=batch exec node --import tsx --test --test-concurrency=2 "${@}" "${batch[@]}"
