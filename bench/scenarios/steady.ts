@@ -143,7 +143,7 @@ export const steady: Scenario = async (context) => {
         )
         .join('; ')}. Budgets below the capacity are scaled up to it (same proportions): the load is ${STEADY_LOAD * 100} % of what ` +
         `the run shape itself sustains.`,
-      `Cards = ${STEADY_LOAD} × feasible QPS × ${STEADY_INTERVAL_SEC} s interval, one card_status call each per interval, first dues spread evenly over the interval (a fleet in its steady state; cards created in one batch get dues jittered over max(interval/10, 2 s), DESIGN §7, and keep that phase: at 70 % of a 10-QPS budget with a 10-s interval that is 70 calls due within 2 s, whose p99 lateness cannot be under ~5 s). Lateness = execution start − earliest due (card_execution.details.latenessMs), ms, executions that started in the window.`,
+      `Cards = ${STEADY_LOAD} × feasible QPS × ${STEADY_INTERVAL_SEC} s interval, one card_status call each per interval, first dues spread evenly over the interval (a fleet in its steady state; cards created in one batch get dues jittered over max(interval/10, 2 s), docs/design.md "Lifecycle", and keep that phase: at 70 % of a 10-QPS budget with a 10-s interval that is 70 calls due within 2 s, whose p99 lateness cannot be under ~5 s). Lateness = execution start − earliest due (card_execution.details.latenessMs), ms, executions that started in the window.`,
       `Each run shape in a fresh stack, one after the other, ${first.startMode} starts (CARD_START_MODE).`,
     ],
     config: {
