@@ -33,7 +33,7 @@ import type { StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
 import { distribution, round, sleep, type Distribution } from '../lib/stats.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
-import { addRequestCards, sendRequests, type Pending } from './priority.js';
+import { addRequestCards, sendRequests, watchFirstCalls, type Pending } from './priority.js';
 
 const DEFAULT_WINDOW_SEC = 600;
 const INTERVAL_SEC = 10;
@@ -115,28 +115,6 @@ function specs(capacityPerSecond: number): AccountSpec[] {
   }));
 }
 
-/** Polls the simulator's per-card last-call time of the requested cards until `stop()` resolves. */
-function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => Promise<void> } {
-  let watching = true;
-  const loop = (async () => {
-    while (watching) {
-      const waiting = sent.filter((pending) => pending.firstCallAt === undefined);
-      const cards = waiting.length === 0 ? {} : ((await stack.simulator.stats().catch(() => undefined))?.cards ?? {});
-      for (const pending of waiting) {
-        const lastCallAt = cards[pending.card.iccid]?.lastCallAt;
-        if (lastCallAt !== undefined && lastCallAt >= pending.requestedAt) pending.firstCallAt = lastCallAt;
-      }
-      await sleep(WATCH_EVERY_MS);
-    }
-  })();
-  return {
-    stop: async () => {
-      watching = false;
-      await loop;
-    },
-  };
-}
-
 /** Executions per account in the window, the normal lane only (the budget shares are the normal lane's). */
 async function executionsByAccount(stack: BenchStack, from: Date, to: Date): Promise<Map<string, number>> {
   const { rows } = await stack.pool.query<{ carrier_id: string; n: string }>(
@@ -192,7 +170,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         },
         RSS_EVERY_MS,
       );
-      watcher = watchFirstCalls(stack, sent);
+      watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
       await sendRequests(stack, pools, rate, until, sent, answers);
     });
     const rssSamples = rss?.stop() ?? [];

@@ -122,8 +122,8 @@ function watchBacklog(stack: BenchStack, carrierIds: readonly string[]): Backlog
   };
 }
 
-/** Polls the simulator's per-card last-call time of requested cards until `stop()` resolves. */
-function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => Promise<void> } {
+/** Polls the simulator's per-card last-call time of requested cards (every `everyMs`) until `stop()` resolves. */
+export function watchFirstCalls(stack: BenchStack, sent: Pending[], everyMs = WATCH_EVERY_MS): { stop: () => Promise<void> } {
   let watching = true;
   const loop = (async () => {
     while (watching) {
@@ -134,7 +134,7 @@ function watchFirstCalls(stack: BenchStack, sent: Pending[]): { stop: () => Prom
         const lastCallAt = cards[pending.card.iccid]?.lastCallAt;
         if (lastCallAt !== undefined && lastCallAt >= pending.requestedAt) pending.firstCallAt = lastCallAt;
       }
-      await sleep(WATCH_EVERY_MS);
+      await sleep(everyMs);
     }
   })();
   return {
