@@ -12,14 +12,15 @@ import { ensurePollingControl } from '../../src/polling/temporalControl.js';
 import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
 import { seedAccount, waitFor } from '../helpers/seed.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
-import { servedNames } from '../ops/promqlNames.js';
-import { dashboardExpressions, ruleExpressions, namesMissing } from '../ops/deployExpressions.js';
+import { servedLabels, servedNames } from '../ops/promqlNames.js';
+import { dashboardExpressions, labelsMissing, namesMissing, ruleExpressions } from '../ops/deployExpressions.js';
 
 const START_LIMIT_MS = 180_000;
 
 let stack: Stack | undefined;
 const processes: EntryProcess[] = [];
 let served = new Set<string>();
+const labels = new Map<string, Set<string>>();
 let loopFailures: string[] = [];
 let carrierId = '';
 
@@ -86,6 +87,9 @@ before(async () => {
   // The API's requests (this scrape included) are in its own metrics.
   const texts = [await scrape(workerMetrics), await scrape(`http://127.0.0.1:${apiPort}/metrics`)];
   served = new Set(texts.flatMap((text) => [...servedNames(text)]));
+  for (const text of texts) {
+    for (const [name, names] of servedLabels(text)) labels.set(name, new Set([...(labels.get(name) ?? []), ...names]));
+  }
   if (process.env.SERVED_METRICS_DUMP) (await import('node:fs')).writeFileSync(process.env.SERVED_METRICS_DUMP, texts.join('\n'));
 });
 
@@ -123,4 +127,9 @@ test('every metric name in the Grafana dashboard is served', () => {
 test('every metric name in the alert rules is served', () => {
   const missing = namesMissing(ruleExpressions(), served);
   assert.deepEqual(missing, [], `alert rules read metrics nobody serves:\n${missing.join('\n')}`);
+});
+
+test('every label matcher in the dashboard and the rules names a label its metric carries', () => {
+  const missing = labelsMissing([...dashboardExpressions(), ...ruleExpressions()], labels);
+  assert.deepEqual(missing, [], `label matchers on labels the metrics do not have:\n${missing.join('\n')}`);
 });

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { metricNames } from './promqlNames.js';
+import { metricNames, selectorLabels } from './promqlNames.js';
 
 export const DASHBOARD_PATH = fileURLToPath(new URL('../../deploy/grafana/card-poller.json', import.meta.url));
 export const ALERTS_PATH = fileURLToPath(new URL('../../deploy/prometheus/alerts.yml', import.meta.url));
@@ -60,5 +60,22 @@ export function namesMissing(expressions: readonly Expression[], served: Readonl
     metricNames(expr)
       .filter((name) => !served.has(name) && !SCRAPE_SERIES.has(name))
       .map((name) => `${where}: ${name}`),
+  );
+}
+
+/** Labels Prometheus attaches to every series of a target (not in the exposition). */
+export const TARGET_LABELS: ReadonlySet<string> = new Set(['job', 'instance']);
+
+/**
+ * `where: metric{label}` for each label matcher on a label the metric's served samples lack (a
+ * misspelt label matches nothing). Metrics with no samples served (nothing observed yet) are skipped.
+ */
+export function labelsMissing(expressions: readonly Expression[], served: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  return expressions.flatMap(({ where, expr }) =>
+    selectorLabels(expr).flatMap(({ metric, labels }) => {
+      const known = served.get(metric);
+      if (!known) return [];
+      return labels.filter((label) => !known.has(label) && !TARGET_LABELS.has(label)).map((label) => `${where}: ${metric}{${label}}`);
+    }),
   );
 }

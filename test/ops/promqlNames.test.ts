@@ -1,7 +1,7 @@
 /** The PromQL name tokenizer the dashboard and alert checks rely on. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricNames, servedNames } from './promqlNames.js';
+import { metricNames, selectorLabels, servedLabels, servedNames } from './promqlNames.js';
 
 test('metric names: functions, aggregations, grouping labels, matchers, ranges and variables are not names', () => {
   assert.deepEqual(
@@ -36,4 +36,19 @@ test('served names: declared families, their histogram series and every sample',
     ].join('\n'),
   );
   assert.deepEqual([...names].sort(), ['c_total', 'h_seconds', 'h_seconds_bucket', 'h_seconds_count', 'h_seconds_sum', 'plain', 'sdk_counter']);
+});
+
+test('selector labels: the label names of each matcher list, values with braces and operators ignored', () => {
+  assert.deepEqual(selectorLabels('sum(rate(a_count{carrier=~"$carrier", group!="", x="a}b,c=d"}[5m])) / max(b{outcome!~"x|y"}) + c'), [
+    { metric: 'a_count', labels: ['carrier', 'group', 'x'] },
+    { metric: 'b', labels: ['outcome'] },
+  ]);
+});
+
+test('served labels: the label names of each sample', () => {
+  const labels = servedLabels(['# TYPE h histogram', 'h_bucket{le="1",carrier="2"} 3', 'h_bucket{le="+Inf",carrier="2",type="x"} 3', 'plain 1'].join('\n'));
+  assert.deepEqual(
+    [...labels.entries()].map(([name, set]) => [name, [...set].sort()]),
+    [['h_bucket', ['carrier', 'le', 'type']]],
+  );
 });

@@ -56,6 +56,28 @@ export function metricNames(expression: string): string[] {
   return [...names].sort();
 }
 
+/** Each `metric{label matchers}` of an expression: the metric and the label names its matchers use. */
+export function selectorLabels(expression: string): { metric: string; labels: string[] }[] {
+  const text = expression.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, ' ').replace(/\$\{[^}]*\}/g, ' ');
+  return [...text.matchAll(/(?<![\w.:])([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\}/g)].map((match) => ({
+    metric: match[1] ?? '',
+    labels: [...(match[2] ?? '').matchAll(/([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)/g)].map((label) => label[1] ?? ''),
+  }));
+}
+
+/** The label names each metric's samples carry in a Prometheus text exposition. */
+export function servedLabels(exposition: string): Map<string, Set<string>> {
+  const labels = new Map<string, Set<string>>();
+  for (const line of exposition.split('\n')) {
+    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} \S+$/.exec(line);
+    if (!sample?.[1]) continue;
+    const names = labels.get(sample[1]) ?? new Set<string>();
+    for (const label of (sample[2] ?? '').matchAll(/(?:^|,)([a-zA-Z_]\w*)="/g)) names.add(label[1] ?? '');
+    labels.set(sample[1], names);
+  }
+  return labels;
+}
+
 /** The metric names a Prometheus text exposition serves (families declared by HELP/TYPE and sample names). */
 export function servedNames(exposition: string): Set<string> {
   const names = new Set<string>();
