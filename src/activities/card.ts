@@ -169,7 +169,10 @@ export function createCardActivities(deps: CardActivityDeps) {
     async prepareExecution(input: PrepareInput): Promise<ExecutionPlan> {
       const carrier = await deps.reference.carrier(input.carrierId);
       const leaseMs = carrier?.leaseMs ?? DEFAULT_LEASE_MS;
-      if (input.startLagMs !== undefined) await deps.store.recordStart(input.carrierId, input.startLagMs);
+      if (input.startLagMs !== undefined) {
+        deps.metrics?.executionStart(input.carrierId, input.startLagMs);
+        await deps.store.recordStart(input.carrierId, input.startLagMs);
+      }
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };

@@ -112,7 +112,11 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const carrier = await deps.reference.carrier(input.carrierId, input.refreshConfig);
       if (!carrier) return { kind: 'stop', reason: 'carrier_missing' };
       if (!carrier.enabled) return { kind: 'stop', reason: 'carrier_disabled' };
-      if ((await deps.reference.pollingMode()) === 'legacy') return { kind: 'idle', reason: 'legacy_mode' };
+      if ((await deps.reference.pollingMode()) === 'legacy') {
+        // Idle on purpose: the scheduler is alive, only not claiming.
+        deps.metrics?.schedulerRound(input.carrierId);
+        return { kind: 'idle', reason: 'legacy_mode' };
+      }
       const groupNames = carrier.groups.map((g) => g.name);
       // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
       const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
@@ -175,7 +179,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
       // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
       const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
-      deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, starts: engine.starts, lagSumMs: engine.lagSumMs });
+      deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, groups });
+      deps.metrics?.schedulerRound(input.carrierId);
       return {
         kind: 'claimed',
         claimed,
@@ -256,7 +261,9 @@ export function createControlActivities(deps: ControlActivityDeps) {
     },
 
     async listEnabledCarriers(): Promise<string[]> {
-      return (await listCarriers(deps.pool, { enabledOnly: true })).map((c) => c.id);
+      const enabled = (await listCarriers(deps.pool, { enabledOnly: true })).map((c) => c.id);
+      deps.metrics?.enabledAccounts(enabled);
+      return enabled;
     },
   };
 }

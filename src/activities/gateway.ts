@@ -55,7 +55,7 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
           deps.metrics?.deferral(input.carrierId, input.type, 'rate_limit_wait');
           return { type: input.type, outcome: 'deferred', reason: 'rate_limit_wait', gatewayMs: Date.now() - started };
         }
-        deps.metrics?.gatewayCall(input.carrierId, input.type, 'success', outcome.result.latencyMs);
+        deps.metrics?.gatewayCall(input.carrierId, input.group ?? '', input.type, 'success', outcome.result.latencyMs);
         return {
           type: input.type,
           outcome: 'success',
@@ -68,7 +68,7 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
         };
       } catch (error) {
         if (!(error instanceof GatewayError)) throw error;
-        deps.metrics?.gatewayCall(input.carrierId, input.type, error.errorClass, Date.now() - started);
+        deps.metrics?.gatewayCall(input.carrierId, input.group ?? '', input.type, error.errorClass, Date.now() - started);
         if (error.errorClass === 'rate_limited') {
           // The carrier pushed back: the limiter already slowed the group; the card is simply re-due.
           deps.metrics?.deferral(input.carrierId, input.type, 'carrier_rate_limited');

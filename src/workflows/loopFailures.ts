@@ -27,7 +27,13 @@ function messageOf(error: unknown): string {
   return (cause instanceof Error ? cause.message : String(cause)).slice(0, 300);
 }
 
-export function loopFailures(loop: string, key: string, baseMs: number): LoopFailures {
+/**
+ * `instance`: which run of the loop this is, for the log: a carrierScheduler's account, or
+ * `singleton` for pollingControl (one loop serving every account).
+ */
+export function loopFailures(loop: string, instance: string, baseMs: number): LoopFailures {
+  // The metric's labels say what they hold: the account, for the loop that has one.
+  const account: Record<string, string> = loop === 'carrierScheduler' ? { carrier: instance } : {};
   const counter = metricMeter.createCounter('cardpoller_loop_activity_failures', 'failures', 'Failed activities of the control loops (retried with backoff)');
   let last: LoopFailure | undefined;
   let failing = false;
@@ -36,8 +42,8 @@ export function loopFailures(loop: string, key: string, baseMs: number): LoopFai
       const consecutive = (last?.consecutive ?? 0) + 1;
       last = { activity, message: messageOf(error), at: new Date(Date.now()).toISOString(), consecutive };
       if (options.backoff ?? true) failing = true;
-      counter.add(1, { loop, key, activity });
-      log.warn(`${loop} ${key}: ${activity} failed; retrying with backoff`, { consecutive, error: last.message });
+      counter.add(1, { loop, ...account, activity });
+      log.warn(`${loop} ${instance}: ${activity} failed; retrying with backoff`, { consecutive, error: last.message });
     },
     succeeded() {
       if (!failing || !last) return;
