@@ -1,68 +1,106 @@
 /**
  * Records the histories the replay test (test/replay/replay.test.ts) runs the workflow code
- * against: one test stack on the running services (`npx tsx scripts/services.ts up --test`),
- * one account whose cards are checked every few seconds, a request-check through the scheduler's
- * update, and a scheduler short enough to continue-as-new. Saves to test/replay/histories/:
+ * against: one file per path a workflow takes (test/replay/paths.ts names them and says what makes
+ * a history one of them), each provoked here on test stacks on the running services
+ * (`npx tsx scripts/services.ts up --test`), each stack on task queues of its own:
  *
- * - `pollingControl.json`: the control loop, with its reconcile rounds and scheduler starts;
- * - `carrierScheduler.json`: a scheduler run from its start to its continue-as-new (claims, child
- *   starts, the request-check update);
- * - `cardCheck.json`, `cardCheck-priority.json`: completed card runs from the normal and priority lanes;
- * - `cardBatch.json` (a second stack, CARD_RUN_SHAPE=batch): a completed batch run of several
- *   cards, one of which the carrier refuses (a failed step).
+ * - `loops` (CARD_RUN_SHAPE=card, short histories so runs roll over within seconds): pollingControl
+ *   reconciling to its continue-as-new, and switching mode (update and signal); a scheduler run
+ *   draining its children at continue-as-new; request-checks (update and signal) served from the
+ *   priority lane; a failure streak (the claim fails round after round: Redis made to fail in the
+ *   workers' store); a request-check signal whose activity keeps failing (PostgreSQL made to fail in
+ *   the workers' request service) carried over continue-as-new, and the run that applies it;
+ *   completed cardCheck runs of both lanes.
+ * - `cards` (no scheduler, claims made here): a cardCheck whose lease another claim takes during
+ *   its first step, and one whose steps the carrier rate-limits (deferred).
+ * - `batch` (CARD_RUN_SHAPE=batch): a cardBatch of several cards, one refused by the carrier.
  *
- * Run it again (`npx tsx scripts/recordHistories.ts`) after a deliberate, versioned workflow
- * change, so the histories describe what the current code records; `… card` or `… batch` records
- * only that shape's histories.
+ * Histories of earlier releases (`earlier-*.json`) are never re-recorded: they are what runs of
+ * those releases hold. Run again (`npx tsx scripts/recordHistories.ts [card|loops|cards|batch]…`;
+ * `card` is `loops` and `cards`) after a deliberate, versioned workflow change, so the histories
+ * describe what the current code records; with no argument, everything.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
-import proto from '@temporalio/proto';
-import { EVENT_TYPE_PREFIX, type RecordedHistory } from '../test/replay/recorded.js';
-import { createStack } from '../test/helpers/orchestration.js';
+import { HISTORIES_DIR, saveRecordedHistory } from '../test/replay/recorded.js';
+import { HistoryView, REPLAY_PATHS } from '../test/replay/paths.js';
+import { createStack, type Stack } from '../test/helpers/orchestration.js';
+import { startStackWorkers } from '../test/helpers/isolatedStack.js';
 import { seedAccount, waitFor } from '../test/helpers/seed.js';
-import { ensurePollingControl, requestCheck } from '../src/polling/temporalControl.js';
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../src/common/orchestration.js';
+import { ensurePollingControl, requestCheck, setMode } from '../src/polling/temporalControl.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/common/orchestration.js';
+import { WORKER_KINDS } from '../src/workers/createWorker.js';
+import { requestCheckSignal, setModeSignal } from '../src/workflows/messages.js';
+import type { CardCheckArgs } from '../src/workflows/cardCheck.js';
 
-const { temporal } = proto;
-const OUT = fileURLToPath(new URL('../test/replay/histories/', import.meta.url));
 /** Small enough to roll over within seconds, large enough for several claim rounds. */
 const SCHEDULER_MAX_HISTORY_EVENTS = 150;
+const CONTROL_MAX_HISTORY_EVENTS = 120;
 
-async function save(client: Client, name: string, workflowId: string, runId?: string): Promise<void> {
-  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-  const events = (history.events ?? []).map((event) => String(temporal.api.enums.v1.EventType[event.eventType ?? 0]).replace(EVENT_TYPE_PREFIX, ''));
-  const recorded: RecordedHistory = {
-    workflowId,
-    workflowType: name.split('-')[0] ?? name,
-    events,
-    // The binary protobuf encoding: read back with the SDK's own classes, independent of the JSON mapping.
-    historyBase64: Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('base64'),
-  };
-  const file = join(OUT, `${name}.json`);
-  writeFileSync(file, `${JSON.stringify(recorded, null, 1)}\n`);
-  process.stdout.write(`${name}: ${events.length} events → ${file}\n`);
-}
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function completedRun(client: Client, query: string): Promise<{ workflowId: string; runId: string }> {
-  return waitFor(
-    `a completed run (${query})`,
+/**
+ * Waits for a closed run among those `query` lists whose history is the path, and saves it as
+ * `<path>.json`. Closed runs do not change: each is read once.
+ */
+async function recordPath(client: Client, path: string, query: string, timeoutMs = 90_000): Promise<{ workflowId: string; runId: string }> {
+  const spec = REPLAY_PATHS[path];
+  if (!spec) throw new Error(`unknown path ${path}`);
+  const seen = new Set<string>();
+  const misses: string[] = [];
+  const found = await waitFor(
+    `a run of path ${path} (${query})`,
     async () => {
-      for await (const execution of client.workflow.list({ query })) return { workflowId: execution.workflowId, runId: execution.runId };
+      for await (const execution of client.workflow.list({ query: `WorkflowType = "${spec.workflowType}" AND ExecutionStatus != "Running" AND ${query}` })) {
+        if (seen.has(execution.runId)) continue;
+        seen.add(execution.runId);
+        const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+        const problems = spec.check(new HistoryView(history));
+        if (problems.length > 0) {
+          misses.push(`${execution.runId}: ${problems.join('; ')}`);
+          continue;
+        }
+        return { workflowId: execution.workflowId, runId: execution.runId, history };
+      }
       return undefined;
     },
-    60_000,
+    timeoutMs,
     500,
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}\nruns seen, and what they lacked:\n${misses.join('\n')}`);
+  });
+  const file = join(HISTORIES_DIR, `${path}.json`);
+  const saved = saveRecordedHistory(
+    file,
+    { path, description: spec.description, workflowType: spec.workflowType, workflowId: found.workflowId, runId: found.runId },
+    found.history,
   );
+  process.stdout.write(`${path}: ${saved.events.length} events → ${file}\n`);
+  return found;
 }
 
-/** pollingControl, carrierScheduler and cardCheck runs: one stack in the default (card) shape. */
-async function recordCardShape(): Promise<void> {
-  const stack = await createStack('record-histories');
+/** `target` whose `method` rejects with `error` while `failing()`: an outage inside the workers only. */
+function withFault<T extends object>(target: T, method: keyof T, failing: () => boolean, error: string): T {
+  return new Proxy(target, {
+    get(object, property) {
+      if (property === method && failing()) return () => Promise.reject(new Error(error));
+      const value: unknown = Reflect.get(object, property, object);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
+}
+
+/** pollingControl, carrierScheduler and cardCheck paths: one stack in the card shape, faults switchable. */
+async function recordLoops(): Promise<void> {
+  const stack = await createStack('record-loops');
+  const faults = { claim: false, requests: false };
+  const deps = { ...stack.deps, store: withFault(stack.deps.store, 'claim', () => faults.claim, 'Redis unavailable (injected by recordHistories)') };
+  const services = {
+    ...stack.services,
+    requests: withFault(stack.services.requests, 'requestCheck', () => faults.requests, 'PostgreSQL unavailable (injected by recordHistories)'),
+  };
+  const started = await startStackWorkers({ config: stack.config, deps, services, taskQueues: stack.taskQueues }, WORKER_KINDS);
   try {
-    mkdirSync(OUT, { recursive: true });
     const account = await seedAccount(stack, {
       name: 'rec1',
       qps: { main: 20 },
@@ -70,67 +108,163 @@ async function recordCardShape(): Promise<void> {
       cards: 4,
       intervalsSec: { card_status: 2, carddata: 4 },
     });
-    const workers = await stack.startWorkers();
+    const [first, second, third] = account.cards;
+    if (!first || !second || !third) throw new Error('seeded fewer cards than asked');
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
-    await ensurePollingControl(ref, { reconcileEveryMs: 2000, scheduler: { maxHistoryEvents: SCHEDULER_MAX_HISTORY_EVENTS } });
-    const schedulerId = schedulerWorkflowId(account.carrier.id, ref.workflowIdPrefix);
-    const firstSchedulerRun = await waitFor(
-      'the scheduler to start',
-      async () =>
-        (
-          await stack.client.workflow
-            .getHandle(schedulerId)
-            .describe()
-            .catch(() => undefined)
-        )?.runId,
-      30_000,
-    );
-    await waitFor(
-      'two executions of every card',
-      async () => {
-        const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution GROUP BY card_id HAVING count(*) >= 2');
-        return rows.length === account.cards.length || undefined;
-      },
-      60_000,
-    );
-    const card = account.cards[0];
-    if (!card) throw new Error('no card seeded');
-    await requestCheck(ref, account.carrier.id, { cardId: card.id, types: ['card_status'], lane: 'priority', cooldownMs: 0, actor: 'recordHistories' });
     const prefix = ref.workflowIdPrefix;
-    const priority = await waitFor(
-      'the priority run to be recorded',
-      async () => {
-        const { rows } = await stack.db.pool.query<{ workflow_id: string; run_id: string }>(
-          'SELECT workflow_id, run_id FROM card_execution WHERE from_priority LIMIT 1',
-        );
-        return rows[0] ? { workflowId: rows[0].workflow_id, runId: rows[0].run_id } : undefined;
-      },
-      60_000,
-    );
-    const normal = await completedRun(stack.client, `WorkflowType = "cardCheck" AND ExecutionStatus = "Completed" AND WorkflowId STARTS_WITH "${prefix}card-"`);
-    // The first scheduler run holds the request-check only if it had not rolled over yet; either way it ends in continue-as-new.
+    await ensurePollingControl(ref, {
+      reconcileEveryMs: 2000,
+      maxHistoryEvents: CONTROL_MAX_HISTORY_EVENTS,
+      scheduler: { maxHistoryEvents: SCHEDULER_MAX_HISTORY_EVENTS },
+    });
+    const schedulerId = schedulerWorkflowId(account.carrier.id, prefix);
+    const scheduler = `WorkflowId = "${schedulerId}"`;
+    const control = `WorkflowId = "${pollingControlWorkflowId(prefix)}"`;
+    const cards = `WorkflowId STARTS_WITH "${prefix}card-"`;
+
+    await recordPath(stack.client, 'carrierScheduler-drain', scheduler);
+    await recordPath(stack.client, 'cardCheck', cards);
+    await recordPath(stack.client, 'pollingControl-reconcile', control);
+
+    // Request-checks: one through the update (the client retries it against the next run when it
+    // meets a rollover), one through the signal, sent together so one run holds both.
+    const request = (cardId: string) => ({ cardId, types: ['card_status' as const], lane: 'priority' as const, cooldownMs: 0, actor: 'recordHistories' });
+    await requestCheck(ref, account.carrier.id, request(first.id));
+    await stack.client.workflow.getHandle(schedulerId).signal(requestCheckSignal, request(second.id));
+    await recordPath(stack.client, 'carrierScheduler-request-check', scheduler);
+    await recordPath(stack.client, 'cardCheck-priority', cards);
+
+    // A failure streak: the claim fails for long enough to back off twice (a failed round takes
+    // its local retries, about 3 s, then waits 2 s, then 4 s).
+    faults.claim = true;
+    await sleep(9_000);
+    faults.claim = false;
+    await recordPath(stack.client, 'carrierScheduler-failure-streak', scheduler);
+
+    // A request-check signal whose activity fails until the run has continued as new with it.
+    faults.requests = true;
+    await stack.client.workflow.getHandle(schedulerId).signal(requestCheckSignal, request(third.id));
+    await recordPath(stack.client, 'carrierScheduler-continue-with-pending-requests', scheduler, 120_000);
+    faults.requests = false;
+    await recordPath(stack.client, 'carrierScheduler-start-with-pending-requests', scheduler);
+
+    // Mode switches: to legacy by update, back to carrier by signal.
+    await setMode(ref, 'legacy');
+    await stack.client.workflow.getHandle(pollingControlWorkflowId(prefix)).signal(setModeSignal, 'carrier');
+    await recordPath(stack.client, 'pollingControl-mode-switch', control);
+  } finally {
+    for (const worker of started.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await stack.close();
+    await Promise.allSettled(started.runs);
+    await started.connection.close();
+  }
+}
+
+/** Makes the cards due and claims them here, as the scheduler would, then starts their cardCheck runs. */
+async function startClaimedCards(
+  stack: Stack,
+  carrierId: string,
+  cardIds: readonly string[],
+  tokenPrefix: string,
+  types: readonly ('card_status' | 'carddata')[] = ['card_status', 'carddata'],
+): Promise<Map<string, string>> {
+  const dueAt = Date.now() - 1;
+  const dues = Object.fromEntries(types.map((type) => [type, dueAt]));
+  await stack.deps.store.upsertMany(cardIds.map((cardId) => ({ carrierId, cardId, dues })));
+  const claim = await stack.deps.store.claim({
+    carrierId,
+    leaseMs: 20_000,
+    inflightLimit: 10,
+    priorityRatio: 0,
+    tokenPrefix,
+    typeGroups: {},
+    countRealname: false,
+  });
+  const tokens = new Map(claim.claimed.map((c) => [c.cardId, c.token]));
+  await Promise.all(
+    cardIds.map(async (cardId) => {
+      const token = tokens.get(cardId);
+      if (token === undefined) throw new Error(`card ${cardId} was not claimed`);
+      const args: CardCheckArgs = { carrierId, cardId, token, fromPriority: false, taskQueues: stack.taskQueues };
+      await stack.client.workflow.start('cardCheck', {
+        workflowId: cardWorkflowId(cardId, stack.config.WORKFLOW_ID_PREFIX),
+        taskQueue: stack.taskQueues.card,
+        args: [args],
+        typedSearchAttributes: [
+          { key: CARD_ID_ATTRIBUTE, value: cardId },
+          { key: CARRIER_ID_ATTRIBUTE, value: carrierId },
+        ],
+      });
+    }),
+  );
+  return tokens;
+}
+
+/** cardCheck paths that need a hand on the claim or the carrier: no scheduler, claims made here. */
+async function recordCards(): Promise<void> {
+  const stack = await createStack('record-cards');
+  try {
+    await stack.startWorkers(['card', 'ingest']);
+    const cards = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-"`;
+
+    // Lost lease: slow calls; while the first step is at the carrier, another claim takes the card.
+    const slow = await seedAccount(stack, {
+      name: 'lost1',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main', carddata: 'main' },
+      cards: 1,
+      intervalsSec: { card_status: 600, carddata: 600 },
+      simulator: { latencyMs: { p50: 1500, p99: 1500 } },
+    });
+    const card = slow.cards[0];
+    if (!card) throw new Error('no card seeded');
+    const token = (await startClaimedCards(stack, slow.carrier.id, [card.id], 'lost.1')).get(card.id) ?? '';
     await waitFor(
-      'the first scheduler run to continue as new',
-      async () => (await stack.client.workflow.getHandle(schedulerId, firstSchedulerRun).describe()).status.name === 'CONTINUED_AS_NEW' || undefined,
-      60_000,
-      500,
+      'the first step at the carrier',
+      async () => ((await stack.simulator.stats()).cards?.[card.iccid]?.calls ?? 0) === 1 || undefined,
+      20_000,
+      10,
     );
-    await save(stack.client, 'pollingControl', pollingControlWorkflowId(prefix));
-    await save(stack.client, 'carrierScheduler', schedulerId, firstSchedulerRun);
-    await save(stack.client, 'carrierScheduler-current', schedulerId);
-    await save(stack.client, 'cardCheck', normal.workflowId, normal.runId);
-    await save(stack.client, 'cardCheck-priority', priority.workflowId, priority.runId);
-    await workers.stop();
+    const keys = stack.deps.store.keys(slow.carrier.id);
+    const thief = `lost.2:${card.id}`;
+    const takenAt = Date.now();
+    await stack.deps.redis
+      .multi()
+      .set(keys.claim(card.id), thief)
+      .zrem(keys.running, token)
+      .zadd(keys.running, takenAt + 20_000, thief)
+      .zadd(keys.queue, takenAt + 20_000, card.id)
+      .hset(keys.due(card.id), 'clm', takenAt)
+      .exec();
+    await recordPath(stack.client, 'cardCheck-lease-lost', cards);
+
+    // Deferral: the carrier admits one call a second for the account's group; two cards of one
+    // type started together: the second card's call is refused (rate limited), its run deferred.
+    const limited = await seedAccount(stack, {
+      name: 'defer2',
+      qps: { main: 50 },
+      simulatorQps: { main: 0.001 },
+      typeGroups: { card_status: 'main' },
+      cards: 2,
+      intervalsSec: { card_status: 600 },
+    });
+    await startClaimedCards(
+      stack,
+      limited.carrier.id,
+      limited.cards.map((c) => c.id),
+      'defer.1',
+      ['card_status'],
+    );
+    await recordPath(stack.client, 'cardCheck-deferral', cards);
   } finally {
     await stack.close();
   }
 }
 
 /** A cardBatch run: a stack in the batch shape, every card due at once, one refused by the carrier. */
-async function recordBatchShape(): Promise<void> {
-  const stack = await createStack('record-batch-histories', { config: { CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: 4 } });
+async function recordBatch(): Promise<void> {
+  const stack = await createStack('record-batch', { config: { CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: 4 } });
   try {
-    mkdirSync(OUT, { recursive: true });
     const account = await seedAccount(stack, {
       name: 'rec2',
       qps: { main: 20 },
@@ -139,35 +273,25 @@ async function recordBatchShape(): Promise<void> {
       intervalsSec: { card_status: 600, carddata: 600 },
     });
     const carrierId = account.carrier.id;
-    // An ICCID we accept that the simulator refuses (`invalid_iccid`): a failed step in the batch.
+    // An ICCID we accept that the simulator refuses (`invalid_iccid`): a failed card in its batch.
     const refused = await stack.services.lifecycle.createCards([{ iccid: '89860000000000008F', carrierId, status: 'active', enablePolling: true }]);
     const cards = [...account.cards, ...refused.created];
     const now = Date.now();
     await stack.deps.store.upsertMany(cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: now, carddata: now } })));
-    const workers = await stack.startWorkers();
+    await stack.startWorkers();
     await ensurePollingControl(
       { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
       { reconcileEveryMs: 2000 },
     );
-    const batch = await waitFor(
-      'the refused card recorded in its batch',
-      async () => {
-        const { rows } = await stack.db.pool.query<{ workflow_id: string; run_id: string }>(
-          'SELECT workflow_id, run_id FROM card_execution WHERE card_id = $1::bigint LIMIT 1',
-          [refused.created[0]?.id],
-        );
-        return rows[0] ? { workflowId: rows[0].workflow_id, runId: rows[0].run_id } : undefined;
-      },
-      60_000,
-    );
-    await stack.client.workflow.getHandle(batch.workflowId, batch.runId).result();
-    await save(stack.client, 'cardBatch', batch.workflowId, batch.runId);
-    await workers.stop();
+    await recordPath(stack.client, 'cardBatch', `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}"`);
   } finally {
     await stack.close();
   }
 }
 
-const shapes = process.argv.slice(2);
-if (shapes.length === 0 || shapes.includes('card')) await recordCardShape();
-if (shapes.length === 0 || shapes.includes('batch')) await recordBatchShape();
+const groups = new Set(process.argv.slice(2).flatMap((arg) => (arg === 'card' ? ['loops', 'cards'] : [arg])));
+const all = groups.size === 0;
+for (const group of groups) if (!['loops', 'cards', 'batch'].includes(group)) throw new Error(`unknown group ${group}: card, loops, cards or batch`);
+if (all || groups.has('loops')) await recordLoops();
+if (all || groups.has('cards')) await recordCards();
+if (all || groups.has('batch')) await recordBatch();

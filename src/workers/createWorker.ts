@@ -52,16 +52,19 @@ export interface WorkerSetup {
 }
 
 /**
- * A card run stays on the version that started it (it is short; old workers drain). The loops
- * run for weeks: they move to the current version at their next workflow task, which is safe
- * because every workflow change must replay their recorded histories (test/replay).
+ * Every workflow stays on the worker-deployment version that runs it (pinned): a change in
+ * command order cannot reach a run that started on other code. A card run is short, so its old
+ * version drains within minutes. The loops (pollingControl, carrierScheduler) run for weeks: they
+ * move to the current version at continue-as-new, which they do regularly and at once when the
+ * server says their target version changed (`continueAsNewToCurrentVersion` in
+ * src/workflows/versionUpgrade.ts). Activity-only workers: the behavior applies to workflows and
+ * is required by the options type.
  */
 const VERSIONING_BEHAVIOR: Readonly<Record<WorkerKind, VersioningBehavior>> = {
-  control: 'AUTO_UPGRADE',
+  control: 'PINNED',
   card: 'PINNED',
-  // Activity-only workers: the behavior applies to workflows and is required by the options type.
-  gateway: 'AUTO_UPGRADE',
-  ingest: 'AUTO_UPGRADE',
+  gateway: 'PINNED',
+  ingest: 'PINNED',
 };
 
 /**

@@ -1,7 +1,9 @@
 /**
  * Worker versioning operations that deploy tooling runs (the same as
- * `temporal worker deployment set-current-version`): making a version current sends new runs, and
- * the auto-upgrading loops at their next workflow task, to the workers of that version.
+ * `temporal worker deployment set-current-version`): making a version current sends new runs to
+ * the workers of that version. Running runs stay pinned to theirs: card runs finish there, and the
+ * loops (pollingControl, carrierScheduler) see the change at their next workflow task and continue
+ * as new onto the new version (src/workflows/versionUpgrade.ts).
  */
 import type { Client } from '@temporalio/client';
 import { decodeVersioningBehavior, type VersioningBehavior, type WorkerDeploymentVersion } from '@temporalio/common';

@@ -15,7 +15,6 @@ import {
   WorkflowIdReusePolicy,
   allHandlersFinished,
   condition,
-  continueAsNew,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -25,6 +24,7 @@ import {
   patched,
 } from '@temporalio/workflow';
 import { isPermanent, loopFailures } from './loopFailures.js';
+import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
 import {
   CARD_ID_ATTRIBUTE,
@@ -363,7 +363,10 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       }
     }
     const info = workflowInfo();
-    if (drainingSince === undefined && (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested)) {
+    if (
+      drainingSince === undefined &&
+      (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested || targetVersionChanged())
+    ) {
       drainingSince = Date.now();
     }
     const childrenDone = childrenOpen === 0 && startsInFlight === 0;
@@ -375,7 +378,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       closing = true;
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
-      await continueAsNew<typeof carrierScheduler>({
+      // The next run starts on the current worker-deployment version (src/workflows/versionUpgrade.ts).
+      await continueAsNewToCurrentVersion<typeof carrierScheduler>({
         ...args,
         paused,
         rounds,

@@ -11,7 +11,6 @@ import {
   WorkflowIdReusePolicy,
   allHandlersFinished,
   condition,
-  continueAsNew,
   log,
   proxyActivities,
   setHandler,
@@ -23,6 +22,7 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
+import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
 import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../common/orchestration.js';
 import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
@@ -134,9 +134,10 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
       }
     }
     const info = workflowInfo();
-    if (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested) {
+    if (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested || targetVersionChanged()) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
+      // The next run starts on the current worker-deployment version (src/workflows/versionUpgrade.ts).
+      await continueAsNewToCurrentVersion<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
     }
     const backoff = failures.backoffMs();
     if (backoff !== undefined) {
