@@ -2,7 +2,7 @@
  * Failures that mean "not done, and nothing wrong with the request: send it again shortly", which
  * the API answers 503 with `Retry-After` instead of 500: the scheduler refusing an update while it
  * continues as new (after the client's own retries ran out), an update or query the workflow did
- * not answer in time, the Temporal server unreachable or busy, PostgreSQL unreachable.
+ * not answer in time, the Temporal server unreachable or busy, PostgreSQL or Redis unreachable.
  */
 import { ApplicationFailure, ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
 import { SCHEDULER_CONTINUING_AS_NEW } from '../common/orchestration.js';
@@ -19,6 +19,14 @@ export interface TryAgain {
 /** A scheduler's continue-as-new takes well under a second once it closes. */
 const CONTINUE_AS_NEW_RETRY_SEC = 1;
 const BUSY_RETRY_SEC = 5;
+
+/**
+ * ioredis gave up on a command: it retried `maxRetriesPerRequest` times while reconnecting
+ * (src/redis/connect.ts), or the connection is closed for good.
+ */
+function isRedisUnreachable(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'MaxRetriesPerRequestError' || error.message === 'Connection is closed.');
+}
 
 function grpcCode(error: unknown): number | undefined {
   const grpc = error instanceof ServiceError ? error.cause : error;
@@ -37,6 +45,8 @@ export function tryAgain(error: unknown): TryAgain | undefined {
   if (code !== undefined && GRPC_RETRYABLE_UPDATE_CODES.has(code)) {
     return { afterSec: BUSY_RETRY_SEC, reason: `the orchestration (Temporal) is unreachable or busy (gRPC ${code})` };
   }
-  if (isDatabaseUnreachable(error)) return { afterSec: BUSY_RETRY_SEC, reason: 'the database (PostgreSQL) is unreachable' };
+  if (isRedisUnreachable(error)) return { afterSec: BUSY_RETRY_SEC, reason: 'Redis is unreachable' };
+  // Also socket-level codes (ECONNREFUSED …) of whichever connection: named for the usual case.
+  if (isDatabaseUnreachable(error)) return { afterSec: BUSY_RETRY_SEC, reason: 'a store (PostgreSQL or Redis) is unreachable' };
   return undefined;
 }

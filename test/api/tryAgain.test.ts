@@ -38,6 +38,11 @@ const THROWN: Record<string, () => Error> = {
   temporalBusy: () => new ServiceError('Failed to signal workflow', { cause: grpcError(grpcStatus.RESOURCE_EXHAUSTED, 'namespace rate limit exceeded') }),
   updateAborted: () => new ServiceError('Failed to execute update', { cause: grpcError(grpcStatus.FAILED_PRECONDITION, 'update aborted by continue-as-new') }),
   databaseDown: () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED' }),
+  redisGaveUp: () =>
+    Object.assign(new Error('Reached the max retries per request limit (which is 3). Refer to "maxRetriesPerRequest" option for details.'), {
+      name: 'MaxRetriesPerRequestError',
+    }),
+  redisClosed: () => new Error('Connection is closed.'),
   databaseRestarting: () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
 };
 
