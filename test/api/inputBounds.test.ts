@@ -58,6 +58,22 @@ test('ids the database cannot hold (0, leading zeros, above the int8 maximum) ar
       'POST /v1/polling-configs match.carrierId',
     );
   }
+  // An import names such a row and lands the others (its batch does not fail in the database).
+  const imported = await api.call<{ accepted: number; rejected: { row: number; field: string }[]; notLanded?: unknown[] }>('POST', '/v1/cards/import', [
+    { iccid: iccid(10), carrierId },
+    { iccid: iccid(11), carrierId: ABOVE_INT8_MAX },
+    { iccid: iccid(12), carrierId, deviceId: ABOVE_INT8_MAX },
+  ]);
+  assert.equal(imported.status, 200, JSON.stringify(imported.body));
+  assert.equal(imported.body.accepted, 1, JSON.stringify(imported.body));
+  assert.deepEqual(
+    imported.body.rejected.map(({ row, field }) => [row, field]),
+    [
+      [1, 'carrierId'],
+      [2, 'deviceId'],
+    ],
+  );
+  assert.equal(imported.body.notLanded, undefined);
   // The largest id the database holds is an id: looked up, and not found.
   assert.equal((await api.call<ErrorAnswer>('GET', `/v1/carriers/${INT8_MAX}`)).status, 404);
   assert.equal((await api.call<ErrorAnswer>('GET', `/v1/cards/${INT8_MAX}`)).status, 404);
