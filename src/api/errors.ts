@@ -5,7 +5,10 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainErrorCode } from '../domain/errors.js';
+import { shown } from '../domain/validate.js';
+import { ID_PATTERN, ID_RULE } from '../common/ids.js';
 import { RequestCheckInvalid } from '../common/requestCheckValidation.js';
+import { tryAgain } from './tryAgain.js';
 
 export type ApiErrorCode = DomainErrorCode | 'unauthorized' | 'unavailable' | 'payload_too_large' | 'unsupported_media_type' | 'internal';
 
@@ -20,11 +23,16 @@ export class ApiError extends Error {
     readonly code: ApiErrorCode,
     message: string,
     readonly field?: string,
+    /** Seconds a client should wait before trying again (sent as `Retry-After`; every 503 has one). */
+    readonly retryAfterSec?: number,
   ) {
     super(message);
     this.name = 'ApiError';
   }
 }
+
+/** `Retry-After` of a 503 that did not say how long. */
+export const DEFAULT_RETRY_AFTER_SEC = 5;
 
 const STATUS_OF: Readonly<Record<DomainErrorCode, number>> = { not_found: 404, conflict: 409, invalid: 400 };
 
@@ -57,7 +65,18 @@ export function fieldOfAjvError(error: AjvError, context: string): string {
   return leaf === '' ? context : leaf;
 }
 
-function validationBody(error: FastifyError): ErrorBody {
+/** The value at a JSON pointer of the request part Ajv checked (what the client sent), if any. */
+function valueAt(request: FastifyRequest, context: string, pointer: string): unknown {
+  const parts: Record<string, unknown> = { body: request.body, params: request.params, querystring: request.query, headers: request.headers };
+  let value = parts[context];
+  for (const part of pointer.split('/').filter((segment) => segment !== '')) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return value;
+}
+
+function validationBody(error: FastifyError, request: FastifyRequest): ErrorBody {
   const first = (error.validation ?? [])[0] as AjvError | undefined;
   const context = error.validationContext ?? 'body';
   if (!first) return errorBody('invalid', error.message, context);
@@ -71,8 +90,21 @@ function validationBody(error: FastifyError): ErrorBody {
         : // Name the allowed values: "must be equal to one of the allowed values" alone does not help.
           first.keyword === 'enum' && Array.isArray(allowed)
           ? `must be one of ${allowed.map((value) => JSON.stringify(value)).join(', ')}`
-          : (first.message ?? 'is invalid');
-  return errorBody('invalid', `${field} ${reason}`, field);
+          : // The id pattern spelt out is unreadable: say what it admits.
+            first.keyword === 'pattern' && first.params.pattern === ID_PATTERN
+            ? `must be ${ID_RULE}`
+            : (first.message ?? 'is invalid');
+  // A value that is there but wrong is named; a missing or unknown field has none worth showing.
+  const value = first.keyword === 'required' || first.keyword === 'additionalProperties' ? undefined : valueAt(request, context, first.instancePath);
+  const got = value === undefined || typeof value === 'object' ? '' : `, got ${shown(value)}`;
+  return errorBody('invalid', `${field} ${reason}${got}`, field);
+}
+
+function unavailable(reply: FastifyReply, message: string, retryAfterSec = DEFAULT_RETRY_AFTER_SEC): FastifyReply {
+  return reply
+    .status(503)
+    .header('retry-after', String(Math.max(1, Math.ceil(retryAfterSec))))
+    .send(errorBody('unavailable', message));
 }
 
 /** Fastify error codes whose message is safe and useful to pass on. */
@@ -85,14 +117,23 @@ const FASTIFY_CLIENT_ERRORS: Readonly<Record<string, { status: number; code: Api
 };
 
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (error.validation) return reply.status(400).send(validationBody(error));
-  if (error instanceof ApiError) return reply.status(error.statusCode).send(errorBody(error.code, error.message, error.field));
+  if (error.validation) return reply.status(400).send(validationBody(error, request));
+  if (error instanceof ApiError) {
+    if (error.statusCode === 503) return unavailable(reply, error.message, error.retryAfterSec);
+    return reply.status(error.statusCode).send(errorBody(error.code, error.message, error.field));
+  }
   if (isDomainError(error)) return reply.status(STATUS_OF[error.code]).send(errorBody(error.code, error.message, error.field));
   if (error instanceof RequestCheckInvalid) return reply.status(400).send(errorBody('invalid', error.message, error.field));
   const known = FASTIFY_CLIENT_ERRORS[error.code];
   if (known) return reply.status(known.status).send(errorBody(known.code, error.message, known.field));
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
     return reply.status(error.statusCode).send(errorBody('invalid', error.message));
+  }
+  // Not done, and not wrong either: the orchestration or the database cannot take it right now.
+  const again = tryAgain(error);
+  if (again !== undefined) {
+    request.log.warn({ err: error }, 'request could not be served now; answered 503');
+    return unavailable(reply, `not done: ${again.reason}; try again in ${again.afterSec} s`, again.afterSec);
   }
   // Unexpected: log with the stack, answer without internals.
   request.log.error({ err: error }, 'request failed');

@@ -1,5 +1,6 @@
 /** Cursor pagination shared by the list routes: `{ items, nextCursor? }`. */
 import { DomainError } from '../domain/errors.js';
+import { isId } from '../common/ids.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -22,7 +23,12 @@ export function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | undefined, pattern: RegExp): string | undefined {
+/** What a cursor's key must look like: a RegExp, or any `test` (e.g. {@link ID_CURSOR}). */
+export interface CursorKey {
+  test(key: string): boolean;
+}
+
+export function decodeCursor(cursor: string | undefined, pattern: CursorKey): string | undefined {
   if (cursor === undefined || cursor === '') return undefined;
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!pattern.test(key)) throw DomainError.invalid('cursor', 'cursor is not a nextCursor this API returned');
@@ -36,4 +42,5 @@ export function pageOf<T>(rows: readonly T[], limit: number, keyOf: (item: T) =>
   return rows.length > limit && last !== undefined ? { items, nextCursor: encodeCursor(keyOf(last)) } : { items };
 }
 
-export const ID_CURSOR = /^[1-9][0-9]{0,18}$/;
+/** The key of lists paged by id: an id the database holds (a larger one would fail the query). */
+export const ID_CURSOR: CursorKey = { test: isId };

@@ -7,13 +7,19 @@
  */
 import { CARD_STATUSES } from '../domain/card.js';
 import { CHECK_TYPES, GATEWAY_CHECK_TYPES } from '../common/checkTypes.js';
+import { ID_PATTERN, ID_RULE } from '../common/ids.js';
+import { MAX_CONFIRM_DELAY_SEC, MAX_CONFIRM_DELAYS, MAX_COOLDOWN_MS, MAX_EXPECTED_LENGTH } from '../common/requestCheckValidation.js';
+import { CARRIER_LIMITS, MAX_QPS } from '../domain/carrierInput.js';
+import { MAX_INTERVAL_SEC } from '../domain/pollingConfig.js';
+import { POLLING_PRIORITY_LIMITS } from '../domain/pollingConfigInput.js';
 
 /** `{ key: schema }` for each key, typed with the literal keys so the type provider sees them. */
 function propertiesOf<const K extends string, const S>(keys: readonly K[], schema: S): { readonly [P in K]: S } {
   return Object.fromEntries(keys.map((key) => [key, schema])) as { readonly [P in K]: S };
 }
 
-const idString = { type: 'string', pattern: '^[1-9][0-9]{0,18}$', description: 'decimal id' } as const;
+/** An id as the database holds it (bigint): the pattern admits 1..9223372036854775807 only. */
+export const idString = { type: 'string', pattern: ID_PATTERN, description: ID_RULE } as const;
 
 export const idParams = {
   type: 'object',
@@ -35,16 +41,16 @@ const carrierProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
   gatewayAccount: { type: 'string', minLength: 1, maxLength: 200 },
   enabled: { type: 'boolean' },
-  inflightLimit: { type: 'integer' },
-  priorityRatio: { type: 'number' },
-  leaseMs: { type: 'integer' },
-  stepTimeoutMs: { type: 'integer' },
-  totalTimeoutMs: { type: 'integer' },
+  inflightLimit: { type: 'integer', ...CARRIER_LIMITS.inflightLimit },
+  priorityRatio: { type: 'number', ...CARRIER_LIMITS.priorityRatio },
+  leaseMs: { type: 'integer', ...CARRIER_LIMITS.leaseMs },
+  stepTimeoutMs: { type: 'integer', ...CARRIER_LIMITS.stepTimeoutMs },
+  totalTimeoutMs: { type: 'integer', ...CARRIER_LIMITS.totalTimeoutMs, description: 'at least stepTimeoutMs, at most leaseMs' },
   realnameControl: { type: 'boolean' },
-  backoffBaseMs: { type: 'integer' },
-  failureAlertThreshold: { type: 'integer' },
-  accountAlertThreshold: { type: 'integer' },
-  accountAlertWindowMs: { type: 'integer' },
+  backoffBaseMs: { type: 'integer', ...CARRIER_LIMITS.backoffBaseMs },
+  failureAlertThreshold: { type: 'integer', ...CARRIER_LIMITS.failureAlertThreshold },
+  accountAlertThreshold: { type: 'integer', ...CARRIER_LIMITS.accountAlertThreshold },
+  accountAlertWindowMs: { type: 'integer', ...CARRIER_LIMITS.accountAlertWindowMs },
   groups: {
     type: 'array',
     maxItems: 64,
@@ -52,7 +58,7 @@ const carrierProperties = {
       type: 'object',
       required: ['name', 'qps'],
       additionalProperties: false,
-      properties: { name: { type: 'string' }, qps: { type: 'number' } },
+      properties: { name: { type: 'string' }, qps: { type: 'integer', minimum: 1, maximum: MAX_QPS, description: 'whole calls per second' } },
     },
   },
   typeGroups: {
@@ -80,17 +86,20 @@ const intervalsSchema = {
   type: 'object',
   additionalProperties: false,
   // null clears a type on PATCH (the rule stops setting it).
-  properties: propertiesOf(CHECK_TYPES, { type: ['integer', 'null'] } as const),
+  properties: propertiesOf(CHECK_TYPES, { type: ['integer', 'null'], minimum: 1, maximum: MAX_INTERVAL_SEC } as const),
 } as const;
 
 const pollingConfigProperties = {
   name: { type: 'string', minLength: 1, maxLength: 200 },
-  priority: { type: 'integer' },
+  priority: { type: 'integer', ...POLLING_PRIORITY_LIMITS },
   enabled: { type: 'boolean' },
   match: {
     type: 'object',
     additionalProperties: false,
-    properties: { carrierId: { type: ['string', 'null'] }, cardStatus: { type: ['string', 'null'], enum: [...CARD_STATUSES, null] } },
+    properties: {
+      carrierId: { type: ['string', 'null'], pattern: ID_PATTERN, description: ID_RULE },
+      cardStatus: { type: ['string', 'null'], enum: [...CARD_STATUSES, null] },
+    },
   },
   intervalsSec: intervalsSchema,
 } as const;
@@ -142,9 +151,9 @@ export const requestCheckSchema = {
   properties: {
     types: { type: 'array', minItems: 1, maxItems: CHECK_TYPES.length, items: { type: 'string', enum: [...CHECK_TYPES] } },
     lane: { type: 'string', enum: ['priority', 'normal'] },
-    cooldownMs: { type: 'integer', minimum: 0 },
-    confirmDelaysSec: { type: 'array', items: { type: 'integer' } },
-    expected: { type: 'string' },
+    cooldownMs: { type: 'integer', minimum: 0, maximum: MAX_COOLDOWN_MS },
+    confirmDelaysSec: { type: 'array', maxItems: MAX_CONFIRM_DELAYS, items: { type: 'integer', minimum: 1, maximum: MAX_CONFIRM_DELAY_SEC } },
+    expected: { type: 'string', maxLength: MAX_EXPECTED_LENGTH },
   },
 } as const;
 
@@ -322,6 +331,7 @@ export const carrierStatusSchema = {
     'capacity',
     'limitedBy',
     'schedulerRunning',
+    'rebuild',
   ],
   additionalProperties: false,
   properties: {
@@ -375,6 +385,21 @@ export const carrierStatusSchema = {
       },
     },
     schedulerRunning: { type: 'boolean' },
+    rebuild: {
+      type: 'object',
+      description: "how far Redis holds the account's cards: a rebuild's progress",
+      required: ['state', 'cardsDone', 'cardsTotal'],
+      additionalProperties: false,
+      properties: {
+        state: {
+          type: 'string',
+          enum: ['idle', 'pending', 'running'],
+          description: 'running: a rebuild holds the rebuild lock; pending: Redis lost its data (no rebuilt marker, carrier mode), the next reconcile rebuilds',
+        },
+        cardsDone: { type: 'integer', description: "cards in the account's lanes" },
+        cardsTotal: { type: 'integer', description: 'cards PostgreSQL polls under the account (at least one interval)' },
+      },
+    },
   },
 } as const;
 
@@ -443,7 +468,10 @@ export const errorResponses = {
     description: '{ error: { code, message, field? } }: 400 invalid, 401 no or wrong token, 404 not found, 409 conflict, 413 too large, 415 wrong content type',
     ...errorSchema,
   },
-  '5xx': { description: '500 internal, 503 a dependency or the orchestration is unavailable', ...errorSchema },
+  '5xx': {
+    description: '500 internal; 503 not done, try again after the Retry-After header (seconds): the orchestration or the database is unavailable or busy',
+    ...errorSchema,
+  },
 } as const;
 
 export const noContent = { type: 'null', description: 'no content' } as const;

@@ -3,6 +3,7 @@
  * history) and the API/CLI (same messages everywhere). Pure: workflow-safe.
  */
 import { isCheckType } from './checkTypes.js';
+import { idProblem } from './ids.js';
 import type { RequestCheckInput } from './orchestration.js';
 
 export class RequestCheckInvalid extends Error {
@@ -17,19 +18,23 @@ export class RequestCheckInvalid extends Error {
 
 export const MAX_CONFIRM_DELAYS = 20;
 export const MAX_CONFIRM_DELAY_SEC = 3600;
+/** The longest cooldown a priority item stores (src/db/priorityItems.ts refuses more). */
+export const MAX_COOLDOWN_MS = 86_400_000;
+/** The longest expected state name (it travels in a `|`/`,`-separated Redis field). */
+export const MAX_EXPECTED_LENGTH = 64;
 
 /** Throws {@link RequestCheckInvalid} naming the first bad field. */
 export function validateRequestCheck(input: RequestCheckInput): void {
-  if (typeof input.cardId !== 'string' || !/^\d+$/.test(input.cardId))
-    throw new RequestCheckInvalid('cardId', `must be a numeric id, got ${JSON.stringify(input.cardId)}`);
+  const badId = idProblem(input.cardId);
+  if (badId !== undefined) throw new RequestCheckInvalid('cardId', badId);
   if (!Array.isArray(input.types) || input.types.length === 0) throw new RequestCheckInvalid('types', 'must be a non-empty array of check types');
   for (const type of input.types) {
     if (!isCheckType(type)) throw new RequestCheckInvalid('types', `unknown check type ${JSON.stringify(type)} (card_status, carddata, realname, package)`);
   }
   if (input.lane !== undefined && input.lane !== 'priority' && input.lane !== 'normal')
     throw new RequestCheckInvalid('lane', `must be "priority" or "normal", got ${JSON.stringify(input.lane)}`);
-  if (input.cooldownMs !== undefined && (!Number.isInteger(input.cooldownMs) || input.cooldownMs < 0))
-    throw new RequestCheckInvalid('cooldownMs', 'must be a non-negative integer');
+  if (input.cooldownMs !== undefined && (!Number.isInteger(input.cooldownMs) || input.cooldownMs < 0 || input.cooldownMs > MAX_COOLDOWN_MS))
+    throw new RequestCheckInvalid('cooldownMs', `must be an integer from 0 to ${MAX_COOLDOWN_MS} (one day), got ${JSON.stringify(input.cooldownMs)}`);
   if (input.confirmDelaysSec !== undefined) {
     if (!Array.isArray(input.confirmDelaysSec) || input.confirmDelaysSec.length > MAX_CONFIRM_DELAYS)
       throw new RequestCheckInvalid('confirmDelaysSec', `must be an array of at most ${MAX_CONFIRM_DELAYS} delays`);
@@ -42,7 +47,7 @@ export function validateRequestCheck(input: RequestCheckInput): void {
   }
   if (
     input.expected !== undefined &&
-    (typeof input.expected !== 'string' || input.expected.length > 64 || input.expected.includes('|') || input.expected.includes(','))
+    (typeof input.expected !== 'string' || input.expected.length > MAX_EXPECTED_LENGTH || input.expected.includes('|') || input.expected.includes(','))
   ) {
     throw new RequestCheckInvalid('expected', 'must be a short state name such as "offline"');
   }

@@ -137,6 +137,34 @@ export async function existingCarrierIds(db: Queryable, ids: readonly string[]):
   return new Set(rows.map((row) => row.id));
 }
 
+/** The unique index of migration 000013: one row per gateway account. */
+const GATEWAY_ACCOUNT_KEY = 'carrier_account_gateway_account_key';
+
+/**
+ * One row per gateway account (the unique index of migration 000013). The carrier's budget belongs
+ * to its gateway account, while limiters, claim budgets and in-flight limits are per row (their
+ * Redis keys carry the row's hash tag, so one script touches one Redis Cluster slot): a second row
+ * would spend the whole budget again. A refused write names the row that has the account.
+ */
+async function mappedCarrierWrite<T>(pool: pg.Pool, gatewayAccount: string | undefined, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    const { code, constraint } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; constraint?: unknown };
+    if (code !== '23505' || constraint !== GATEWAY_ACCOUNT_KEY || gatewayAccount === undefined) throw error;
+    const { rows } = await pool
+      .query<{ id: string; name: string }>('SELECT id::text, name FROM carrier_account WHERE btrim(gateway_account) = btrim($1) ORDER BY id LIMIT 1', [
+        gatewayAccount,
+      ])
+      .catch(() => ({ rows: [] }));
+    const holder = rows[0] ? `carrier account ${rows[0].id} (${JSON.stringify(rows[0].name)})` : 'another carrier account';
+    throw DomainError.conflict(
+      'gatewayAccount',
+      `gatewayAccount ${JSON.stringify(gatewayAccount.trim())} already belongs to ${holder}: one carrier account per gateway account, whose budget it spends`,
+    );
+  }
+}
+
 /** Creates the account, its groups and type map in one transaction. */
 export async function createCarrier(pool: pg.Pool, input: NewCarrier): Promise<Carrier> {
   requireText(input.name, 'name');
@@ -145,18 +173,20 @@ export async function createCarrier(pool: pg.Pool, input: NewCarrier): Promise<C
   const groups = validateGroups(input.groups ?? []);
   const typeGroups = validateTypeGroups(input.typeGroups ?? {}, new Set(groups.map((group) => group.name)));
   return mapped(() =>
-    withTransaction(pool, async (client) => {
-      const { columns, values } = scalarAssignments(input);
-      const placeholders = values.map((_, index) => `$${index + 1}`);
-      const { rows } = await client.query<{ id: string }>(
-        `INSERT INTO carrier_account (${columns.join(', ')}) VALUES (${placeholders.join(', ')}) RETURNING id::text`,
-        values,
-      );
-      const id = rows[0]!.id;
-      await replaceGroups(client, id, groups);
-      await replaceTypeGroups(client, id, typeGroups);
-      return getCarrier(client, id);
-    }),
+    mappedCarrierWrite(pool, input.gatewayAccount, () =>
+      withTransaction(pool, async (client) => {
+        const { columns, values } = scalarAssignments(input);
+        const placeholders = values.map((_, index) => `$${index + 1}`);
+        const { rows } = await client.query<{ id: string }>(
+          `INSERT INTO carrier_account (${columns.join(', ')}) VALUES (${placeholders.join(', ')}) RETURNING id::text`,
+          values,
+        );
+        const id = rows[0]!.id;
+        await replaceGroups(client, id, groups);
+        await replaceTypeGroups(client, id, typeGroups);
+        return getCarrier(client, id);
+      }),
+    ),
   );
 }
 
@@ -166,21 +196,23 @@ export async function updateCarrier(pool: pg.Pool, id: string, patch: CarrierPat
   validateCarrierScalars(patch);
   const groups = patch.groups === undefined ? undefined : validateGroups(patch.groups);
   return mapped(() =>
-    withTransaction(pool, async (client) => {
-      // Lock the account so concurrent patches of groups and map apply one after the other.
-      const locked = await client.query('SELECT 1 FROM carrier_account WHERE id = $1::bigint FOR UPDATE', [id]);
-      if (locked.rowCount === 0) throw DomainError.notFound('id', `carrier account ${id} does not exist`);
-      const { columns, values } = scalarAssignments(patch);
-      if (columns.length > 0) {
-        const sets = columns.map((column, index) => `${column} = $${index + 2}`);
-        await client.query(`UPDATE carrier_account SET ${sets.join(', ')}, updated_at = now() WHERE id = $1::bigint`, [id, ...values]);
-      }
-      if (groups) await replaceGroups(client, id, groups);
-      if (patch.typeGroups !== undefined) {
-        const names = groups ?? (await getCarrier(client, id)).groups;
-        await replaceTypeGroups(client, id, validateTypeGroups(patch.typeGroups, new Set(names.map((group) => group.name))));
-      }
-      return getCarrier(client, id);
-    }),
+    mappedCarrierWrite(pool, patch.gatewayAccount, () =>
+      withTransaction(pool, async (client) => {
+        // Lock the account so concurrent patches of groups and map apply one after the other.
+        const locked = await client.query('SELECT 1 FROM carrier_account WHERE id = $1::bigint FOR UPDATE', [id]);
+        if (locked.rowCount === 0) throw DomainError.notFound('id', `carrier account ${id} does not exist`);
+        const { columns, values } = scalarAssignments(patch);
+        if (columns.length > 0) {
+          const sets = columns.map((column, index) => `${column} = $${index + 2}`);
+          await client.query(`UPDATE carrier_account SET ${sets.join(', ')}, updated_at = now() WHERE id = $1::bigint`, [id, ...values]);
+        }
+        if (groups) await replaceGroups(client, id, groups);
+        if (patch.typeGroups !== undefined) {
+          const names = groups ?? (await getCarrier(client, id)).groups;
+          await replaceTypeGroups(client, id, validateTypeGroups(patch.typeGroups, new Set(names.map((group) => group.name))));
+        }
+        return getCarrier(client, id);
+      }),
+    ),
   );
 }

@@ -5,7 +5,31 @@ import type { CarrierPatch, RateLimitGroup } from './carrier.js';
 import { requireBoolean, requireInt, requireNumber, requireText } from './validate.js';
 
 const GROUP_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-const MAX_QPS = 100_000;
+/** Whole calls per second of one rate-limit group (the table allows up to this). */
+export const MAX_QPS = 100_000;
+
+/**
+ * Bounds of the numeric account fields: the table checks of migration 000002, stated once for
+ * these validators and the API's JSON schemas (so the OpenAPI document shows them too).
+ */
+export const CARRIER_LIMITS = {
+  inflightLimit: { minimum: 1, maximum: 100_000 },
+  priorityRatio: { minimum: 0, maximum: 1 },
+  leaseMs: { minimum: 1000, maximum: 3_600_000 },
+  stepTimeoutMs: { minimum: 100, maximum: 600_000 },
+  totalTimeoutMs: { minimum: 100, maximum: 3_600_000 },
+  backoffBaseMs: { minimum: 100, maximum: 86_400_000 },
+  failureAlertThreshold: { minimum: 1, maximum: 1000 },
+  accountAlertThreshold: { minimum: 1, maximum: 1_000_000 },
+  accountAlertWindowMs: { minimum: 1000, maximum: 604_800_000 },
+} as const;
+
+type IntegerLimitField = Exclude<keyof typeof CARRIER_LIMITS, 'priorityRatio'>;
+
+function requireWithin(input: CarrierPatch, field: IntegerLimitField): void {
+  const value = input[field];
+  if (value !== undefined) requireInt(value, field, CARRIER_LIMITS[field].minimum, CARRIER_LIMITS[field].maximum);
+}
 
 export function validateGroups(groups: unknown): RateLimitGroup[] {
   if (!Array.isArray(groups)) throw DomainError.invalid('groups', 'groups must be an array');
@@ -45,13 +69,8 @@ export function validateCarrierScalars(input: CarrierPatch): void {
   if (input.gatewayAccount !== undefined) requireText(input.gatewayAccount, 'gatewayAccount');
   if (input.enabled !== undefined) requireBoolean(input.enabled, 'enabled');
   if (input.realnameControl !== undefined) requireBoolean(input.realnameControl, 'realnameControl');
-  if (input.inflightLimit !== undefined) requireInt(input.inflightLimit, 'inflightLimit', 1, 100_000);
-  if (input.priorityRatio !== undefined) requireNumber(input.priorityRatio, 'priorityRatio', 0, 1);
-  if (input.leaseMs !== undefined) requireInt(input.leaseMs, 'leaseMs', 1000, 3_600_000);
-  if (input.stepTimeoutMs !== undefined) requireInt(input.stepTimeoutMs, 'stepTimeoutMs', 100, 600_000);
-  if (input.totalTimeoutMs !== undefined) requireInt(input.totalTimeoutMs, 'totalTimeoutMs', 100, 3_600_000);
-  if (input.backoffBaseMs !== undefined) requireInt(input.backoffBaseMs, 'backoffBaseMs', 100, 86_400_000);
-  if (input.failureAlertThreshold !== undefined) requireInt(input.failureAlertThreshold, 'failureAlertThreshold', 1, 1000);
-  if (input.accountAlertThreshold !== undefined) requireInt(input.accountAlertThreshold, 'accountAlertThreshold', 1, 1_000_000);
-  if (input.accountAlertWindowMs !== undefined) requireInt(input.accountAlertWindowMs, 'accountAlertWindowMs', 1000, 604_800_000);
+  if (input.priorityRatio !== undefined) {
+    requireNumber(input.priorityRatio, 'priorityRatio', CARRIER_LIMITS.priorityRatio.minimum, CARRIER_LIMITS.priorityRatio.maximum);
+  }
+  for (const field of Object.keys(CARRIER_LIMITS) as (keyof typeof CARRIER_LIMITS)[]) if (field !== 'priorityRatio') requireWithin(input, field);
 }

@@ -38,9 +38,12 @@ export function validateMatch(value: unknown): PollingMatch {
   return match;
 }
 
+/** Bounds of a rule's priority (higher wins), for this validator and the API's JSON schema. */
+export const POLLING_PRIORITY_LIMITS = { minimum: -1_000_000, maximum: 1_000_000 } as const;
+
 export function validatePollingConfigPatch(patch: PollingConfigPatch, minIntervalSec = MIN_INTERVAL_SEC): void {
   if (patch.name !== undefined) requireText(patch.name, 'name');
-  if (patch.priority !== undefined) requireInt(patch.priority, 'priority', -1_000_000, 1_000_000);
+  if (patch.priority !== undefined) requireInt(patch.priority, 'priority', POLLING_PRIORITY_LIMITS.minimum, POLLING_PRIORITY_LIMITS.maximum);
   if (patch.enabled !== undefined) requireBoolean(patch.enabled, 'enabled');
   if (patch.match !== undefined) validateMatch(patch.match);
   if (patch.intervalsSec !== undefined) validateIntervals(patch.intervalsSec, minIntervalSec);

@@ -1,12 +1,17 @@
 /** Small input checks that throw {@link DomainError} naming the field. */
+import { idProblem, isId } from '../common/ids.js';
 import { DomainError } from './errors.js';
 
-const ID = /^[1-9][0-9]{0,18}$/;
+/** The offending value in an error message, cut short. */
+export function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
 
-/** Ids are bigint identity values exposed as decimal strings. */
+/** Ids are bigint identity values exposed as decimal strings (the rule: src/common/ids.ts). */
 export function requireId(value: unknown, field: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (typeof text !== 'string' || !ID.test(text)) throw DomainError.invalid(field, `${field} must be a positive integer id`);
+  if (!isId(text)) throw DomainError.invalid(field, `${field} ${idProblem(value) ?? ''}`);
   return text;
 }
 
@@ -18,7 +23,7 @@ export function requireText(value: unknown, field: string, maxLength = 200): str
 
 export function requireInt(value: unknown, field: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw DomainError.invalid(field, `${field} must be an integer between ${min} and ${max}`);
+    throw DomainError.invalid(field, `${field} must be an integer between ${min} and ${max}, got ${shown(value)}`);
   }
   return value;
 }
@@ -26,7 +31,7 @@ export function requireInt(value: unknown, field: string, min: number, max: numb
 export function requireNumber(value: unknown, field: string, min: number, max: number, exclusiveMin = false): number {
   const tooLow = typeof value === 'number' && (exclusiveMin ? value <= min : value < min);
   if (typeof value !== 'number' || !Number.isFinite(value) || tooLow || value > max) {
-    throw DomainError.invalid(field, `${field} must be a number ${exclusiveMin ? '>' : '>='} ${min} and <= ${max}`);
+    throw DomainError.invalid(field, `${field} must be a number ${exclusiveMin ? '>' : '>='} ${min} and <= ${max}, got ${shown(value)}`);
   }
   return value;
 }

@@ -78,7 +78,7 @@ const CONTINUE_AS_NEW_RETRY_MS = 30_000;
  * (the workflow task carrying it timed out or failed, seen when the workers are starved of CPU),
  * UNAVAILABLE and RESOURCE_EXHAUSTED (the server was busy).
  */
-const GRPC_RETRYABLE_UPDATE_CODES = new Set([9, 4, 10, 14, 8]);
+export const GRPC_RETRYABLE_UPDATE_CODES = new Set([9, 4, 10, 14, 8]);
 
 /**
  * Update errors that mean "not completed, send it again": the run was about to continue-as-new

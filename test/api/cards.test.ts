@@ -157,7 +157,7 @@ test('POST /v1/cards/:id/request-check: validation, 404, 503 without the orchest
     [{ types: ['card_status'], lane: 'fast' }, 'lane'],
     [{ types: ['card_status'], cooldownMs: -1 }, 'cooldownMs'],
     [{ types: ['card_status'], confirmDelaysSec: [10, 30] }, 'expected'],
-    [{ types: ['card_status'], confirmDelaysSec: [0], expected: 'offline' }, 'confirmDelaysSec'],
+    [{ types: ['card_status'], confirmDelaysSec: [0], expected: 'offline' }, 'confirmDelaysSec[0]'],
     [{ types: ['card_status'], expected: 'a|b' }, 'expected'],
     [{ types: ['card_status'], colour: 1 }, 'colour'],
   ];

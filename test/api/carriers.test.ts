@@ -71,6 +71,20 @@ test('POST /v1/carriers answers 409 for a duplicate name', async () => {
   assert.deepEqual([body.error.code, body.error.field], ['conflict', 'name']);
 });
 
+test('POST and PATCH /v1/carriers answer 409 naming gatewayAccount for a second row on the same gateway account', async () => {
+  const first = await api.call('POST', '/v1/carriers', carrierBody('gw-first', { gatewayAccount: 'one-budget-gw' }));
+  assert.equal(first.status, 201);
+  const second = await api.call<ErrorAnswer>('POST', '/v1/carriers', carrierBody('gw-second', { gatewayAccount: 'one-budget-gw' }));
+  assert.equal(second.status, 409, JSON.stringify(second.body));
+  assert.deepEqual([second.body.error.code, second.body.error.field], ['conflict', 'gatewayAccount']);
+  assert.match(second.body.error.message, /one-budget-gw/);
+  const third = await api.call('POST', '/v1/carriers', carrierBody('gw-third'));
+  assert.equal(third.status, 201);
+  const moved = await api.call<ErrorAnswer>('PATCH', `/v1/carriers/${String(third.body.id)}`, { gatewayAccount: 'one-budget-gw' });
+  assert.equal(moved.status, 409, JSON.stringify(moved.body));
+  assert.equal(moved.body.error.field, 'gatewayAccount');
+});
+
 test('GET /v1/carriers pages with an opaque cursor', async () => {
   for (const name of ['page-a', 'page-b', 'page-c']) await api.call('POST', '/v1/carriers', carrierBody(name));
   const seen: string[] = [];

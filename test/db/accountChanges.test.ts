@@ -64,12 +64,12 @@ test('account changes: inserts, enabled flips and deletes are announced, to thei
   assert.deepEqual(await heardUntil(1), ['notified']);
 
   // A bulk import: one statement of many rows, and several statements of one transaction, are one announcement each.
-  await mine.pool.query(`INSERT INTO carrier_account (name, gateway_account) SELECT 'bulk-' || n, 'bulk-gw' FROM generate_series(1, 50) AS n`);
+  await mine.pool.query(`INSERT INTO carrier_account (name, gateway_account) SELECT 'bulk-' || n, 'bulk-gw-' || n FROM generate_series(1, 50) AS n`);
   const client = await mine.pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query(`INSERT INTO carrier_account (name, gateway_account) VALUES ('tx-1', 'tx-gw')`);
-    await client.query(`INSERT INTO carrier_account (name, gateway_account) VALUES ('tx-2', 'tx-gw')`);
+    await client.query(`INSERT INTO carrier_account (name, gateway_account) VALUES ('tx-1', 'tx-gw-1')`);
+    await client.query(`INSERT INTO carrier_account (name, gateway_account) VALUES ('tx-2', 'tx-gw-2')`);
     await client.query(`UPDATE carrier_account SET enabled = true WHERE name = 'tx-1'`);
     await client.query('COMMIT');
   } finally {

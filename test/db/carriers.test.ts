@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../src/db/carriers.js';
+import { migrate, readMigrations } from '../../src/db/migrate.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { createTestDb, type TestDb } from '../helpers/db.js';
 import { makeCarrier } from './fixtures.js';
@@ -71,4 +72,58 @@ test('carrier: patch scalars, replace groups keeps mappings of surviving groups'
   await assert.rejects(updateCarrier(db.pool, carrier.id, { groups: [{ name: 'x', qps: 0 }] }), isDomain('invalid', 'groups[0].qps'));
   assert.deepEqual(await getCarrier(db.pool, carrier.id), patched);
   await assert.rejects(updateCarrier(db.pool, '424242', { enabled: true }), isDomain('not_found', 'id'));
+});
+
+/*
+ * One gateway account, one row: the carrier's budget belongs to its account at the carrier, and
+ * each of our rows gets its own limiter, so two rows on one gateway account would each spend the
+ * whole budget.
+ */
+test('carrier: a second row for the same gateway account is refused (409 conflict on gatewayAccount), by create and by patch', async () => {
+  const first = await createCarrier(db.pool, { name: 'gw-one-a', gatewayAccount: 'shared-gw', groups: [{ name: 'main', qps: 10 }] });
+  await assert.rejects(createCarrier(db.pool, { name: 'gw-one-b', gatewayAccount: 'shared-gw', groups: [{ name: 'main', qps: 10 }] }), (error: unknown) => {
+    isDomain('conflict', 'gatewayAccount')(error);
+    assert.match((error as Error).message, /shared-gw/);
+    return true;
+  });
+  // Surrounding blanks are not another account: values are stored trimmed.
+  await assert.rejects(createCarrier(db.pool, { name: 'gw-one-c', gatewayAccount: '  shared-gw ' }), isDomain('conflict', 'gatewayAccount'));
+  const other = await createCarrier(db.pool, { name: 'gw-one-d', gatewayAccount: 'other-gw' });
+  await assert.rejects(updateCarrier(db.pool, other.id, { gatewayAccount: 'shared-gw' }), isDomain('conflict', 'gatewayAccount'));
+  // Written by hand, past the API: the table refuses it too.
+  await assert.rejects(
+    db.pool.query(`INSERT INTO carrier_account (name, gateway_account) VALUES ('by-hand', 'shared-gw')`),
+    /carrier_account_gateway_account_key/,
+  );
+  // Renaming its own gateway account to itself, or to a free one, is fine.
+  assert.equal((await updateCarrier(db.pool, first.id, { gatewayAccount: 'shared-gw' })).gatewayAccount, 'shared-gw');
+  assert.equal((await updateCarrier(db.pool, other.id, { gatewayAccount: 'free-gw' })).gatewayAccount, 'free-gw');
+});
+
+test('migration 000013 on a database that already has two rows on one gateway account stops, naming the rows, and changes nothing', async () => {
+  const before13 = readMigrations().filter((migration) => migration.version < 13);
+  const old = await createTestDb('carriers-dup-gw', { migrate: false });
+  try {
+    await migrate(old.pool, old.schema, before13);
+    await old.pool.query(
+      `INSERT INTO carrier_account (name, gateway_account) VALUES ('dup-a', 'same-gw'), ('dup-b', 'same-gw '), ('alone', 'alone-gw'), ('dup-c', 'other-gw'), ('dup-d', 'other-gw')`,
+    );
+    await assert.rejects(migrate(old.pool, old.schema), (error: unknown) => {
+      const message = (error as Error).message;
+      assert.match(message, /000013|13_/);
+      for (const name of ['dup-a', 'dup-b', 'dup-c', 'dup-d']) assert.ok(message.includes(name), `names ${name}: ${message}`);
+      assert.ok(message.includes('same-gw') && message.includes('other-gw'), message);
+      assert.ok(!message.includes('alone'), message);
+      return true;
+    });
+    const { rows } = await old.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM carrier_account');
+    assert.equal(rows[0]!.n, 5, 'no row deleted');
+    // Once an operator has resolved the duplicates, the migration applies.
+    await old.pool.query(`UPDATE carrier_account SET enabled = false, gateway_account = 'same-gw-retired' WHERE name = 'dup-b'`);
+    await old.pool.query(`DELETE FROM carrier_account WHERE name = 'dup-d'`);
+    const result = await migrate(old.pool, old.schema);
+    assert.ok(result.applied.includes(13));
+  } finally {
+    await old.close();
+  }
 });

@@ -1,7 +1,8 @@
 /**
  * Account status: lanes, in-flight and due-now from Redis, per group the configured
  * and effective rate and calls in the last second, lateness over the last minute, expired leases
- * from the running scheduler, and the capacity estimate.
+ * from the running scheduler, the capacity estimate, and how far Redis holds the account's cards
+ * (a rebuild's progress).
  */
 import { getCarrier } from '../../db/carriers.js';
 import { listPollingConfigs } from '../../db/pollingConfigs.js';
@@ -10,6 +11,7 @@ import { getPollingMode } from '../../db/systemConfig.js';
 import { IntervalResolver } from '../../domain/pollingConfig.js';
 import type { OrchestrationView, SchedulerStatus } from '../../common/orchestration.js';
 import { schedulerStatus } from '../../polling/temporalControl.js';
+import { globalKeys } from '../../redis/keys.js';
 import type { ApiContext } from '../context.js';
 import { capacityOf, type Capacity } from './capacity.js';
 
@@ -41,6 +43,30 @@ export interface CarrierStatus {
   readonly orchestration?: OrchestrationView;
   /** Whether the account's scheduler answered its status query. */
   readonly schedulerRunning: boolean;
+  readonly rebuild: RebuildProgress;
+}
+
+/**
+ * How far Redis holds the account's cards, i.e. a rebuild's progress. `running`: a rebuild holds
+ * the rebuild lock now (accounts are rebuilt one after the other, in pages); `pending`: in carrier
+ * mode Redis lacks the rebuilt marker (it lost its data), so the next pollingControl reconcile
+ * rebuilds; `idle`: neither. `cardsDone` counts the cards in the account's lanes, `cardsTotal` those
+ * PostgreSQL polls under it with at least one interval: after a loss of Redis data the first climbs
+ * to the second as the rebuild writes its pages. A rebuild that only re-places cards Redis still
+ * holds (after a polling-config change) is `running` with both equal.
+ */
+export interface RebuildProgress {
+  readonly state: 'idle' | 'pending' | 'running';
+  readonly cardsDone: number;
+  readonly cardsTotal: number;
+}
+
+async function rebuildState(ctx: ApiContext, mode: 'carrier' | 'legacy'): Promise<RebuildProgress['state']> {
+  const keys = globalKeys(ctx.config.REDIS_KEY_PREFIX);
+  const [locked, marked] = await Promise.all([ctx.deps.redis.exists(keys.rebuildLock), ctx.deps.redis.exists(keys.rebuiltMarker)]);
+  if (locked === 1) return 'running';
+  // Legacy mode does not use Redis: the switch back to carrier mode rebuilds before claiming.
+  return mode === 'carrier' && marked === 0 ? 'pending' : 'idle';
 }
 
 /** The scheduler's own view, or undefined when it is not running (orchestration down, account disabled). */
@@ -79,6 +105,11 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
     schedulerView(ctx, carrier.id),
     Promise.all(carrier.groups.map((group) => groupStatus(ctx, carrier.id, group.name, group.qps, now))),
   ]);
+  const rebuilding = await rebuildState(ctx, mode.mode);
+  const intervals = new IntervalResolver(configs);
+  const cardsTotal = polled
+    .filter(({ status }) => Object.keys(intervals.resolve({ carrierId: carrier.id, status })).length > 0)
+    .reduce((sum, { count }) => sum + count, 0);
   return {
     carrierId: carrier.id,
     mode: mode.mode,
@@ -89,9 +120,11 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
     groups,
     latenessMs: lateness,
     expiredLeases: scheduler?.expiredLeases ?? 0,
-    capacity: capacityOf(carrier, polled, new IntervalResolver(configs), scheduler?.orchestration.capacityPerSec ?? null),
+    capacity: capacityOf(carrier, polled, intervals, scheduler?.orchestration.capacityPerSec ?? null),
     limitedBy: scheduler?.orchestration.limitedBy ?? 'unknown',
     ...(scheduler === undefined ? {} : { orchestration: scheduler.orchestration }),
     schedulerRunning: scheduler !== undefined,
+    // A card is in one lane at a time (claimed cards stay in theirs, scored past now).
+    rebuild: { state: rebuilding, cardsDone: depths.priority + depths.normal, cardsTotal },
   };
 }

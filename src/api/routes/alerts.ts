@@ -7,15 +7,15 @@
 import { ackFailureAlert } from '../../db/alerts.js';
 import { ackAccountAlert, pageAccountAlerts, pageFailureAlerts, type AccountAlertItem, type FailureAlertItem } from '../../db/statusQueries.js';
 import { DomainError } from '../../domain/errors.js';
+import { ID_RULE, isId } from '../../common/ids.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { decodeCursor, pageOf, pageQuerySchema } from '../pagination.js';
-import { alertSchema, errorResponses, pageOfSchema } from '../schemas.js';
+import { alertSchema, errorResponses, idString, pageOfSchema } from '../schemas.js';
 
 type AlertKind = 'account' | 'failure';
 type AlertItem = (Omit<FailureAlertItem, 'id'> | Omit<AccountAlertItem, 'id'>) & { id: string };
 
-const idPattern = '^[1-9][0-9]{0,18}$';
 const listQuerySchema = {
   type: 'object',
   additionalProperties: false,
@@ -23,17 +23,20 @@ const listQuerySchema = {
     ...pageQuerySchema,
     kind: { type: 'string', enum: ['account', 'failure'] },
     status: { type: 'string', enum: ['open', 'all'], default: 'open' },
-    carrierId: { type: 'string', pattern: idPattern },
-    cardId: { type: 'string', pattern: idPattern, description: 'failure alerts of one card (implies kind=failure)' },
+    carrierId: idString,
+    cardId: { ...idString, description: 'failure alerts of one card (implies kind=failure)' },
   },
 } as const;
 
-const ALERT_ID = /^(?:(failure|account)-)?([1-9][0-9]{0,18})$/;
-const CURSOR = /^(account|failure):[1-9][0-9]{0,18}$/;
+const ALERT_ID = /^(?:(failure|account)-)?([0-9]+)$/;
+/** `<kind>:<id>`, the key a nextCursor of this list encodes. */
+const CURSOR = { test: (key: string): boolean => isId(/^(?:account|failure):([0-9]+)$/.exec(key)?.[1]) };
 
 export function parseAlertId(raw: string): { kind: AlertKind; id: string } {
   const match = ALERT_ID.exec(raw);
-  if (!match?.[2]) throw DomainError.invalid('id', 'id must be failure-<n>, account-<n> or a failure alert number');
+  if (!match?.[2] || !isId(match[2])) {
+    throw DomainError.invalid('id', `id must be failure-<n>, account-<n> or a failure alert number, n ${ID_RULE}; got ${JSON.stringify(raw)}`);
+  }
   return { kind: match[1] === 'account' ? 'account' : 'failure', id: match[2] };
 }
 

@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/errors.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { decodeCursor, ID_CURSOR, pageOf, pageQuerySchema } from '../pagination.js';
-import { cardDetailSchema, cardPatchSchema, cardSchema, errorResponses, idParams, newCardSchema, noContent, pageOfSchema } from '../schemas.js';
+import { cardDetailSchema, cardPatchSchema, cardSchema, errorResponses, idParams, idString, newCardSchema, noContent, pageOfSchema } from '../schemas.js';
 import { CARD_STATUSES } from '../../domain/card.js';
 import { cardDetail } from '../queries/cardDetail.js';
 
@@ -13,7 +13,7 @@ const listQuerySchema = {
   additionalProperties: false,
   properties: {
     ...pageQuerySchema,
-    carrierId: { type: 'string', pattern: '^[1-9][0-9]{0,18}$' },
+    carrierId: idString,
     status: { type: 'string', enum: [...CARD_STATUSES] },
     polled: { type: 'boolean' },
   },

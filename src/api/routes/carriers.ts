@@ -1,6 +1,13 @@
-/** Carrier accounts: create, list, get, patch. Changes are announced to the orchestration. */
+/**
+ * Carrier accounts: create, list, get, patch. Each answers once the row is written: a new, enabled
+ * or disabled account reaches pollingControl through the table's change notification (migration
+ * 000010, src/workers/reconcileOnAccountChange.ts), whose reconcile starts its scheduler within
+ * moments. Waiting for that reconcile here would wait for whatever it runs first, which can be a
+ * whole rebuild of Redis (docs/design.md, "Rebuild and the Redis-flush guard"); the account's status
+ * shows such a rebuild's progress (`rebuild`).
+ */
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../db/carriers.js';
-import { notifyConfigChanged, reconcile } from '../../polling/temporalControl.js';
+import { notifyConfigChanged } from '../../polling/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { notifyIfRunning } from '../workflowCalls.js';
@@ -16,8 +23,6 @@ export function registerCarrierRoutes(app: ApiApp, ctx: ApiContext): void {
     async (request, reply) => {
       const carrier = await createCarrier(pool, request.body);
       request.log.info({ carrierId: carrier.id }, 'carrier created');
-      // A new enabled account needs its scheduler: pollingControl starts it on reconcile.
-      await notifyIfRunning(() => reconcile(ctx.orchestration));
       return reply.status(201).send(carrier);
     },
   );
@@ -65,9 +70,12 @@ export function registerCarrierRoutes(app: ApiApp, ctx: ApiContext): void {
       const { id } = request.params;
       const carrier = await updateCarrier(pool, id, request.body);
       request.log.info({ carrierId: id }, 'carrier updated');
-      // The scheduler re-reads limits on configChanged; reconcile starts or stops it on enabled changes.
-      await notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, id));
-      await notifyIfRunning(() => reconcile(ctx.orchestration));
+      // The running scheduler re-reads the account at its next round on configChanged; without it
+      // (Temporal away) within the reference cache's 2 s anyway, so the answer does not wait for the
+      // signal. A change of `enabled` reaches pollingControl through the change notification.
+      void notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, id)).catch((error: unknown) =>
+        request.log.warn({ err: error, carrierId: id }, 'configChanged signal not sent; the scheduler re-reads the account within seconds'),
+      );
       return carrier;
     },
   );
