@@ -156,9 +156,11 @@ const schema = z.object({
   CARD_WORKER_COUNT: z.coerce.number().int().min(1).max(10_000).default(4),
   /** Async ingest: batches written at once per ingest process, and records per batch at most. */
   INGEST_CONCURRENCY: positiveInt.default(30),
+  /** Async ingest: records one batch writes at most. */
   INGEST_BATCH_SIZE: positiveInt.default(500),
   /** Ingest backlog (records pending, age of the oldest) above which the alert opens and claiming is tightened. */
   INGEST_BACKLOG_THRESHOLD: positiveInt.default(20_000),
+  /** Age of the oldest pending ingest record (ms) above which the backlog alert opens and claiming is tightened. */
   INGEST_BACKLOG_MAX_AGE_MS: positiveInt.default(60_000),
   /**
    * Months of observations and execution rows kept, the current month included; older observation
@@ -169,6 +171,7 @@ const schema = z.object({
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
   WORKER_METRICS_HOST: nonEmpty.default('127.0.0.1'),
+  /** Port of a worker process' `/metrics` and `/healthz`; 0 picks a free one (printed at start). */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /**
    * Temporal worker versioning: `on` makes every worker poll as version
@@ -176,6 +179,7 @@ const schema = z.object({
    * loops auto-upgrading); new runs go to a version once it is set current.
    */
   WORKER_VERSIONING: z.enum(['off', 'on']).default('off'),
+  /** Worker deployment name the workers poll as when WORKER_VERSIONING=on. */
   WORKER_DEPLOYMENT_NAME: nonEmpty.default('card-poller'),
   /** Build id of this deployment version; empty derives it from the workflow bundle's content. */
   WORKER_BUILD_ID: z
