@@ -160,9 +160,27 @@ test('the ConfigMap and Secret hold only settings the config schema knows, with 
 
 test('the migrations run as a pre-install/pre-upgrade hook Job, before the workers start', () => {
   for (const set of CI_SETS) {
-    const job = ofKind(set, 'Job')[0]?.object as (RenderedObject['object'] & { spec: { template: { spec: PodSpec } } }) | undefined;
+    const job = ofKind(set, 'Job').find((entry) => entry.object.metadata.name === 'cp-card-poller-migrate')?.object as
+      (RenderedObject['object'] & { spec: { template: { spec: PodSpec } } }) | undefined;
     assert.ok(job, `${set}: a migration Job`);
     assert.equal(job.metadata.annotations?.['helm.sh/hook'], 'pre-install,pre-upgrade');
     assert.deepEqual(job.spec.template.spec.containers[0]?.command, ['node', 'dist/scripts/migrate.js']);
   }
+});
+
+test('temporal.setupSearchAttributes adds a hook Job that runs temporal:setup on the configured namespace', () => {
+  const names = (set: string): string[] => ofKind(set, 'Job').map((entry) => entry.object.metadata.name);
+  assert.ok(!names('default').includes('cp-card-poller-temporal-setup'), 'off by default');
+  const job = ofKind('cluster', 'Job').find((entry) => entry.object.metadata.name === 'cp-card-poller-temporal-setup')?.object as
+    (RenderedObject['object'] & { spec: { template: { spec: PodSpec } } }) | undefined;
+  assert.ok(job, 'cluster: the temporal-setup Job');
+  assert.equal(job.metadata.annotations?.['helm.sh/hook'], 'pre-install,pre-upgrade');
+  assert.deepEqual(job.spec.template.spec.containers[0]?.command, [
+    'node',
+    'dist/scripts/temporalSetup.js',
+    '--address',
+    'temporal.example.internal:7233',
+    '--namespace',
+    'card-poller-prod',
+  ]);
 });
