@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../common/cardBatches.js';
 import { MAX_CARD_BATCH_SIZE } from '../common/orchestration.js';
 
-/** The API token on loopback development setups; the CLI uses it too when API_TOKEN is unset. */
+/** The API token of loopback development setups (refused off loopback); the CLI uses it when API_TOKEN is unset and API_URL is loopback. */
 export const DEV_API_TOKEN = 'dev-token-change-me';
 
 const port = z.coerce.number().int().min(1).max(65535);

@@ -45,6 +45,7 @@ before(async () => {
     'no-token': tempValues('api: {}\n'),
     'dev-token': tempValues('api: { token: dev-token-change-me }\n'),
     'bad-redis-mode': tempValues('api: { token: ci-secret-token }\nredis: { mode: sentinel }\n'),
+    'values-typo': tempValues('api: { token: ci-secret-token }\nworkers: { crad: { replicas: 2 } }\n'),
     'unknown-field': tempValues('api: { token: ci-secret-token }\nsecurityContext: { notAField: true }\n'),
   };
   results = new Map((await checkChart(sets)).map((result) => [result.name, result]));
@@ -82,10 +83,19 @@ test('the schemas are strict: an unknown field is an error', () => {
   );
 });
 
+test('values.schema.json: a misspelt value is an error of lint and render, naming it', () => {
+  const result = results.get('values-typo')!;
+  assert.ok(
+    result.lint.some((line) => line.startsWith('[ERROR]') && line.includes('crad')),
+    result.lint.join('\n'),
+  );
+  assert.match(result.renderError ?? '', /crad/);
+});
+
 test('a missing or development API token, or an unknown Redis mode, stops the render with a message naming the value', () => {
   assert.match(results.get('no-token')!.renderError ?? '', /api\.token is required/);
   assert.match(results.get('dev-token')!.renderError ?? '', /api\.token must not be the development token/);
-  assert.match(results.get('bad-redis-mode')!.renderError ?? '', /redis\.mode must be single or cluster, not "sentinel"/);
+  assert.match(results.get('bad-redis-mode')!.renderError ?? '', /at '\/redis\/mode': value must be one of 'single', 'cluster'/);
 });
 
 test('one Deployment per worker kind and the API, each with resources, probes and a PodDisruptionBudget', () => {
