@@ -7,8 +7,16 @@ import { loadConfigOrExit, taskQueues } from '../config/index.js';
 import { createPollingServices } from '../polling/pollingServices.js';
 import { createRuntimeDeps } from '../runtime/deps.js';
 import { startApiServer } from './start.js';
+import { assertSafeApiBinding, UnsafeApiBindingError } from './bindCheck.js';
 
 const config = loadConfigOrExit();
+try {
+  assertSafeApiBinding(config);
+} catch (error) {
+  if (!(error instanceof UnsafeApiBindingError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(2);
+}
 const deps = await createRuntimeDeps(config, { name: 'card-poller-api' });
 // Lazy: the API starts (and /healthz reports Temporal down) even when Temporal is unreachable.
 const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });

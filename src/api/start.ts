@@ -6,6 +6,7 @@ import type { Config } from '../config/index.js';
 import type { PollingServices } from '../polling/pollingServices.js';
 import type { OrchestrationRef } from '../polling/temporalControl.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
+import { assertSafeApiBinding } from './bindCheck.js';
 import { buildApiServer } from './server.js';
 
 export interface RunningApi {
@@ -14,6 +15,7 @@ export interface RunningApi {
 }
 
 export async function startApiServer(config: Config, deps: RuntimeDeps, services: PollingServices, orchestration: OrchestrationRef): Promise<RunningApi> {
+  assertSafeApiBinding(config);
   const app = await buildApiServer({ config, deps, services, orchestration });
   const address = await app.listen({ host: config.API_HOST, port: config.API_PORT });
   return { url: address, close: () => app.close() };

@@ -8,11 +8,29 @@ import { parseArgs } from 'node:util';
 import { COMMANDS, UsageError, type Command, type Values } from './commands.js';
 import { ApiCallError, ApiClient } from './http.js';
 import { DEV_API_TOKEN } from '../config/index.js';
+import { isLoopbackHost } from '../config/loopback.js';
 
 const EXIT_API_ERROR = 1;
 const EXIT_USAGE = 2;
 const DEFAULT_API_URL = 'http://127.0.0.1:8080';
-/** The API's development default (src/config): lets `npm start` + CLI work with no setup. */
+
+/**
+ * The bearer token: API_TOKEN, or the API's development default (src/config) when the API is on
+ * loopback, so `npm start` + CLI work with no setup. Anywhere else the development token would be
+ * refused by the API (or, worse, accepted), so a missing API_TOKEN is an error.
+ */
+export function resolveApiAccess(env: NodeJS.ProcessEnv): { baseUrl: string; token: string } | { error: string } {
+  const baseUrl = env.API_URL || DEFAULT_API_URL;
+  if (env.API_TOKEN) return { baseUrl, token: env.API_TOKEN };
+  let host: string;
+  try {
+    host = new URL(baseUrl).hostname;
+  } catch {
+    return { error: `API_URL=${JSON.stringify(baseUrl)} is not a URL` };
+  }
+  if (isLoopbackHost(host)) return { baseUrl, token: DEV_API_TOKEN };
+  return { error: `API_TOKEN is required: API_URL=${baseUrl} is not a loopback address (the development token is for loopback only)` };
+}
 
 function overview(): string {
   const width = Math.max(...COMMANDS.map((command) => command.name.length));
@@ -21,7 +39,7 @@ function overview(): string {
     '',
     ...COMMANDS.map((command) => `  ${command.name.padEnd(width)}  ${command.summary}`),
     '',
-    `environment: API_URL (default ${DEFAULT_API_URL}), API_TOKEN (bearer token)`,
+    `environment: API_URL (default ${DEFAULT_API_URL}), API_TOKEN (bearer token; required unless API_URL is a loopback address)`,
   ].join('\n');
 }
 
@@ -72,7 +90,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     process.stderr.write(`expected ${command.positionals} argument(s), got ${positionals.length}\n${help(command)}\n`);
     return EXIT_USAGE;
   }
-  const client = new ApiClient({ baseUrl: env.API_URL || DEFAULT_API_URL, token: env.API_TOKEN || DEV_API_TOKEN });
+  const access = resolveApiAccess(env);
+  if ('error' in access) {
+    process.stderr.write(`${access.error}\n`);
+    return EXIT_USAGE;
+  }
+  const client = new ApiClient(access);
   try {
     const result = await command.run(client, positionals, values);
     process.stdout.write(`${typeof result === 'string' ? result : JSON.stringify(result, null, 2)}\n`);

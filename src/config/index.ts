@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../common/cardBatches.js';
 import { MAX_CARD_BATCH_SIZE } from '../common/orchestration.js';
 
-/** The API token on loopback development setups; the CLI uses it too when API_TOKEN is unset. */
+/** The API token of loopback development setups (refused off loopback); the CLI uses it when API_TOKEN is unset and API_URL is loopback. */
 export const DEV_API_TOKEN = 'dev-token-change-me';
 
 const port = z.coerce.number().int().min(1).max(65535);
@@ -37,10 +37,13 @@ const clusterNodes = z.string().transform((value, ctx): ClusterNode[] => {
 });
 
 const schema = z.object({
+  /** Temporal frontend `host:port` every process connects to. */
   TEMPORAL_ADDRESS: nonEmpty.default('127.0.0.1:7233'),
+  /** Temporal namespace of the workflows; it needs our search attributes (`npm run temporal:setup`). */
   TEMPORAL_NAMESPACE: nonEmpty.default('default'),
   /** Base URL of the Temporal Web UI, used to build links to a card's executions. */
   TEMPORAL_UI_URL: z.url().default('http://127.0.0.1:8233'),
+  /** Redis server (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS); unused when REDIS_CLUSTER_NODES is set. */
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /**
    * Redis Cluster seed nodes (`host:port,…`, any subset; the rest is discovered). When set, the
@@ -49,17 +52,39 @@ const schema = z.object({
   REDIS_CLUSTER_NODES: clusterNodes.optional(),
   /** Prepended to every Redis key; lets several deployments (or tests) share one Redis. */
   REDIS_KEY_PREFIX: z.string().default(''),
+  /**
+   * `on`: a process refuses to start unless every Redis node's maxmemory-policy is `noeviction` (an
+   * evicted lease or due score loses a card from polling), read with `CONFIG GET`. `off` skips the
+   * check (logged at start) for managed Redis services that refuse `CONFIG`: make sure by other
+   * means that the policy is `noeviction`.
+   */
+  REDIS_EVICTION_CHECK: z.enum(['on', 'off']).default('on'),
+  /** PostgreSQL connection URL (`postgres://user:password@host:port/database`). */
   DATABASE_URL: z.url().default('postgres://postgres:postgres@127.0.0.1:5433/cardpoller'),
   /** PostgreSQL schema holding our tables; tests use one schema per test file. */
   DATABASE_SCHEMA: z
     .string()
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
     .default('public'),
+  /**
+   * PostgreSQL connections one process keeps open at most. Size it so that every process of the
+   * deployment together stays under the server's `max_connections`.
+   */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(20),
+  /** Address the API listens on. Off loopback, the API refuses to start with the development API_TOKEN. */
   API_HOST: nonEmpty.default('127.0.0.1'),
+  /** Port the API (and the dashboard) listens on. */
   API_PORT: port.default(8080),
+  /**
+   * Bearer token the API requires on every route but the health contract; the CLI sends it. The
+   * default is a development token, accepted only while API_HOST is a loopback address.
+   */
   API_TOKEN: z.string().min(8, 'must be at least 8 characters').default(DEV_API_TOKEN),
+  /** Where the gateway simulator (`npm run sim`, tests and benches) listens. */
   SIMULATOR_HOST: nonEmpty.default('127.0.0.1'),
+  /** Port of the gateway simulator. */
   SIMULATOR_PORT: port.default(8700),
+  /** Base URL of the carrier gateway the card and gateway workers call. */
   GATEWAY_URL: z.url().default('http://127.0.0.1:8700'),
   /**
    * Connections a process keeps open to the gateway at most. A call granted a limiter slot that
@@ -68,14 +93,18 @@ const schema = z.object({
    * — with room: at 256, a card worker with 300+ calls at once missed most windows.
    */
   GATEWAY_MAX_SOCKETS: z.coerce.number().int().min(1).max(65_535).default(1024),
+  /** Task queue of the control and scheduler workflows and the claim activities (control workers). */
   TASK_QUEUE_CONTROL: nonEmpty.default('polling-control'),
+  /** Task queue of the card runs (card workers). */
   TASK_QUEUE_CARD: nonEmpty.default('polling-card'),
   /**
    * Card runs claimed from the priority lane (request-checks): polled by the same card worker
    * processes as TASK_QUEUE_CARD, so a request never waits behind the normal lane's backlog.
    */
   TASK_QUEUE_CARD_PRIORITY: nonEmpty.default('polling-card-priority'),
+  /** Task queue of the gateway calls when GATEWAY_STEPS=queue (gateway workers). */
   TASK_QUEUE_GATEWAY: nonEmpty.default('polling-gateway'),
+  /** Task queue of the PostgreSQL writes of observations (ingest workers). */
   TASK_QUEUE_INGEST: nonEmpty.default('polling-ingest'),
   /** Prepended to workflow ids (`<prefix>card-<id>`); empty in production, unique per test stack. */
   WORKFLOW_ID_PREFIX: z
@@ -108,16 +137,30 @@ const schema = z.object({
    * search attribute stays under Temporal's 2 KB value limit (MAX_CARD_BATCH_SIZE).
    */
   CARD_BATCH_SIZE: z.coerce.number().int().min(1).max(MAX_CARD_BATCH_SIZE).default(DEFAULT_CARD_BATCH_SIZE),
+  /** Card runs (workflow tasks) one card worker executes at once; with the card run shape, the cards it runs at once. */
   WORKER_CARD_MAX_WORKFLOWS: positiveInt.default(200),
+  /** Activities one card worker executes at once (card bookkeeping, sync ingest). */
   WORKER_CARD_MAX_ACTIVITIES: positiveInt.default(200),
+  /** Gateway calls one gateway worker (or, with GATEWAY_STEPS=local, one card worker) has in flight at once. */
   WORKER_GATEWAY_MAX_ACTIVITIES: positiveInt.default(400),
+  /** Activities one control worker executes at once (claims, mode switches, maintenance). */
   WORKER_CONTROL_MAX_ACTIVITIES: positiveInt.default(100),
+  /** Activities one ingest worker executes at once. */
   WORKER_INGEST_MAX_ACTIVITIES: positiveInt.default(100),
+  /**
+   * Card worker processes the deployment runs. The control worker cannot count
+   * the card workers polling its queue, so it caps each account's in-flight limit at this many times
+   * the cards one card worker runs at once: claims beyond what the card workers can run would wait
+   * in Temporal's task queue, where their leases run out. Set it to the card worker replicas.
+   */
+  CARD_WORKER_COUNT: z.coerce.number().int().min(1).max(10_000).default(4),
   /** Async ingest: batches written at once per ingest process, and records per batch at most. */
   INGEST_CONCURRENCY: positiveInt.default(30),
+  /** Async ingest: records one batch writes at most. */
   INGEST_BATCH_SIZE: positiveInt.default(500),
   /** Ingest backlog (records pending, age of the oldest) above which the alert opens and claiming is tightened. */
   INGEST_BACKLOG_THRESHOLD: positiveInt.default(20_000),
+  /** Age of the oldest pending ingest record (ms) above which the backlog alert opens and claiming is tightened. */
   INGEST_BACKLOG_MAX_AGE_MS: positiveInt.default(60_000),
   /**
    * Months of observations and execution rows kept, the current month included; older observation
@@ -128,6 +171,7 @@ const schema = z.object({
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
   WORKER_METRICS_HOST: nonEmpty.default('127.0.0.1'),
+  /** Port of a worker process' `/metrics` and `/healthz`; 0 picks a free one (printed at start). */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /**
    * Temporal worker versioning: `on` makes every worker poll as version
@@ -135,18 +179,23 @@ const schema = z.object({
    * loops auto-upgrading); new runs go to a version once it is set current.
    */
   WORKER_VERSIONING: z.enum(['off', 'on']).default('off'),
+  /** Worker deployment name the workers poll as when WORKER_VERSIONING=on. */
   WORKER_DEPLOYMENT_NAME: nonEmpty.default('card-poller'),
   /** Build id of this deployment version; empty derives it from the workflow bundle's content. */
   WORKER_BUILD_ID: z
     .string()
     .regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"')
     .default(''),
+  /** Level of the JSON log lines every process writes. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Folder for service data (database files, Redis AOF), relative to the project root. */
   DATA_DIR: nonEmpty.default('.data'),
 });
 
 export type Config = z.infer<typeof schema>;
+
+/** The schema itself, for the generated reference (`npm run docs:config` → docs/configuration.md). */
+export const configSchema = schema;
 
 export interface TaskQueues {
   readonly control: string;

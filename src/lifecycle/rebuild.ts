@@ -73,6 +73,8 @@ export interface RebuildOptions {
   readonly random?: () => number;
   /** Rebuild even in legacy mode (the switch to carrier rebuilds before persisting the mode). */
   readonly ignoreMode?: boolean;
+  /** Called at every page (with the lock's extension): the mode switch heartbeats its activity here. */
+  readonly onProgress?: () => void;
 }
 
 export interface RebuildResult {
@@ -111,6 +113,7 @@ export async function rebuild(deps: RebuildDeps, options: RebuildOptions = {}): 
 
   if ((await deps.redis.set(lockKey, owner, 'PX', lockMs, 'NX')) !== 'OK') throw new RebuildLockedError(lockKey);
   const extendLock = async (): Promise<void> => {
+    options.onProgress?.();
     if (Number(await deps.redis.eval(EXTEND_LOCK, 1, lockKey, owner, lockMs)) !== 1) throw new RebuildLockLostError(lockKey);
   };
   const full = options.carrierId === undefined;

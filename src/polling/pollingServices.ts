@@ -129,14 +129,15 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       if (before.mode === mode) return { changed: false };
       heartbeat();
       // To carrier: Redis is rebuilt from PostgreSQL first, so claiming starts on complete lanes.
-      if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace }, { ignoreMode: true });
+      if (mode === 'carrier') await rebuild({ pool, redis: deps.redis, store, namespace }, { ignoreMode: true, onProgress: heartbeat });
       heartbeat();
       const after = await setPollingMode(pool, mode, actor);
       // A card created or re-enabled between the rebuild's last page and the mode write reached
       // PostgreSQL only (lifecycle events in legacy mode skip Redis): a second, idempotent pass
       // picks it up. It keeps every due time the first pass wrote, so it is quick.
       if (mode === 'carrier') {
-        await rebuild({ pool, redis: deps.redis, store, namespace });
+        await rebuild({ pool, redis: deps.redis, store, namespace }, { onProgress: heartbeat });
+        heartbeat();
         await deps.redis.set(marker, new Date().toISOString());
       }
       await writeAudit(pool, {

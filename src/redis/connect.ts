@@ -36,16 +36,38 @@ export async function readEvictionPolicy(redis: RedisConnection): Promise<string
 
 export interface ConnectOptions {
   readonly connectionName?: string;
+  /**
+   * `off` skips the eviction-policy check (REDIS_EVICTION_CHECK): managed Redis services may refuse
+   * `CONFIG GET`. Skipping is logged, as nothing then guards against an evicting policy.
+   */
+  readonly evictionCheck?: 'on' | 'off';
+  /** Where the skipped check is reported (default: stderr). */
+  readonly log?: (line: string) => void;
 }
 
 /** What {@link connectRedisFromConfig} needs of the configuration. */
 export interface RedisTarget {
   readonly REDIS_URL: string;
   readonly REDIS_CLUSTER_NODES?: readonly ClusterNode[] | undefined;
+  readonly REDIS_EVICTION_CHECK?: 'on' | 'off';
 }
 
-async function ensureNoEviction(redis: RedisConnection): Promise<void> {
-  const policy = await readEvictionPolicy(redis);
+async function ensureNoEviction(redis: RedisConnection, options: ConnectOptions): Promise<void> {
+  if (options.evictionCheck === 'off') {
+    const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+    log(
+      `redis(${options.connectionName ?? 'card-poller'}): maxmemory-policy check skipped (REDIS_EVICTION_CHECK=off); the policy must be "noeviction" or leases and due scores may be evicted`,
+    );
+    return;
+  }
+  let policy: string;
+  try {
+    policy = await readEvictionPolicy(redis);
+  } catch (error) {
+    // CONFIG refused (NOPERM, unknown command): close, or the connection would keep the process alive.
+    redis.disconnect();
+    throw error;
+  }
   if (policy !== 'noeviction') {
     redis.disconnect();
     throw new RedisEvictionPolicyError(policy);
@@ -77,7 +99,7 @@ export async function connectRedis(url: string, options: ConnectOptions = {}): P
     redis.disconnect();
     throw error;
   }
-  await ensureNoEviction(redis);
+  await ensureNoEviction(redis, options);
   return redis;
 }
 
@@ -113,12 +135,13 @@ export async function connectRedisCluster(nodes: readonly ClusterNode[], options
     cluster.disconnect();
     throw error;
   }
-  await ensureNoEviction(cluster);
+  await ensureNoEviction(cluster, options);
   return cluster;
 }
 
 /** The process' Redis connection as configured: a cluster when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
 export async function connectRedisFromConfig(config: RedisTarget, options: ConnectOptions = {}): Promise<RedisConnection> {
   const nodes = config.REDIS_CLUSTER_NODES;
-  return nodes !== undefined && nodes.length > 0 ? connectRedisCluster(nodes, options) : connectRedis(config.REDIS_URL, options);
+  const connect: ConnectOptions = config.REDIS_EVICTION_CHECK === undefined ? options : { evictionCheck: config.REDIS_EVICTION_CHECK, ...options };
+  return nodes !== undefined && nodes.length > 0 ? connectRedisCluster(nodes, connect) : connectRedis(config.REDIS_URL, connect);
 }

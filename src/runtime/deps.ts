@@ -39,20 +39,21 @@ export interface RuntimeOptions {
   /** Redis key namespace (tests isolate themselves with it). */
   readonly namespace?: string;
   readonly schema?: string;
+  /** Overrides DATABASE_POOL_SIZE. */
   readonly poolSize?: number;
   readonly name?: string;
 }
 
 export async function createRuntimeDeps(config: Config, options: RuntimeOptions = {}): Promise<RuntimeDeps> {
   const namespace = options.namespace ?? config.REDIS_KEY_PREFIX;
-  const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller' });
+  const logger = createProcessLogger(config, options.name ?? 'card-poller');
+  const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller', log: (line) => logger.warn(line) });
   const pool = createPool({
     url: config.DATABASE_URL,
     schema: options.schema ?? config.DATABASE_SCHEMA,
-    max: options.poolSize ?? 20,
+    max: options.poolSize ?? config.DATABASE_POOL_SIZE,
     applicationName: options.name ?? 'card-poller',
   });
-  const logger = createProcessLogger(config, options.name ?? 'card-poller');
   // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
   const reference = new ReferenceData(pool, { log: (line) => logger.warn(line) });
   const stops: Array<() => Promise<void>> = [];

