@@ -26,7 +26,7 @@
 --            count as due this round (dispatch ahead by the engine's start lag, so runs start on time)
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
---   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
+--   (claims handed back to a retry report the lane that holds the card: '1' = priority lane)
 --   expired = running tokens whose lease ended at or before now (reclaimed this round)
 --   -2 when an argument is invalid
 -- Writes per claimed card (when its due hash exists): `dfr` = the due gateway types the execution
@@ -92,9 +92,13 @@ if ARGV[10] == '1' then
     cursor = page[1]
     for i = 1, #page[2], 2 do
       local token = page[2][i]
-      table.insert(result, string.match(token, ':([^:]+)$'))
+      local cardId = string.match(token, ':([^:]+)$')
+      table.insert(result, cardId)
       table.insert(result, token)
-      table.insert(result, '0')
+      -- A claimed card stays in the lane it was taken from until its finish or release (claim
+      -- rescores it there; requestCheck and upsert do not move a claimed card), so the lane says
+      -- whether it came from the priority lane.
+      table.insert(result, redis.call('ZSCORE', prioKey, cardId) and '1' or '0')
     end
   until cursor == '0'
   if #result > 1 then return result end

@@ -81,6 +81,17 @@ describe('claim', () => {
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.', now: NOW + 2, retry: true })), ['c']);
   });
 
+  test('a retried round hands its claims back with the lane each was taken from (fromPriority)', async () => {
+    const c = nextCarrier();
+    await card(c, 'p', { card_status: NOW - 10 }, 'priority');
+    await card(c, 'n', { card_status: NOW - 10 });
+    const first = await claim(c, { tokenPrefix: 'run.9' });
+    const lanes = (r: { claimed: { cardId: string; fromPriority: boolean }[] }) => Object.fromEntries(r.claimed.map((x) => [x.cardId, x.fromPriority]));
+    assert.deepEqual(lanes(first), { p: true, n: false });
+    // The activity's first attempt landed but its reply was lost: the retry must say the same.
+    assert.deepEqual(lanes(await claim(c, { tokenPrefix: 'run.9', now: NOW + 1, retry: true })), { p: true, n: false });
+  });
+
   test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });
