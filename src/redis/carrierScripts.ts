@@ -13,7 +13,7 @@ export const CARRIER_SCRIPTS = {
   claim: { name: 'claim', numberOfKeys: 4 },
   acquireExec: { name: 'acquireExec', numberOfKeys: 2 },
   renew: { name: 'renew', numberOfKeys: 5 },
-  finish: { name: 'finish', numberOfKeys: 4 },
+  finish: { name: 'finish', numberOfKeys: 7 },
   release: { name: 'release', numberOfKeys: 6 },
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
   upsert: { name: 'upsert', numberOfKeys: 5 },
@@ -209,8 +209,8 @@ export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
   const { cardId } = input;
   return {
     name: 'finish',
-    // The script derives the card's claim, exec and fin keys from its due key (lua/finish.lua).
-    keys: [keys.due(cardId), keys.running, keys.prio, keys.queue],
+    // Every key the script touches is declared (Redis Cluster): the card's claim, exec and fin too.
+    keys: [keys.due(cardId), keys.running, keys.prio, keys.queue, keys.claim(cardId), keys.exec(cardId), keys.finished(cardId)],
     args,
   };
 }
