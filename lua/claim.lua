@@ -24,6 +24,10 @@
 --            already holds claims (an earlier attempt landed), return those and claim nothing
 --   ARGV[11] due horizon ms (>= 0, absent = 0): cards and types due at or before now + horizon
 --            count as due this round (dispatch ahead by the engine's start lag, so runs start on time)
+--   ARGV[12] check types the account polls under any card status, comma-separated (absent or '' =
+--            not known: nothing is dropped). A budgeted round drops a `due:t` (with its `req:t`) of
+--            a gateway type outside this list once it is STRAY_AGE_MS overdue: no run would call
+--            the gateway for it, so it is neither counted against a group nor a reason to claim
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
 --   (claims handed back to a retry report the lane that holds the card: '1' = priority lane)
@@ -48,6 +52,13 @@
 -- types of closed groups are deferred (`dfr`; their due:t stays). A card whose due types are all in
 -- closed groups is skipped: it keeps its score and the round goes on with later cards. The round
 -- ends at capacity, when every budgeted group is closed, or after capacity + 100 skipped cards.
+--
+-- Stray dues (ARGV[12]): a due left for a type the account polls no more (a config change the
+-- rebuild has not brought to the card yet) is dropped only once it is STRAY_AGE_MS overdue. A due
+-- an upsert writes is never earlier than that upsert (new types are jittered from now), so a
+-- caller whose list is a few seconds old (cached configs) never drops the due of a type a
+-- rebuild just added. A card left with nothing due by the horizon is rescored to its earliest due
+-- instead of being claimed. Per-status removals are the finish's (finish.lua: the execution's plan).
 --@include now
 --@include lease
 --@include dueHash
@@ -69,6 +80,13 @@ local dueBy = now + horizon
 -- Cards a round may leave due (skip) beyond its capacity before it ends: bounds one round's work.
 local SKIP_EXTRA = 100
 local countRealname = ARGV[8] == '1'
+-- See the header: how long past due a stray due must be before a round drops it.
+local STRAY_AGE_MS = 60000
+local polledKnown = ARGV[12] ~= nil and ARGV[12] ~= ''
+local polledType = {}
+if polledKnown then
+  for t in string.gmatch(ARGV[12], '[^,]+') do polledType[t] = true end
+end
 
 local function cardKey(cardId, suffix)
   return base .. 'card:' .. cardId .. ':' .. suffix
@@ -231,13 +249,41 @@ local function tryClaim(cardId, fromPriority, laneKey)
     staleDeferred = values[DFR_AT] and values[DFR_AT] ~= ''
     for gi = 1, nGroups do need[gi] = 0 end
     local unbudgeted = false
+    local dropped = false
     for i = 1, nTypes do
       local v = values[i]
       if v then
         local d = tonumber(v)
-        if d and d <= dueBy then
+        if d and polledKnown and not polledType[gatewayTypes[i]] and d <= now - STRAY_AGE_MS then
+          -- A stray: not polled by the account any more (see the header).
+          redis.call('HDEL', dueKey, readFields[i], F_REQ .. gatewayTypes[i])
+          values[i] = false
+          dropped = true
+        elseif d and d <= dueBy then
           local gi = groupOfType[i]
           if gi then need[gi] = need[gi] + 1 else unbudgeted = true end
+        end
+      end
+    end
+    if dropped and not unbudgeted then
+      local anyNeed = false
+      for gi = 1, nGroups do
+        if need[gi] > 0 then anyNeed = true end
+      end
+      if not anyNeed then
+        -- Only strays brought it here: due again at its earliest remaining due, unless that is now.
+        local earliest = nil
+        local fields = redis.call('HGETALL', dueKey)
+        for k = 1, #fields, 2 do
+          if string.sub(fields[k], 1, #F_DUE) == F_DUE then
+            local d = tonumber(fields[k + 1])
+            if d and (earliest == nil or d < earliest) then earliest = d end
+          end
+        end
+        if earliest == nil or earliest > dueBy then
+          if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
+          redis.call('ZADD', laneKey, 'XX', earliest or (now + NO_DUE_RETRY_MS), cardId)
+          return HANDLED
         end
       end
     end

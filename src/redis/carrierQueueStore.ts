@@ -67,6 +67,8 @@ export interface ClaimInput {
   readonly retry?: boolean;
   /** Claim cards due up to this many ms after now (see claim.lua ARGV[11]). */
   readonly dueHorizonMs?: number;
+  /** Types the account polls under any card status; long-overdue dues of others are dropped (claim.lua ARGV[12]). */
+  readonly polledTypes?: readonly CheckType[];
 }
 
 export interface FinishInput {

@@ -78,6 +78,11 @@ export interface ClaimArgs {
    * start lag lets a run start at its due time instead of that long after it.
    */
   readonly dueHorizonMs?: number;
+  /**
+   * The check types the account polls under any card status (its enabled configs); absent = not
+   * known. A budgeted round drops a long-overdue due of a gateway type outside it (lua/claim.lua).
+   */
+  readonly polledTypes?: readonly CheckType[];
 }
 
 export interface ClaimedCard {
@@ -120,6 +125,8 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
       GATEWAY_CHECK_TYPES.join(','),
       input.retry ? '1' : '0',
       Math.max(0, Math.floor(input.dueHorizonMs ?? 0)),
+      // ',' = known and empty (the account polls nothing); '' = not known.
+      input.polledTypes === undefined ? '' : input.polledTypes.join(',') || ',',
     ],
   };
 }

@@ -152,4 +152,43 @@ describe('a due time for a type the card is not polled for', () => {
     // The mark is the claim's: the next finish, planned with both types, runs as usual.
     assert.equal(hash.ups, undefined);
   });
+
+  test('claim drops a long-overdue due of a type the account polls no more: not budgeted, not run, the card rescored when nothing else is due', async () => {
+    const c = nextCarrier();
+    const stale = NOW - 2 * MINUTE;
+    // card_status and carddata share g1 (CLAIM_DEFAULTS); the account's configs now poll card_status only.
+    await fx.store.upsert({ carrierId: c, cardId: 'a', now: stale, dues: { card_status: NOW - 10, carddata: stale } });
+    await fx.store.upsert({ carrierId: c, cardId: 'b', now: stale, dues: { card_status: NOW - 5, carddata: stale } });
+    await fx.store.upsert({ carrierId: c, cardId: 'only', now: stale, dues: { card_status: NOW + MINUTE, carddata: stale } });
+    await fx.store.requestCheck({ carrierId: c, cardId: 'only', now: stale, cooldownMs: 0, lane: 'normal', types: ['carddata'] });
+    const round = await claim(c, { groupBudget: { g1: 2 }, polledTypes: ['card_status', 'package'] });
+    // Two status checks fit a budget of 2: the strays took none of it.
+    assert.deepEqual(round.claimed.map((x) => x.cardId).sort(), ['a', 'b']);
+    for (const id of ['a', 'b', 'only']) {
+      const hash = await fx.hash(c, id);
+      assert.equal(hash['due:carddata'], undefined, `${id}: ${JSON.stringify(hash)}`);
+      assert.equal(hash['req:carddata'], undefined, `${id}: ${JSON.stringify(hash)}`);
+    }
+    // Nothing left due for `only`: due again at its status check, not claimed to run nothing.
+    assert.equal(await fx.score(c, 'queue', 'only'), NOW + MINUTE);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('only')), null);
+  });
+
+  test('claim keeps a stray due that is not long overdue (a rebuild may just have added the type), and every due when the polled types are not known', async () => {
+    const c = nextCarrier();
+    await fx.store.upsert({ carrierId: c, cardId: 'young', now: NOW, dues: { carddata: NOW - 1_000 } });
+    const young = await claim(c, { groupBudget: { g1: 5 }, polledTypes: ['card_status'] });
+    assert.deepEqual(
+      young.claimed.map((x) => x.cardId),
+      ['young'],
+    );
+    assert.equal((await fx.hash(c, 'young'))['due:carddata'], String(NOW - 1_000));
+    const d = nextCarrier();
+    await fx.store.upsert({ carrierId: d, cardId: 'old', now: NOW, dues: { carddata: NOW - 2 * MINUTE } });
+    assert.deepEqual(
+      (await claim(d, { groupBudget: { g1: 5 } })).claimed.map((x) => x.cardId),
+      ['old'],
+    );
+    assert.equal((await fx.hash(d, 'old'))['due:carddata'], String(NOW - 2 * MINUTE));
+  });
 });
