@@ -109,8 +109,11 @@ export interface CardRef {
 }
 
 export interface LaneDepths {
+  /** Cards in the priority lane, claimed ones included. */
   readonly priority: number;
+  /** Cards in the normal lane, claimed ones included. */
   readonly normal: number;
+  /** Claims in flight (tokens in `running`); each one's card is also counted in its lane. */
   readonly running: number;
 }
 
@@ -254,10 +257,19 @@ export class CarrierQueueStore {
     return queue !== null ? 'normal' : null;
   }
 
+  /**
+   * Lane sizes and claims in flight at one instant (one MULTI: one slot). The lanes hold every
+   * polled card, claimed ones included (scored at their lease end), so lanes + running counts a
+   * card in flight twice: polled cards = priority + normal.
+   */
   async depths(carrierId: CarrierId): Promise<LaneDepths> {
     const keys = this.keys(carrierId);
-    const [priority, normal, running] = await Promise.all([this.redis.zcard(keys.prio), this.redis.zcard(keys.queue), this.redis.zcard(keys.running)]);
-    return { priority, normal, running };
+    const replies = (await this.redis.multi().zcard(keys.prio).zcard(keys.queue).zcard(keys.running).exec()) ?? [];
+    const [priority, normal, running] = replies.map(([error, count]) => {
+      if (error) throw error;
+      return Number(count);
+    });
+    return { priority: priority ?? 0, normal: normal ?? 0, running: running ?? 0 };
   }
 
   /** Cards due at or before `now` in both lanes (claimed cards are scored past now). */
