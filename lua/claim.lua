@@ -7,8 +7,8 @@
 --   KEYS[1] prio     ZSET priority lane (score = earliest due, ms)
 --   KEYS[2] queue    ZSET normal lane
 --   KEYS[3] running  ZSET claim tokens in flight (score = lease expiry, ms)
---   KEYS[4] base     key prefix of the account (`…poll:{c<id>}:`); not a key itself, declared so
---                    the cluster slot check covers it; card keys are `<base>card:<id>:due|claim|exec`
+--   KEYS[4 ..]       per card the round may touch, three keys: its due HASH, claim STRING and exec
+--                    STRING (the cards claimCandidates.lua returned); ARGV[13 ..] names the cards
 --   ARGV[1] now ms ('' = Redis TIME)
 --   ARGV[2] lease ms (> 0)
 --   ARGV[3] in-flight limit
@@ -28,6 +28,10 @@
 --            not known: nothing is dropped). A budgeted round drops a `due:t` (with its `req:t`) of
 --            a gateway type outside this list once it is STRAY_AGE_MS overdue: no run would call
 --            the gateway for it, so it is neither counted against a group nor a reason to claim
+--   ARGV[13 ..] the card id of each KEYS triple, in order. Every key the round touches is declared:
+--            a due card, or a card of an expired token, that is not among them waits for the next
+--            round (an expired token of such a card is still dropped from `running`; its orphan
+--            claim key is cleared when the card is next claimed)
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
 --   (claims handed back to a retry report the lane that holds the card: '1' = priority lane)
@@ -63,7 +67,7 @@
 --@include lease
 --@include dueHash
 
-local prioKey, queueKey, runningKey, base = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioKey, queueKey, runningKey = KEYS[1], KEYS[2], KEYS[3]
 local now = resolveNow(ARGV[1])
 local lease = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -88,15 +92,22 @@ if polledKnown then
   for t in string.gmatch(ARGV[12], '[^,]+') do polledType[t] = true end
 end
 
-local function cardKey(cardId, suffix)
-  return base .. 'card:' .. cardId .. ':' .. suffix
+-- The declared keys of each card (KEYS[4 ..] with ARGV[13 ..]).
+local CARD_ARGV = 13
+local dueKeyOf, claimKeyOf, execKeyOf = {}, {}, {}
+if (#KEYS - 3) % 3 ~= 0 or #ARGV - CARD_ARGV + 1 ~= (#KEYS - 3) / 3 then return -2 end
+for i = CARD_ARGV, #ARGV do
+  local k = 4 + (i - CARD_ARGV) * 3
+  dueKeyOf[ARGV[i]] = KEYS[k]
+  claimKeyOf[ARGV[i]] = KEYS[k + 1]
+  execKeyOf[ARGV[i]] = KEYS[k + 2]
 end
 
 -- 1. Reclaim expired leases (crashed or timed-out executions).
 local stale = redis.call('ZRANGEBYSCORE', runningKey, '-inf', now)
 for _, token in ipairs(stale) do
   local cardId = string.match(token, ':([^:]+)$')
-  if cardId then clearClaim(cardKey(cardId, 'claim'), cardKey(cardId, 'exec'), runningKey, token) end
+  if cardId and dueKeyOf[cardId] then clearClaim(claimKeyOf[cardId], execKeyOf[cardId], runningKey, token) end
 end
 if #stale > 0 then redis.call('ZREMRANGEBYSCORE', runningKey, '-inf', now) end
 local result = {#stale}
@@ -196,7 +207,7 @@ local function heldElsewhere(claimKey, laneKey, cardId)
     redis.call('ZADD', laneKey, 'XX', math.max(expiry, dueBy + 1), cardId)
     return true
   end
-  clearClaim(claimKey, cardKey(cardId, 'exec'), runningKey, current)
+  clearClaim(claimKey, execKeyOf[cardId], runningKey, current)
   return false
 end
 
@@ -238,7 +249,7 @@ end
 -- The budget is decided first from the due times alone and committed only once the card is known
 -- to be free, so the usual claim costs one SET NX and no GET.
 local function tryClaim(cardId, fromPriority, laneKey)
-  local claimKey, dueKey = cardKey(cardId, 'claim'), cardKey(cardId, 'due')
+  local claimKey, dueKey = claimKeyOf[cardId], dueKeyOf[cardId]
   local deferred = ''
   local budgetedCard = false
   -- Whether the hash may hold a `dfr` to drop: unknown (so assumed) unless the round read it.
@@ -373,7 +384,9 @@ local function drain(laneKey, fromPriority, quota)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
       if stop or quota <= 0 or taken >= capacity then break end
-      local outcome = tryClaim(id, fromPriority, laneKey)
+      -- Not declared (due after the candidates were read): left for the next round, in place,
+      -- and counted as a skip so that a round never reads on through a lane of such cards.
+      local outcome = dueKeyOf[id] and tryClaim(id, fromPriority, laneKey) or SKIPPED
       if outcome == CLAIMED then
         quota = quota - 1
       elseif outcome == SKIPPED then

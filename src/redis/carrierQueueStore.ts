@@ -10,12 +10,14 @@ import type { ChainableCommander } from 'ioredis';
 import { groupBySlot, type RedisConnection } from './connection.js';
 import type { CheckType } from '../common/checkTypes.js';
 import { accountKeys, type AccountKeys } from './keys.js';
-import { registerScripts, callScript } from './scriptLoader.js';
+import { registerScripts, callScript, scriptParams } from './scriptLoader.js';
 import { parseDueHash, type DueState } from './dueState.js';
 import {
   CARRIER_SCRIPTS,
   acquireExecCall,
   claimCall,
+  claimCandidatesCall,
+  parseClaimCandidatesReply,
   finishCall,
   parseAcquireExecReply,
   parseClaimReply,
@@ -174,9 +176,15 @@ export class CarrierQueueStore {
     return callScript(this.redis, call.name, call.keys, call.args);
   }
 
+  /**
+   * One claim round: the cards it may touch are read first (claimCandidates.lua), so the claim
+   * declares each of their keys (Redis Cluster); cards due after that read wait for the next round.
+   */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const call = claimCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
-    return parseClaimReply(await this.run(call));
+    const keys = this.keys(input.carrierId);
+    const now = this.now(input.now);
+    const cards = parseClaimCandidatesReply(await this.run(claimCandidatesCall(keys, { ...input, now })));
+    return parseClaimReply(await this.run(claimCall(keys, { ...input, now, cards })));
   }
 
   async acquireExec(carrierId: CarrierId, cardId: string, token: string, executorId: string, ttlMs: number, now?: number): Promise<AcquireExecResult> {
@@ -332,7 +340,7 @@ export class CarrierQueueStore {
         for (const { call } of batch) {
           const command = (pipeline as unknown as Record<string, unknown>)[call.name];
           if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
-          (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...call.keys, ...call.args);
+          (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...scriptParams(call.name, call.keys, call.args));
         }
         const replies = (await pipeline.exec()) ?? [];
         batch.forEach(({ index }, at) => (results[index] = replies[at] ?? [new Error('missing pipeline reply'), null]));

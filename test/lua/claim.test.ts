@@ -400,7 +400,7 @@ describe('claim', () => {
     const c = nextCarrier();
     const serverNow = Date.now();
     await card(c, 'a', { card_status: serverNow - 60_000 });
-    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '' });
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '', cards: ['a'] });
     const [token] = parseClaimReply(await callScript(fx.redis, call.name, call.keys, call.args)).claimed.map((x) => x.token);
     assert.ok(token !== undefined);
     const claimedAt = Number(/^r1@(\d+):a$/.exec(token)?.[1]);
