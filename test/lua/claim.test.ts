@@ -396,6 +396,26 @@ describe('claim', () => {
     assert.throws(() => expectCode('claim', reply, []), ScriptArgumentError);
   });
 
+  test('a card the round did not declare (due after its candidates were read) waits for the next round; an expired token of one only leaves running', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 10 });
+    await card(c, 'b', { card_status: NOW - 20 });
+    await card(c, 'c', { card_status: NOW + 5_000 });
+    await fx.redis.set(fx.keys(c).claim('c'), 'old@1:c');
+    await fx.redis.zadd(fx.keys(c).running, NOW - 1, 'old@1:c');
+    // The round's candidates were read before b became due; c's keys were not declared either.
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: NOW, cards: ['a'] });
+    const result = parseClaimReply(await callScript(fx.redis, call.name, call.keys, call.args));
+    assert.deepEqual(result, { expired: 1, claimed: [{ cardId: 'a', token: tok('r1', 'a'), fromPriority: false }] });
+    assert.equal(await fx.score(c, 'queue', 'b'), NOW - 20, 'b untouched, still due');
+    assert.equal(await fx.score(c, 'running', 'old@1:c'), null);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('c')), 'old@1:c', 'its orphan claim key is cleared when c is next claimed');
+    // The next round (through the store: candidates first) takes b, and c once it is due.
+    assert.deepEqual(ids(await claim(c, { now: NOW + 1, tokenPrefix: 'r2' })), ['b']);
+    assert.ok(ids(await claim(c, { now: NOW + 5_000, tokenPrefix: 'r3' })).includes('c'));
+    assert.equal(await fx.redis.get(fx.keys(c).claim('c')), tok('r3', 'c', NOW + 5_000));
+  });
+
   test("now '' → Redis TIME", async () => {
     const c = nextCarrier();
     const serverNow = Date.now();

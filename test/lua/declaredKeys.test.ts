@@ -6,7 +6,9 @@
  * Two checks: a structural one over every `lua/*.lua` (each key argument of a `redis.call` is a
  * name bound to `KEYS[...]`, or a parameter every caller passes such a name), and a behavioural one
  * that runs every carrier script through its production paths (the store, the limiter) with a
- * prelude that refuses any command on a key the call did not declare.
+ * prelude that refuses any command on a key the call did not declare. Every test of `test/lua`
+ * runs its scripts with that prelude too (fixture.ts), the model test's random interleavings
+ * included.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,8 +17,8 @@ import { createTestRedis } from '../helpers/redis.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { CARRIER_SCRIPTS } from '../../src/redis/carrierScripts.js';
 import { LUA_DIR, loadLuaSource } from '../../src/redis/scriptLoader.js';
+import { registerCheckedScripts } from './fixture.js';
 import { RedisRateLimiter } from '../../src/ratelimit/limiter.js';
-import type { RedisConnection } from '../../src/redis/connection.js';
 
 /** Commands whose every argument is a key, and commands without keys; any other takes its key first. */
 const ALL_KEYS = new Set(['DEL', 'EXISTS', 'UNLINK', 'MGET', 'TOUCH']);
@@ -147,40 +149,10 @@ test('structure: the check itself finds a key built in the script', () => {
   assert.deepEqual(undeclaredKeyUses('fine', "local a = KEYS[1]\nlocal function f(key) return redis.call('GET', key) end\nf(a)\nredis.call('DEL', a)\n"), []);
 });
 
-/** Prepended to a script: refuses a command on a key its call did not declare. */
-const PRELUDE = `
-local __declared = {}
-for _, k in ipairs(KEYS) do __declared[k] = true end
-local __allKeys = { DEL = true, EXISTS = true, UNLINK = true, MGET = true, TOUCH = true }
-local __noKeys = { TIME = true }
-local __redis = redis
-local redis = setmetatable({
-  call = function(command, ...)
-    local c = string.upper(command)
-    local args = {...}
-    if not __noKeys[c] then
-      local last = __allKeys[c] and #args or 1
-      for i = 1, last do
-        if not __declared[args[i]] then error('undeclared key ' .. tostring(args[i]) .. ' in ' .. c) end
-      end
-    end
-    return __redis.call(command, ...)
-  end,
-}, { __index = __redis })
-`;
-
-/** Registers the checked scripts on `redis` under their own names, before any store does. */
-function registerChecked(redis: RedisConnection, definitions: readonly { name: string; numberOfKeys: number | 'variable' }[]): void {
-  for (const definition of definitions) {
-    const lua = PRELUDE + loadLuaSource(definition.name);
-    redis.defineCommand(definition.name, definition.numberOfKeys === 'variable' ? { lua } : { numberOfKeys: definition.numberOfKeys, lua });
-  }
-}
-
 test('behaviour: every carrier script, through the store, touches only the keys its call declares', async () => {
   const t = await createTestRedis('lua-declared-keys');
   try {
-    registerChecked(t.redis, [...Object.values(CARRIER_SCRIPTS), { name: 'rateLimit', numberOfKeys: 2 }]);
+    registerCheckedScripts(t.redis, [...Object.values(CARRIER_SCRIPTS), { name: 'rateLimit', numberOfKeys: 2 }]);
     const store = new CarrierQueueStore(t.redis, t.namespace);
     const c = 1;
     const now = 1_000_000;
