@@ -7,8 +7,8 @@
 --   KEYS[1] prio     ZSET priority lane (score = earliest due, ms)
 --   KEYS[2] queue    ZSET normal lane
 --   KEYS[3] running  ZSET claim tokens in flight (score = lease expiry, ms)
---   KEYS[4] base     key prefix of the account (`…poll:{c<id>}:`); not a key itself, declared so
---                    the cluster slot check covers it; card keys are `<base>card:<id>:due|claim|exec`
+--   KEYS[4 ..]       per card the round may touch, three keys: its due HASH, claim STRING and exec
+--                    STRING (the cards claimCandidates.lua returned); ARGV[13 ..] names the cards
 --   ARGV[1] now ms ('' = Redis TIME)
 --   ARGV[2] lease ms (> 0)
 --   ARGV[3] in-flight limit
@@ -24,9 +24,17 @@
 --            already holds claims (an earlier attempt landed), return those and claim nothing
 --   ARGV[11] due horizon ms (>= 0, absent = 0): cards and types due at or before now + horizon
 --            count as due this round (dispatch ahead by the engine's start lag, so runs start on time)
+--   ARGV[12] check types the account polls under any card status, comma-separated (absent or '' =
+--            not known: nothing is dropped). A budgeted round drops a `due:t` (with its `req:t`) of
+--            a gateway type outside this list once it is STRAY_AGE_MS overdue: no run would call
+--            the gateway for it, so it is neither counted against a group nor a reason to claim
+--   ARGV[13 ..] the card id of each KEYS triple, in order. Every key the round touches is declared:
+--            a due card, or a card of an expired token, that is not among them waits for the next
+--            round (an expired token of such a card is still dropped from `running`; its orphan
+--            claim key is cleared when the card is next claimed)
 -- Output:
 --   {expired, cardId1, token1, fromPriority1 ('1'/'0'), cardId2, …}
---   (claims handed back to a retry report fromPriority '0': the lane is not recorded)
+--   (claims handed back to a retry report the lane that holds the card: '1' = priority lane)
 --   expired = running tokens whose lease ended at or before now (reclaimed this round)
 --   -2 when an argument is invalid
 -- Writes per claimed card (when its due hash exists): `dfr` = the due gateway types the execution
@@ -48,11 +56,18 @@
 -- types of closed groups are deferred (`dfr`; their due:t stays). A card whose due types are all in
 -- closed groups is skipped: it keeps its score and the round goes on with later cards. The round
 -- ends at capacity, when every budgeted group is closed, or after capacity + 100 skipped cards.
+--
+-- Stray dues (ARGV[12]): a due left for a type the account polls no more (a config change the
+-- rebuild has not brought to the card yet) is dropped only once it is STRAY_AGE_MS overdue. A due
+-- an upsert writes is never earlier than that upsert (new types are jittered from now), so a
+-- caller whose list is a few seconds old (cached configs) never drops the due of a type a
+-- rebuild just added. A card left with nothing due by the horizon is rescored to its earliest due
+-- instead of being claimed. Per-status removals are the finish's (finish.lua: the execution's plan).
 --@include now
 --@include lease
 --@include dueHash
 
-local prioKey, queueKey, runningKey, base = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioKey, queueKey, runningKey = KEYS[1], KEYS[2], KEYS[3]
 local now = resolveNow(ARGV[1])
 local lease = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -69,16 +84,30 @@ local dueBy = now + horizon
 -- Cards a round may leave due (skip) beyond its capacity before it ends: bounds one round's work.
 local SKIP_EXTRA = 100
 local countRealname = ARGV[8] == '1'
+-- See the header: how long past due a stray due must be before a round drops it.
+local STRAY_AGE_MS = 60000
+local polledKnown = ARGV[12] ~= nil and ARGV[12] ~= ''
+local polledType = {}
+if polledKnown then
+  for t in string.gmatch(ARGV[12], '[^,]+') do polledType[t] = true end
+end
 
-local function cardKey(cardId, suffix)
-  return base .. 'card:' .. cardId .. ':' .. suffix
+-- The declared keys of each card (KEYS[4 ..] with ARGV[13 ..]).
+local CARD_ARGV = 13
+local dueKeyOf, claimKeyOf, execKeyOf = {}, {}, {}
+if (#KEYS - 3) % 3 ~= 0 or #ARGV - CARD_ARGV + 1 ~= (#KEYS - 3) / 3 then return -2 end
+for i = CARD_ARGV, #ARGV do
+  local k = 4 + (i - CARD_ARGV) * 3
+  dueKeyOf[ARGV[i]] = KEYS[k]
+  claimKeyOf[ARGV[i]] = KEYS[k + 1]
+  execKeyOf[ARGV[i]] = KEYS[k + 2]
 end
 
 -- 1. Reclaim expired leases (crashed or timed-out executions).
 local stale = redis.call('ZRANGEBYSCORE', runningKey, '-inf', now)
 for _, token in ipairs(stale) do
   local cardId = string.match(token, ':([^:]+)$')
-  if cardId then clearClaim(cardKey(cardId, 'claim'), cardKey(cardId, 'exec'), runningKey, token) end
+  if cardId and dueKeyOf[cardId] then clearClaim(claimKeyOf[cardId], execKeyOf[cardId], runningKey, token) end
 end
 if #stale > 0 then redis.call('ZREMRANGEBYSCORE', runningKey, '-inf', now) end
 local result = {#stale}
@@ -92,9 +121,13 @@ if ARGV[10] == '1' then
     cursor = page[1]
     for i = 1, #page[2], 2 do
       local token = page[2][i]
-      table.insert(result, string.match(token, ':([^:]+)$'))
+      local cardId = string.match(token, ':([^:]+)$')
+      table.insert(result, cardId)
       table.insert(result, token)
-      table.insert(result, '0')
+      -- A claimed card stays in the lane it was taken from until its finish or release (claim
+      -- rescores it there; requestCheck and upsert do not move a claimed card), so the lane says
+      -- whether it came from the priority lane.
+      table.insert(result, redis.call('ZSCORE', prioKey, cardId) and '1' or '0')
     end
   until cursor == '0'
   if #result > 1 then return result end
@@ -174,7 +207,7 @@ local function heldElsewhere(claimKey, laneKey, cardId)
     redis.call('ZADD', laneKey, 'XX', math.max(expiry, dueBy + 1), cardId)
     return true
   end
-  clearClaim(claimKey, cardKey(cardId, 'exec'), runningKey, current)
+  clearClaim(claimKey, execKeyOf[cardId], runningKey, current)
   return false
 end
 
@@ -216,7 +249,7 @@ end
 -- The budget is decided first from the due times alone and committed only once the card is known
 -- to be free, so the usual claim costs one SET NX and no GET.
 local function tryClaim(cardId, fromPriority, laneKey)
-  local claimKey, dueKey = cardKey(cardId, 'claim'), cardKey(cardId, 'due')
+  local claimKey, dueKey = claimKeyOf[cardId], dueKeyOf[cardId]
   local deferred = ''
   local budgetedCard = false
   -- Whether the hash may hold a `dfr` to drop: unknown (so assumed) unless the round read it.
@@ -227,13 +260,41 @@ local function tryClaim(cardId, fromPriority, laneKey)
     staleDeferred = values[DFR_AT] and values[DFR_AT] ~= ''
     for gi = 1, nGroups do need[gi] = 0 end
     local unbudgeted = false
+    local dropped = false
     for i = 1, nTypes do
       local v = values[i]
       if v then
         local d = tonumber(v)
-        if d and d <= dueBy then
+        if d and polledKnown and not polledType[gatewayTypes[i]] and d <= now - STRAY_AGE_MS then
+          -- A stray: not polled by the account any more (see the header).
+          redis.call('HDEL', dueKey, readFields[i], F_REQ .. gatewayTypes[i])
+          values[i] = false
+          dropped = true
+        elseif d and d <= dueBy then
           local gi = groupOfType[i]
           if gi then need[gi] = need[gi] + 1 else unbudgeted = true end
+        end
+      end
+    end
+    if dropped and not unbudgeted then
+      local anyNeed = false
+      for gi = 1, nGroups do
+        if need[gi] > 0 then anyNeed = true end
+      end
+      if not anyNeed then
+        -- Only strays brought it here: due again at its earliest remaining due, unless that is now.
+        local earliest = nil
+        local fields = redis.call('HGETALL', dueKey)
+        for k = 1, #fields, 2 do
+          if string.sub(fields[k], 1, #F_DUE) == F_DUE then
+            local d = tonumber(fields[k + 1])
+            if d and (earliest == nil or d < earliest) then earliest = d end
+          end
+        end
+        if earliest == nil or earliest > dueBy then
+          if heldElsewhere(claimKey, laneKey, cardId) then return HANDLED end
+          redis.call('ZADD', laneKey, 'XX', earliest or (now + NO_DUE_RETRY_MS), cardId)
+          return HANDLED
         end
       end
     end
@@ -323,7 +384,9 @@ local function drain(laneKey, fromPriority, quota)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
       if stop or quota <= 0 or taken >= capacity then break end
-      local outcome = tryClaim(id, fromPriority, laneKey)
+      -- Not declared (due after the candidates were read): left for the next round, in place,
+      -- and counted as a skip so that a round never reads on through a lane of such cards.
+      local outcome = dueKeyOf[id] and tryClaim(id, fromPriority, laneKey) or SKIPPED
       if outcome == CLAIMED then
         quota = quota - 1
       elseif outcome == SKIPPED then

@@ -1,13 +1,13 @@
 -- finish: write an execution's business result and hand the card back to its lane (DESIGN §4.4).
 --
 -- Input:
---   KEYS[1] due      HASH card state `<card>due`; the card's other keys are derived from it (same
---                    slot, hash tag of the account): `<card>claim` STRING claim token, `<card>exec`
---                    STRING execution right, `<card>fin` STRING the card's last recorded finish
---                    `<token>|<reply>|<record>`, where `<card>` = KEYS[1] without its final `due`
+--   KEYS[1] due      HASH card state
 --   KEYS[2] running  ZSET lease expiry per token
 --   KEYS[3] prio     ZSET priority lane
 --   KEYS[4] queue    ZSET normal lane
+--   KEYS[5] claim    STRING the card's claim token
+--   KEYS[6] exec     STRING the card's execution right
+--   KEYS[7] fin      STRING the card's last recorded finish `<token>|<reply>|<record>`
 --   ARGV[1] token
 --   ARGV[2] card id
 --   ARGV[3] now ms ('' = Redis TIME)
@@ -19,8 +19,8 @@
 --   ARGV[7 .. 6+2n] field, value pairs to set in the due hash
 --   ARGV[7+2n ..] fields to delete from the due hash
 -- Output:
---    1 the token owned a live claim: claim, exec right and running entry released, `dfr` (and a
---      `clm` left by an earlier release's claim) dropped; the card (if still polled) is scored by
+--    1 the token owned a live claim: claim, exec right and running entry released, `dfr`, `ups`
+--      (and a `clm` left by an earlier release's claim) dropped; the card (if still polled) is scored by
 --      its earliest due:* (now + 1 h when none), in the priority lane when prio = 1, else in the
 --      normal lane
 --    0 the token no longer owns the claim, or ARGV[4] = '1' (result written as described below,
@@ -49,22 +49,23 @@
 --  * types the claim deferred (`dfr`, see claim.lua) did not run: an owning finish treats them
 --    like a stale one (due:t never later, cfm/exp untouched) and keeps their req:t, so they stay
 --    due and the card is rescored to its earliest due (claimable again next round).
+--  * the due:t fields are the types the card is polled for (upsert writes them): a finish never
+--    creates one (a type removed while the run was in flight stays removed, whatever the token).
+--    Deleting due:t says the type is not polled any more (the execution's plan, newer than the
+--    hash unless an upsert landed during the claim): an owning finish without `ups` drops due:t
+--    and req:t; a stale finish, one with `ups` (see upsert.lua), or a type whose request stays
+--    pending (made after the claim, or deferred) keeps both.
 --@include now
 --@include lease
 --@include dueHash
 
-local dueKey, runningKey, prioKey, queueKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local dueKey, runningKey, prioKey, queueKey, claimKey, execKey, finKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, cardId = ARGV[1], ARGV[2]
 local now = resolveNow(ARGV[3])
 local leaseLost = ARGV[4] == '1'
 local record = ARGV[5]
 local nSet = tonumber(ARGV[6])
 if now == nil or token == '' or nSet == nil or nSet < 0 or 6 + 2 * nSet > #ARGV then return -2 end
-if string.sub(dueKey, -4) ~= ':due' then return -2 end
--- Derived rather than passed: three fewer keys for every client to build, send and Redis to parse.
-local cardPrefix = string.sub(dueKey, 1, -4)
-local claimKey, execKey = cardPrefix .. 'claim', cardPrefix .. 'exec'
-local finKey = record ~= '' and cardPrefix .. 'fin'
 local RECORD_TTL_MS = 3600000
 
 if record ~= '' then
@@ -95,6 +96,14 @@ local delFrom = 7 + 2 * nSet
 -- read off the HGETALL reply in the same pass that rules the other cases out.
 local usual = owned and #raw > 0
 local score, prio = nil, nil
+-- The usual finish only updates dues that exist: the result's due fields, counted here and matched
+-- against the hash below (a finish never creates a due:t).
+local setDues, setDuesFound = 0, 0
+if usual then
+  for j = 7, delFrom - 2, 2 do
+    if string.sub(ARGV[j], 1, 4) == F_DUE then setDues = setDues + 1 end
+  end
+end
 -- Whether the usual finish has anything to delete: a claim mark, or one of the result's deletions
 -- that exists (in the hash, or set by the result itself). Usually none: no HDEL call at all.
 local anyDel = false
@@ -108,7 +117,7 @@ if usual then
         for j = 7, nArgs do
           if ARGV[j] == f and (j >= delFrom or (j - 7) % 2 == 0) then
             touched = true
-            break
+            if j < delFrom then setDuesFound = setDuesFound + 1 end
           end
         end
         if not touched then
@@ -129,8 +138,13 @@ if usual then
       prio = raw[i + 1]
     elseif f == F_CLAIMED_AT then
       anyDel = true
+    elseif f == F_UPSERTED then
+      usual = false
+      break
     end
   end
+  -- A due the result sets for a type the hash no longer has: not written (below).
+  if setDuesFound < setDues then usual = false end
 end
 if usual and not anyDel then
   for j = delFrom, nArgs do
@@ -245,6 +259,15 @@ do
     deferred = {}
     for t in string.gmatch(hash[F_DEFERRED], '[^,]+') do deferred[t] = true end
   end
+  -- Whether the execution's plan may say that `t` is no longer polled (see the header): not when
+  -- an upsert landed during the claim, nor while a request for `t` stays pending (made after the
+  -- claim: whoever made it saw `t` polled later than the plan did; or deferred, so not served).
+  local mayDrop = owned and hash[F_UPSERTED] == nil
+  local function droppable(t)
+    if not mayDrop then return false end
+    local req = tonumber(hash[F_REQ .. t])
+    return not (req and (req >= claimedAt or (deferred ~= nil and deferred[t])))
+  end
   local sets, dels = {}, {}
   -- Value before this finish of each field it touches (false = absent).
   local orig = {}
@@ -267,19 +290,36 @@ do
     return prot[t] ~= false
   end
 
+  local function remember(field)
+    if orig[field] == nil then orig[field] = hash[field] or false end
+  end
   -- Applies one field of the result (value nil = delete) unless it is protected.
   local function apply(field, value)
     if string.byte(field, 4) == COLON then
       local prefix = string.sub(field, 1, 4)
       if prefix == F_DUE then
-        -- The due of a protected type is written and clamped below.
-        protect(string.sub(field, 5))
+        local t = string.sub(field, 5)
+        if value == nil then
+          -- Not polled any more: dropped with its request, no floor brings it back.
+          if not droppable(t) then return end
+          prot[t] = false
+          remember(F_REQ .. t)
+          hash[F_REQ .. t] = nil
+        elseif hash[field] == nil then
+          -- Never created: the type is not polled (any more).
+          return
+        else
+          -- The due of a protected type is written and clamped below.
+          protect(t)
+        end
+      elseif prefix == F_REQ and value == nil and not droppable(string.sub(field, 5)) then
+        return
       elseif (prefix == F_CFM or prefix == F_EXP) and protect(string.sub(field, 5)) then
         -- Its confirmation is not ours.
         return
       end
     end
-    if orig[field] == nil then orig[field] = hash[field] or false end
+    remember(field)
     hash[field] = value
   end
 
@@ -316,11 +356,12 @@ do
     end
   end
   for t, floor in pairs(prot) do
-    if type(floor) == 'number' then
-      local field = F_DUE .. t
-      local due = tonumber(hash[field])
-      if due == nil or due > floor then
-        if orig[field] == nil then orig[field] = hash[field] or false end
+    local field = F_DUE .. t
+    local due = tonumber(hash[field])
+    -- Only an existing due is clamped: a floor never creates one.
+    if type(floor) == 'number' and due ~= nil then
+      if due > floor then
+        remember(field)
         hash[field] = floor
       end
       if score == nil or floor < score then score = floor end
@@ -334,6 +375,10 @@ do
     if hash[F_DEFERRED] ~= nil then
       if orig[F_DEFERRED] == nil then orig[F_DEFERRED] = hash[F_DEFERRED] end
       hash[F_DEFERRED] = nil
+    end
+    if hash[F_UPSERTED] ~= nil then
+      remember(F_UPSERTED)
+      hash[F_UPSERTED] = nil
     end
   end
 

@@ -6,7 +6,7 @@
 --   KEYS[3] running  ZSET lease expiry per token
 --   KEYS[4] prio     ZSET priority lane
 --   KEYS[5] queue    ZSET normal lane
---   KEYS[6] due      HASH card state (its claim time and deferred types are dropped)
+--   KEYS[6] due      HASH card state (its claim time, deferred types and upsert mark are dropped)
 --   ARGV[1] token
 --   ARGV[2] card id
 --   ARGV[3] now ms ('' = Redis TIME)
@@ -29,7 +29,7 @@ if now == nil or token == '' or retryAfter == nil or retryAfter < 0 then return 
 
 if liveClaimExpiry(claimKey, runningKey, token, now) == nil then return 0 end
 clearClaim(claimKey, execKey, runningKey, token)
-redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED)
+redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, F_UPSERTED)
 redis.call('ZADD', prioKey, 'XX', now + retryAfter, cardId)
 redis.call('ZADD', queueKey, 'XX', now + retryAfter, cardId)
 return 1

@@ -17,7 +17,9 @@
 -- `due:t` of other types is deleted with its pending request `req:t`. A pending request
 -- (req:t present) keeps due:t <= req:t so a lifecycle update never loses it (I5). The card stays in
 -- the priority lane if it is there, else goes to the normal lane, scored by its earliest due; while
--- a live claim exists the score is not lowered below the lease expiry (claim would push it back).
+-- a live claim exists the score is not lowered below the lease expiry (claim would push it back),
+-- and `ups` = 1 marks the hash: the execution in flight was planned before this upsert, so its
+-- finish keeps the dues it would drop as no longer polled (finish.lua).
 --@include now
 --@include lease
 --@include dueHash
@@ -59,7 +61,12 @@ local score = earliest
 local current = redis.call('GET', claimKey)
 if current then
   local expiry = liveClaimExpiry(claimKey, runningKey, current, now)
-  if expiry and expiry > score then score = expiry end
+  if expiry then
+    if expiry > score then score = expiry end
+    -- The execution in flight was planned with the types polled before this upsert: its finish
+    -- must not drop the dues set here as no longer polled (finish.lua).
+    redis.call('HSET', dueKey, F_UPSERTED, '1')
+  end
 end
 if redis.call('ZSCORE', prioKey, cardId) then
   redis.call('ZADD', prioKey, score, cardId)

@@ -9,5 +9,9 @@ local F_CARRIER = 'carrier'
 local F_CLAIMED_AT = 'clm'
 -- Gateway types the current claim deferred (comma-separated): the execution does not run them.
 local F_DEFERRED = 'dfr'
+-- Set by an upsert that lands while the card is claimed: the polled types changed under the
+-- execution, so its plan's view of them is older than the hash. The owner's finish then keeps the
+-- dues it would drop as no longer polled, and drops the mark (release too).
+local F_UPSERTED = 'ups'
 -- Score of a card with no due type at all: look again in an hour rather than never.
 local NO_DUE_RETRY_MS = 3600000

@@ -181,9 +181,14 @@ export function createCardActivities(deps: CardActivityDeps) {
       if (!card) return { kind: 'not_polled', reason: 'card no longer exists' };
       if (card.carrierId !== input.carrierId) return { kind: 'not_polled', reason: `card moved to carrier ${card.carrierId}` };
       if (!card.polled) return { kind: 'not_polled', reason: 'polling disabled for the card or its device' };
-      const intervals = (await deps.reference.intervals()).resolve(card);
+      let intervals = (await deps.reference.intervals()).resolve(card);
       const now = await deps.store.clockNow();
       const state = await deps.store.readDue(input.carrierId, input.cardId);
+      // The finish drops the dues these intervals do not poll (planFinish): when there are some,
+      // decide on configs read now, not on a copy cached up to a few seconds before a config
+      // change whose rebuild may just have written that due.
+      if (state !== null && CHECK_TYPES.some((type) => state.types[type].due !== null && intervals[type] === undefined))
+        intervals = (await deps.reference.intervals(true)).resolve(card);
       // Claimed ahead of due by up to the horizon: those types are this run's too.
       const { types, earliest } = dueTypes(state, intervals, now + (input.dueHorizonMs ?? 0), EXECUTION_ORDER);
       // A run started ahead of its due time is on time, not negatively late.

@@ -126,7 +126,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const engineLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
       const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
       const starter = deps.cardStarter && (input.startRuns === true || (deps.cardStartMode ?? 'client') === 'client') ? deps.cardStarter : undefined;
-      const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, (await deps.reference.intervals()).shortestMs());
+      const intervals = await deps.reference.intervals();
+      const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
       const [engine, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         deps.store.claim({
@@ -146,6 +147,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
           // attempt started would be started again.
           retry: activityAttempt() > 1 || starter === undefined,
           dueHorizonMs,
+          // Dues of other types are left over from an older config: dropped, not budgeted.
+          polledTypes: intervals.typesPolledBy(input.carrierId),
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));

@@ -8,7 +8,9 @@ import type { DueState } from '../redis/dueState.js';
 /**
  * The types an execution runs, in `order`: due at `now`, still polled (an interval), and not
  * deferred by the claim (their group's budget was closed that round; they stay due for the next
- * one). `earliest` is the earliest due among them (`now` when none), for lateness.
+ * one). `earliest` is the earliest due among them (`now` when none), for lateness. A due of a type
+ * without an interval is not run: the execution's finish drops it (planFinish), so it never keeps
+ * the card due with nothing to run.
  */
 export function dueTypes(
   state: DueState | null,

@@ -4,7 +4,7 @@
  * confirmation. Pure: inputs in, field changes out, so every rule is unit-tested directly.
  * Also the finish record: the result stored with the Redis finish so that a retry replays it.
  */
-import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { CHECK_TYPES, isCheckType, type CheckType } from '../common/checkTypes.js';
 import type { ExecutionOutcome, StepResult } from '../common/orchestration.js';
 import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../common/schedule.js';
 import { DueField } from '../redis/dueFields.js';
@@ -113,7 +113,8 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
         nextDue = previous?.due ?? null;
         break;
     }
-    if (interval === undefined) del.push(DueField.due(type));
+    // Not polled any more (the plan's intervals): its due goes, with any pending request for it.
+    if (interval === undefined) del.push(DueField.due(type), DueField.request(type));
     else if (result.outcome !== 'skipped' && nextDue !== null) set[DueField.due(type)] = nextDue;
     types.push({
       type,
@@ -125,6 +126,15 @@ export function planFinish(input: FinishPlanInput): FinishPlan {
       confirmationMissed,
       confirmed,
     });
+  }
+  // A due left for a type the card is no longer polled for (a config change the rebuild has not
+  // brought to this card yet): nothing runs it, so it would keep the card due every round. The
+  // execution's intervals are newer than the hash unless an upsert landed during the claim, and
+  // then finish.lua keeps the upsert's dues (docs/design.md, "Lua scripts (`lua/`)": finish).
+  const ran = new Set(input.results.map((result) => result.type));
+  for (const type of CHECK_TYPES) {
+    if (ran.has(type) || input.intervalsMs[type] !== undefined || input.state?.types[type].due == null) continue;
+    del.push(DueField.due(type), DueField.request(type));
   }
   return { set, del, types, outcome: overallOutcome(input.results) };
 }

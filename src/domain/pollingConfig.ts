@@ -75,6 +75,7 @@ export function mergeIntervals(configs: readonly PollingConfig[], card: MatchSub
 export class IntervalResolver {
   private readonly sorted: readonly PollingConfig[];
   private readonly cache = new Map<string, Intervals>();
+  private readonly accountTypes = new Map<string, CheckType[]>();
 
   constructor(configs: readonly PollingConfig[]) {
     this.sorted = [...configs].filter((config) => config.enabled).sort(byPrecedence);
@@ -89,6 +90,24 @@ export class IntervalResolver {
       }
     }
     return shortest;
+  }
+
+  /**
+   * The types some enabled config polls for the account's cards, whatever their status: a due of
+   * any other type is left over from an older config (the claim drops it, lua/claim.lua).
+   */
+  typesPolledBy(carrierId: string): CheckType[] {
+    let types = this.accountTypes.get(carrierId);
+    if (!types) {
+      const polled = new Set<CheckType>();
+      for (const config of this.sorted) {
+        if (config.match.carrierId !== undefined && config.match.carrierId !== carrierId) continue;
+        for (const type of CHECK_TYPES) if (config.intervalsSec[type] !== undefined) polled.add(type);
+      }
+      types = CHECK_TYPES.filter((type) => polled.has(type));
+      this.accountTypes.set(carrierId, types);
+    }
+    return types;
   }
 
   /** Rules match on (carrier, status) only, so results are cached per pair. */

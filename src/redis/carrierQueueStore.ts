@@ -10,12 +10,14 @@ import type { ChainableCommander } from 'ioredis';
 import { groupBySlot, type RedisConnection } from './connection.js';
 import type { CheckType } from '../common/checkTypes.js';
 import { accountKeys, type AccountKeys } from './keys.js';
-import { registerScripts, callScript } from './scriptLoader.js';
+import { registerScripts, callScript, scriptParams } from './scriptLoader.js';
 import { parseDueHash, type DueState } from './dueState.js';
 import {
   CARRIER_SCRIPTS,
   acquireExecCall,
   claimCall,
+  claimCandidatesCall,
+  parseClaimCandidatesReply,
   finishCall,
   parseAcquireExecReply,
   parseClaimReply,
@@ -67,6 +69,8 @@ export interface ClaimInput {
   readonly retry?: boolean;
   /** Claim cards due up to this many ms after now (see claim.lua ARGV[11]). */
   readonly dueHorizonMs?: number;
+  /** Types the account polls under any card status; long-overdue dues of others are dropped (claim.lua ARGV[12]). */
+  readonly polledTypes?: readonly CheckType[];
 }
 
 export interface FinishInput {
@@ -107,8 +111,11 @@ export interface CardRef {
 }
 
 export interface LaneDepths {
+  /** Cards in the priority lane, claimed ones included. */
   readonly priority: number;
+  /** Cards in the normal lane, claimed ones included. */
   readonly normal: number;
+  /** Claims in flight (tokens in `running`); each one's card is also counted in its lane. */
   readonly running: number;
 }
 
@@ -169,9 +176,15 @@ export class CarrierQueueStore {
     return callScript(this.redis, call.name, call.keys, call.args);
   }
 
+  /**
+   * One claim round: the cards it may touch are read first (claimCandidates.lua), so the claim
+   * declares each of their keys (Redis Cluster); cards due after that read wait for the next round.
+   */
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const call = claimCall(this.keys(input.carrierId), { ...input, now: this.now(input.now) });
-    return parseClaimReply(await this.run(call));
+    const keys = this.keys(input.carrierId);
+    const now = this.now(input.now);
+    const cards = parseClaimCandidatesReply(await this.run(claimCandidatesCall(keys, { ...input, now })));
+    return parseClaimReply(await this.run(claimCall(keys, { ...input, now, cards })));
   }
 
   async acquireExec(carrierId: CarrierId, cardId: string, token: string, executorId: string, ttlMs: number, now?: number): Promise<AcquireExecResult> {
@@ -252,10 +265,19 @@ export class CarrierQueueStore {
     return queue !== null ? 'normal' : null;
   }
 
+  /**
+   * Lane sizes and claims in flight at one instant (one MULTI: one slot). The lanes hold every
+   * polled card, claimed ones included (scored at their lease end), so lanes + running counts a
+   * card in flight twice: polled cards = priority + normal.
+   */
   async depths(carrierId: CarrierId): Promise<LaneDepths> {
     const keys = this.keys(carrierId);
-    const [priority, normal, running] = await Promise.all([this.redis.zcard(keys.prio), this.redis.zcard(keys.queue), this.redis.zcard(keys.running)]);
-    return { priority, normal, running };
+    const replies = (await this.redis.multi().zcard(keys.prio).zcard(keys.queue).zcard(keys.running).exec()) ?? [];
+    const [priority, normal, running] = replies.map(([error, count]) => {
+      if (error) throw error;
+      return Number(count);
+    });
+    return { priority: priority ?? 0, normal: normal ?? 0, running: running ?? 0 };
   }
 
   /** Cards due at or before `now` in both lanes (claimed cards are scored past now). */
@@ -318,7 +340,7 @@ export class CarrierQueueStore {
         for (const { call } of batch) {
           const command = (pipeline as unknown as Record<string, unknown>)[call.name];
           if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
-          (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...call.keys, ...call.args);
+          (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...scriptParams(call.name, call.keys, call.args));
         }
         const replies = (await pipeline.exec()) ?? [];
         batch.forEach(({ index }, at) => (results[index] = replies[at] ?? [new Error('missing pipeline reply'), null]));

@@ -10,10 +10,12 @@ import type { ScriptDefinition } from './scriptLoader.js';
 import { InvalidStoreInputError, SCRIPT_CODE, UnexpectedScriptReplyError, expectCode } from './storeErrors.js';
 
 export const CARRIER_SCRIPTS = {
-  claim: { name: 'claim', numberOfKeys: 4 },
+  claimCandidates: { name: 'claimCandidates', numberOfKeys: 3 },
+  // Three keys per card the round may touch (its candidates), after the account's three.
+  claim: { name: 'claim', numberOfKeys: 'variable' },
   acquireExec: { name: 'acquireExec', numberOfKeys: 2 },
   renew: { name: 'renew', numberOfKeys: 5 },
-  finish: { name: 'finish', numberOfKeys: 4 },
+  finish: { name: 'finish', numberOfKeys: 7 },
   release: { name: 'release', numberOfKeys: 6 },
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
   upsert: { name: 'upsert', numberOfKeys: 5 },
@@ -78,6 +80,16 @@ export interface ClaimArgs {
    * start lag lets a run start at its due time instead of that long after it.
    */
   readonly dueHorizonMs?: number;
+  /**
+   * The check types the account polls under any card status (its enabled configs); absent = not
+   * known. A budgeted round drops a long-overdue due of a gateway type outside it (lua/claim.lua).
+   */
+  readonly polledTypes?: readonly CheckType[];
+  /**
+   * The cards the round may touch (claimCandidatesCall's reply): their keys are declared. A due
+   * card not listed is left for the next round.
+   */
+  readonly cards?: readonly string[];
 }
 
 export interface ClaimedCard {
@@ -90,6 +102,26 @@ export interface ClaimResult {
   /** Running tokens whose lease had expired and were reclaimed this round. */
   readonly expired: number;
   readonly claimed: ClaimedCard[];
+}
+
+/** The cards a claim round with these arguments may touch (lua/claimCandidates.lua). */
+export function claimCandidatesCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
+  return {
+    name: 'claimCandidates',
+    keys: [keys.prio, keys.queue, keys.running],
+    args: [input.now, input.inflightLimit, Math.max(0, Math.floor(input.dueHorizonMs ?? 0)), input.tokenPrefix, input.retry ? '1' : '0'],
+  };
+}
+
+export function parseClaimCandidatesReply(reply: unknown): string[] {
+  if (!Array.isArray(reply)) {
+    expectCode('claimCandidates', reply, []);
+    throw new UnexpectedScriptReplyError('claimCandidates', reply);
+  }
+  const ids = reply as unknown[];
+  if (!ids.every((id): id is string => typeof id === 'string')) throw new UnexpectedScriptReplyError('claimCandidates', reply);
+  // Ids that could not name keys safely are left out (assertCardId rules); they were never upserted.
+  return ids.filter((id) => CARD_ID.test(id));
 }
 
 export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
@@ -105,9 +137,11 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
     // An empty map still means "budgeted", with every group unlimited; '' would mean unbudgeted.
     if (budget === '') budget = ';';
   }
+  const cards = input.cards ?? [];
+  for (const cardId of cards) assertCardId(script, cardId);
   return {
     name: script,
-    keys: [keys.prio, keys.queue, keys.running, keys.base],
+    keys: [keys.prio, keys.queue, keys.running, ...cards.flatMap((cardId) => [keys.due(cardId), keys.claim(cardId), keys.exec(cardId)])],
     args: [
       input.now,
       Math.floor(input.leaseMs),
@@ -120,6 +154,9 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
       GATEWAY_CHECK_TYPES.join(','),
       input.retry ? '1' : '0',
       Math.max(0, Math.floor(input.dueHorizonMs ?? 0)),
+      // ',' = known and empty (the account polls nothing); '' = not known.
+      input.polledTypes === undefined ? '' : input.polledTypes.join(',') || ',',
+      ...cards,
     ],
   };
 }
@@ -209,8 +246,8 @@ export function finishCall(keys: AccountKeys, input: FinishArgs): ScriptCall {
   const { cardId } = input;
   return {
     name: 'finish',
-    // The script derives the card's claim, exec and fin keys from its due key (lua/finish.lua).
-    keys: [keys.due(cardId), keys.running, keys.prio, keys.queue],
+    // Every key the script touches is declared (Redis Cluster): the card's claim, exec and fin too.
+    keys: [keys.due(cardId), keys.running, keys.prio, keys.queue, keys.claim(cardId), keys.exec(cardId), keys.finished(cardId)],
     args,
   };
 }

@@ -43,6 +43,13 @@ export const FIELD_CLAIMED_AT = 'clm';
  */
 export const FIELD_DEFERRED = 'dfr';
 
+/**
+ * `1` when an upsert (status change, rebuild) landed while the card was claimed: the execution's
+ * intervals are older than the polled types in the hash, so its finish keeps the dues it would
+ * otherwise drop as no longer polled. Dropped by that finish and by release (`lua/upsert.lua`).
+ */
+export const FIELD_UPSERTED = 'ups';
+
 export function dueField(kind: DueFieldKind, type: CheckType): string {
   return `${DUE_FIELD_PREFIX[kind]}${type}`;
 }

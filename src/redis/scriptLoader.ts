@@ -39,7 +39,16 @@ export function loadLuaSource(name: string): string {
 export interface ScriptDefinition {
   /** File name in `lua/` without the extension; also the ioredis command name. */
   readonly name: string;
-  readonly numberOfKeys: number;
+  /** How many of a call's parameters are keys; 'variable' = each call says (its keys' count goes first). */
+  readonly numberOfKeys: number | 'variable';
+}
+
+/** Scripts whose calls pass their number of keys first (registered with 'variable'). */
+const variableKeys = new Set<string>();
+
+/** A script call's parameters as its registered command takes them. */
+export function scriptParams(name: string, keys: readonly string[], args: readonly (string | number)[]): (string | number)[] {
+  return variableKeys.has(name) ? [keys.length, ...keys, ...args] : [...keys, ...args];
 }
 
 /**
@@ -48,11 +57,11 @@ export interface ScriptDefinition {
  */
 export function registerScripts(redis: RedisConnection, definitions: readonly ScriptDefinition[]): void {
   for (const definition of definitions) {
+    if (definition.numberOfKeys === 'variable') variableKeys.add(definition.name);
     if (typeof (redis as unknown as Record<string, unknown>)[definition.name] === 'function') continue;
-    redis.defineCommand(definition.name, {
-      numberOfKeys: definition.numberOfKeys,
-      lua: loadLuaSource(definition.name),
-    });
+    const lua = loadLuaSource(definition.name);
+    // Without numberOfKeys ioredis takes the count from the call's first parameter.
+    redis.defineCommand(definition.name, definition.numberOfKeys === 'variable' ? { lua } : { numberOfKeys: definition.numberOfKeys, lua });
   }
 }
 
@@ -60,5 +69,5 @@ export function registerScripts(redis: RedisConnection, definitions: readonly Sc
 export async function callScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
   const command = (redis as unknown as Record<string, unknown>)[name];
   if (typeof command !== 'function') throw new Error(`Lua script ${name} is not registered on this connection`);
-  return (command as (...params: (string | number)[]) => Promise<unknown>).call(redis, ...keys, ...args);
+  return (command as (...params: (string | number)[]) => Promise<unknown>).call(redis, ...scriptParams(name, keys, args));
 }

@@ -81,6 +81,17 @@ describe('claim', () => {
     assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.', now: NOW + 2, retry: true })), ['c']);
   });
 
+  test('a retried round hands its claims back with the lane each was taken from (fromPriority)', async () => {
+    const c = nextCarrier();
+    await card(c, 'p', { card_status: NOW - 10 }, 'priority');
+    await card(c, 'n', { card_status: NOW - 10 });
+    const first = await claim(c, { tokenPrefix: 'run.9' });
+    const lanes = (r: { claimed: { cardId: string; fromPriority: boolean }[] }) => Object.fromEntries(r.claimed.map((x) => [x.cardId, x.fromPriority]));
+    assert.deepEqual(lanes(first), { p: true, n: false });
+    // The activity's first attempt landed but its reply was lost: the retry must say the same.
+    assert.deepEqual(lanes(await claim(c, { tokenPrefix: 'run.9', now: NOW + 1, retry: true })), { p: true, n: false });
+  });
+
   test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });
@@ -385,11 +396,31 @@ describe('claim', () => {
     assert.throws(() => expectCode('claim', reply, []), ScriptArgumentError);
   });
 
+  test('a card the round did not declare (due after its candidates were read) waits for the next round; an expired token of one only leaves running', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 10 });
+    await card(c, 'b', { card_status: NOW - 20 });
+    await card(c, 'c', { card_status: NOW + 5_000 });
+    await fx.redis.set(fx.keys(c).claim('c'), 'old@1:c');
+    await fx.redis.zadd(fx.keys(c).running, NOW - 1, 'old@1:c');
+    // The round's candidates were read before b became due; c's keys were not declared either.
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: NOW, cards: ['a'] });
+    const result = parseClaimReply(await callScript(fx.redis, call.name, call.keys, call.args));
+    assert.deepEqual(result, { expired: 1, claimed: [{ cardId: 'a', token: tok('r1', 'a'), fromPriority: false }] });
+    assert.equal(await fx.score(c, 'queue', 'b'), NOW - 20, 'b untouched, still due');
+    assert.equal(await fx.score(c, 'running', 'old@1:c'), null);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('c')), 'old@1:c', 'its orphan claim key is cleared when c is next claimed');
+    // The next round (through the store: candidates first) takes b, and c once it is due.
+    assert.deepEqual(ids(await claim(c, { now: NOW + 1, tokenPrefix: 'r2' })), ['b']);
+    assert.ok(ids(await claim(c, { now: NOW + 5_000, tokenPrefix: 'r3' })).includes('c'));
+    assert.equal(await fx.redis.get(fx.keys(c).claim('c')), tok('r3', 'c', NOW + 5_000));
+  });
+
   test("now '' → Redis TIME", async () => {
     const c = nextCarrier();
     const serverNow = Date.now();
     await card(c, 'a', { card_status: serverNow - 60_000 });
-    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '' });
+    const call = claimCall(fx.keys(c), { ...CLAIM_DEFAULTS, now: '', cards: ['a'] });
     const [token] = parseClaimReply(await callScript(fx.redis, call.name, call.keys, call.args)).claimed.map((x) => x.token);
     assert.ok(token !== undefined);
     const claimedAt = Number(/^r1@(\d+):a$/.exec(token)?.[1]);

@@ -6,6 +6,8 @@ import type { RedisConnection } from '../../src/redis/connection.js';
 import { createTestRedis } from '../helpers/redis.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import type { AccountKeys } from '../../src/redis/keys.js';
+import { CARRIER_SCRIPTS } from '../../src/redis/carrierScripts.js';
+import { loadLuaSource } from '../../src/redis/scriptLoader.js';
 
 export interface Fixture {
   readonly redis: RedisConnection;
@@ -18,8 +20,40 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
+/** Prepended to a script: refuses a command on a key its call did not declare. */
+export const DECLARED_KEYS_PRELUDE = `
+local __declared = {}
+for _, k in ipairs(KEYS) do __declared[k] = true end
+local __allKeys = { DEL = true, EXISTS = true, UNLINK = true, MGET = true, TOUCH = true }
+local __noKeys = { TIME = true }
+local __redis = redis
+local redis = setmetatable({
+  call = function(command, ...)
+    local c = string.upper(command)
+    local args = {...}
+    if not __noKeys[c] then
+      local last = __allKeys[c] and #args or 1
+      for i = 1, last do
+        if not __declared[args[i]] then error('undeclared key ' .. tostring(args[i]) .. ' in ' .. c) end
+      end
+    end
+    return __redis.call(command, ...)
+  end,
+}, { __index = __redis })
+`;
+
+/** Registers the checked scripts on `redis` under their own names, before any store does. */
+export function registerCheckedScripts(redis: RedisConnection, definitions: readonly { name: string; numberOfKeys: number | 'variable' }[]): void {
+  for (const definition of definitions) {
+    const lua = DECLARED_KEYS_PRELUDE + loadLuaSource(definition.name);
+    redis.defineCommand(definition.name, definition.numberOfKeys === 'variable' ? { lua } : { numberOfKeys: definition.numberOfKeys, lua });
+  }
+}
+
 export async function createFixture(label: string): Promise<Fixture> {
   const test = await createTestRedis(label);
+  // Every script of these tests refuses a key its call did not declare (Redis Cluster).
+  registerCheckedScripts(test.redis, Object.values(CARRIER_SCRIPTS));
   const store = new CarrierQueueStore(test.redis, test.namespace);
   const keys = (carrierId: string | number): AccountKeys => store.keys(carrierId);
   return {

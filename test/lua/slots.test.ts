@@ -21,6 +21,7 @@ import {
   CARRIER_SCRIPTS,
   acquireExecCall,
   claimCall,
+  claimCandidatesCall,
   finishCall,
   releaseCall,
   removeCall,
@@ -35,7 +36,8 @@ function callsFor(namespace: string, carrierId: string): ScriptCall[] {
   const keys = accountKeys(namespace, carrierId);
   const now = 1;
   return [
-    claimCall(keys, { now, leaseMs: 1, inflightLimit: 1, priorityRatio: 0, tokenPrefix: 'p', typeGroups: {}, countRealname: false }),
+    claimCandidatesCall(keys, { now, leaseMs: 1, inflightLimit: 1, priorityRatio: 0, tokenPrefix: 'p', typeGroups: {}, countRealname: false }),
+    claimCall(keys, { now, leaseMs: 1, inflightLimit: 1, priorityRatio: 0, tokenPrefix: 'p', typeGroups: {}, countRealname: false, cards: ['42', '7'] }),
     acquireExecCall(keys, '42', 'p:42', 'w', 1, now),
     renewCall(keys, '42', 'p:42', 'w', 1, now),
     finishCall(keys, { cardId: '42', token: 'p:42', now, set: { 'ok:card_status': 1 }, del: [] }),
@@ -61,7 +63,9 @@ test('every script receives keys of exactly one slot, and as many keys as it dec
       const calls = callsFor(namespace, carrierId);
       assert.deepEqual(new Set(calls.map((call) => call.name)), new Set(Object.keys(CARRIER_SCRIPTS)), 'all scripts covered');
       for (const call of calls) {
-        assert.equal(call.keys.length, CARRIER_SCRIPTS[call.name].numberOfKeys, `${call.name} key count`);
+        const declared = CARRIER_SCRIPTS[call.name].numberOfKeys;
+        // claim: the account's three keys, then three per card of the round.
+        assert.equal(call.keys.length, declared === 'variable' ? 3 + 3 * 2 : declared, `${call.name} key count`);
         const slots = new Set(call.keys.map(keySlot));
         assert.equal(slots.size, 1, `${call.name} for carrier ${carrierId} spans slots ${[...slots].join(',')}: ${call.keys.join(' ')}`);
         slotsSeen.add([...slots][0]!);

@@ -100,7 +100,28 @@ test('confirmation: not yet seen → next delay; seen → cleared and back to th
   assert.ok(last.del.includes('exp:card_status'));
 });
 
-test('a type without an interval is no longer polled: its due is deleted', () => {
+test('a due left for a type the plan does not poll (config changed, rebuild not there yet) is deleted with its request', () => {
+  // Production's path: the execution runs only the types its intervals poll, so the stray type is
+  // in the hash, not in the results.
+  const plan = planFinish({
+    state: state({ 'due:card_status': String(now), 'due:carddata': String(now - 5), 'req:carddata': String(now - 9) }),
+    results: [{ type: 'card_status', outcome: 'success', gatewayMs: 1 }],
+    intervalsMs: { card_status: 60_000 },
+    backoffBaseMs: 1,
+    now,
+    random: half,
+  });
+  assert.deepEqual(
+    plan.del.filter((field) => field.endsWith(':carddata')),
+    ['due:carddata', 'req:carddata'],
+  );
+  assert.equal(plan.set['due:card_status'], now + 60_000);
+  assert.equal(plan.set['due:carddata'], undefined);
+  // Types without a due in the hash are not mentioned at all.
+  assert.ok(!plan.del.some((field) => field.endsWith(':realname') || field.endsWith(':package')));
+});
+
+test('a result for a type the plan does not poll writes no due, and deletes it', () => {
   const plan = planFinish({
     state: state({ 'due:carddata': String(now) }),
     results: [{ type: 'carddata', outcome: 'success', gatewayMs: 1 }],

@@ -30,7 +30,9 @@ export interface CarrierStatus {
   readonly carrierId: string;
   readonly mode: 'carrier' | 'legacy';
   readonly paused: boolean;
+  /** Claims in flight. */
   readonly inflight: number;
+  /** Polled cards per lane, the `inflight` ones included (a claimed card stays in its lane). */
   readonly lanes: { readonly priority: number; readonly normal: number };
   readonly dueNow: number;
   readonly groups: GroupStatus[];

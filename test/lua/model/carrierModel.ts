@@ -252,6 +252,7 @@ export class CarrierModel {
     this.clearClaim(a, cardId, token);
     a.due.get(cardId)?.delete('clm');
     a.due.get(cardId)?.delete('dfr');
+    a.due.get(cardId)?.delete('ups');
     if (a.prio.has(cardId)) a.prio.set(cardId, now);
     if (a.queue.has(cardId)) a.queue.set(cardId, now);
     return true;
@@ -276,6 +277,13 @@ export class CarrierModel {
     const claimedAt = num(/@(\d+):[^:]*$/.exec(token)?.[1]) ?? num(hash.get('clm')) ?? -1;
     // Types the claim deferred did not run: an owner treats them as a stale token would.
     const deferred = new Set(owned ? (hash.get('dfr') ?? '').split(',').filter((t) => t !== '') : []);
+    // Deleting due:t says t is no longer polled: only an owner without an upsert during its claim,
+    // and not for a type whose request stays pending (made after the claim, or deferred).
+    const mayDrop = owned && !hash.has('ups');
+    const droppable = (type: string): boolean => {
+      const req = num(hash.get(`req:${type}`));
+      return mayDrop && !(req !== null && (req >= claimedAt || deferred.has(type)));
+    };
     const floors = new Map<string, number | null>();
     const protectedTypes = new Map<string, boolean>();
     const typeOf = (field: string): string | null => {
@@ -302,13 +310,26 @@ export class CarrierModel {
       const type = typeOf(field);
       if (type === null) return true;
       if (field.startsWith('due:')) {
+        // A finish never creates a due (the type is not polled).
+        if (!hash.has(field)) return false;
         protect(type);
         return true;
       }
       return !protect(type);
     };
     for (const [field, value] of set) if (writable(field)) hash.set(field, value);
-    for (const field of del) if (writable(field)) hash.delete(field);
+    for (const field of del) {
+      if (field.startsWith('due:')) {
+        const type = field.slice(4);
+        if (!droppable(type)) continue;
+        protectedTypes.set(type, false);
+        floors.set(type, null);
+        hash.delete(field);
+        hash.delete(`req:${type}`);
+      } else if (field.startsWith('req:')) {
+        if (droppable(field.slice(4))) hash.delete(field);
+      } else if (writable(field)) hash.delete(field);
+    }
     if (owned) {
       for (const [field, value] of [...hash]) {
         if (!field.startsWith('req:')) continue;
@@ -320,7 +341,7 @@ export class CarrierModel {
     for (const [type, floor] of floors) {
       if (floor === null) continue;
       const due = num(hash.get(`due:${type}`));
-      if (due === null || due > floor) hash.set(`due:${type}`, String(floor));
+      if (due !== null && due > floor) hash.set(`due:${type}`, String(floor));
     }
     if (!owned) return false;
     // The owner's finish drops the exec key whatever it holds (only the owner can hold a right).
@@ -329,6 +350,7 @@ export class CarrierModel {
     a.running.delete(token);
     hash.delete('clm');
     hash.delete('dfr');
+    hash.delete('ups');
     const score = earliestDue(hash) ?? now + NO_DUE_RETRY_MS;
     if (hash.get('prio') === '1') {
       a.queue.delete(cardId);
@@ -424,7 +446,10 @@ export class CarrierModel {
     const current = a.claim.get(cardId);
     if (current !== undefined) {
       const expiry = this.liveExpiry(a, cardId, current, now);
-      if (expiry !== null && expiry > score) score = expiry;
+      if (expiry !== null) {
+        if (expiry > score) score = expiry;
+        hash.set('ups', '1');
+      }
     }
     if (a.prio.has(cardId)) a.prio.set(cardId, score);
     else a.queue.set(cardId, score);
