@@ -9,7 +9,6 @@
  */
 import {
   ApplicationFailure,
-  CancellationScope,
   type ChildWorkflowHandle,
   type Workflow,
   ParentClosePolicy,
@@ -17,7 +16,6 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  isCancellation,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -143,10 +141,10 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
   // Signal request-checks whose activity failed: kept (in arrival order) and tried again next tick.
   const retrySignals: RequestCheckInput[] = [];
-  // Signals being handled beside the loop (runs with the patch): one batch at a time, cancelled
-  // (and its signals queued again) when the run continues as new.
+  // Signals being handled beside the loop (runs with the patch): one batch at a time. A run about
+  // to continue as new starts no batch and waits for the one under way (its rounds go on), so no
+  // request is cut off mid-way and sent again by the next run.
   let signalWork: Promise<void> | undefined;
-  let signalScope: CancellationScope | undefined;
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   const toRelease: ClaimedCard[] = [];
@@ -267,8 +265,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
               log.warn('dropping a request-check signal rejected for good', { cardId: request.cardId, error: String(error) });
               continue;
             }
-            // Cancelled as the run continues as new: not a failure, the requests go along with it.
-            if (!isCancellation(error)) failures.record('requestCheck', error, { backoff: false });
+            failures.record('requestCheck', error, { backoff: false });
             requeued.push(...requests.slice(index));
             return;
           }
@@ -280,18 +277,13 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   };
   /** Starts the next batch of signals (the oldest first, at most maxSignalsPerTick) unless one is under way. */
   const startSignalWork = (): void => {
-    if (signalWork !== undefined || closing) return;
+    if (signalWork !== undefined || drainingSince !== undefined) return;
     const batch = retrySignals.splice(0, maxSignalsPerTick);
     batch.push(...pendingSignals.splice(0, maxSignalsPerTick - batch.length));
     if (batch.length === 0) return;
-    const scope = new CancellationScope();
-    signalScope = scope;
-    signalWork = scope
-      .run(() => handleSignals(batch))
-      .finally(() => {
-        signalWork = undefined;
-        signalScope = undefined;
-      });
+    signalWork = handleSignals(batch).finally(() => {
+      signalWork = undefined;
+    });
   };
 
   // Continue-as-new in two phases. `drainingSince`: the history is large enough; rounds go on, but
@@ -418,17 +410,14 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       drainingSince = Date.now();
     }
     const childrenDone = childrenOpen === 0 && startsInFlight === 0;
+    // (Always true in a run without the claim-first patch: it handles its signals inside the tick.)
+    const signalsSettled = signalWork === undefined;
     // A run of the previous release continues as new at once, as it did then.
-    if (drainingSince !== undefined && (!drainsChildren || childrenDone || Date.now() - drainingSince >= CHILD_DRAIN_MAX_MS)) {
+    if (signalsSettled && drainingSince !== undefined && (!drainsChildren || childrenDone || Date.now() - drainingSince >= CHILD_DRAIN_MAX_MS)) {
       if (drainsChildren && !childrenDone) log.warn('continuing as new with children still running', { childrenOpen, startsInFlight });
       // Let child starts and running update handlers (request-checks) complete first, accepting no
       // new update meanwhile (see `closing`); queued signals travel along as input.
       closing = true;
-      // Signals being handled travel along too: their activities are cancelled, the signals queued again.
-      if (signalWork !== undefined) {
-        signalScope?.cancel();
-        await condition(() => signalWork === undefined);
-      }
       await condition(() => startsInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
       await continueAsNew<typeof carrierScheduler>({
@@ -450,7 +439,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       for (;;) {
         const left = waitUntil - Date.now();
         if (left <= 0) break;
-        const signalled = () => signalWork === undefined && pendingSignals.length > 0 && failures.backoffMs() === undefined;
+        const signalled = () => signalWork === undefined && drainingSince === undefined && pendingSignals.length > 0 && failures.backoffMs() === undefined;
         if (!(await condition(() => wakeEarly || signalled(), left)) || wakeEarly) break;
         startSignalWork();
       }
