@@ -106,10 +106,12 @@ export const REQUEST_CHECK_REJECTED = 'request_check_rejected';
 /**
  * A request-check no retry can fix: our validation or domain rules refused it, or PostgreSQL
  * refused its data (class 22, data exception: e.g. 22003, an id beyond bigint). Anything else —
- * the database or Redis away, a deadlock, a timeout — may pass on a later try.
+ * the database or Redis away, a deadlock, a timeout — may pass on a later try, and so does a
+ * `conflict`: two requests creating the card's priority item at once, the second merges on retry.
  */
 export function isRejectedRequestCheck(error: unknown): boolean {
-  return isDomainError(error) || error instanceof RequestCheckInvalid || sqlState(error)?.startsWith('22') === true;
+  if (isDomainError(error)) return error.code !== 'conflict';
+  return error instanceof RequestCheckInvalid || sqlState(error)?.startsWith('22') === true;
 }
 
 /** This activity's attempt number; 1 outside an activity (direct calls in tests). */
