@@ -3,7 +3,7 @@
  * release for children that could not start, request-checks, the mode switch and the list of
  * accounts to schedule.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries } from '../db/priorityItems.js';
@@ -27,6 +27,10 @@ import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
+import { writeAudit } from '../db/audit.js';
+import { isDomainError } from '../domain/errors.js';
+import { RequestCheckInvalid } from '../common/requestCheckValidation.js';
+import { describeFailure, sqlState } from '../ingest/failures.js';
 
 /** Request-check and mode switch live in services shared with the API; activities only call them. */
 export interface RequestChecker {
@@ -94,6 +98,20 @@ export const MAX_DUE_HORIZON_MS = 5000;
 export function dueHorizon(lookaheadMs: number, leaseMs: number, shortestIntervalMs: number | null): number {
   const bounds = [MAX_DUE_HORIZON_MS, leaseMs / 4, shortestIntervalMs === null ? Number.POSITIVE_INFINITY : shortestIntervalMs / 2];
   return Math.max(0, Math.floor(Math.min(lookaheadMs, ...bounds)));
+}
+
+/** Failure type of a request-check rejected for good; retrying the same request cannot help. */
+export const REQUEST_CHECK_REJECTED = 'request_check_rejected';
+
+/**
+ * A request-check no retry can fix: our validation or domain rules refused it, or PostgreSQL
+ * refused its data (class 22, data exception: e.g. 22003, an id beyond bigint). Anything else —
+ * the database or Redis away, a deadlock, a timeout — may pass on a later try, and so does a
+ * `conflict`: two requests creating the card's priority item at once, the second merges on retry.
+ */
+export function isRejectedRequestCheck(error: unknown): boolean {
+  if (isDomainError(error)) return error.code !== 'conflict';
+  return error instanceof RequestCheckInvalid || sqlState(error)?.startsWith('22') === true;
 }
 
 /** This activity's attempt number; 1 outside an activity (direct calls in tests). */
@@ -211,8 +229,36 @@ export function createControlActivities(deps: ControlActivityDeps) {
       return released;
     },
 
-    async requestCheck(input: { carrierId: string; request: RequestCheckInput }): Promise<RequestCheckResult> {
-      return deps.requests.requestCheck(input.carrierId, input.request);
+    /**
+     * A request rejected for good fails non-retryable (type {@link REQUEST_CHECK_REJECTED}): no
+     * retry of this activity nor of the scheduler's loop. A signal's request (`fromSignal`) has no
+     * caller to tell, so it is audited on its card before the scheduler drops it.
+     */
+    async requestCheck(input: { carrierId: string; request: RequestCheckInput; fromSignal?: boolean }): Promise<RequestCheckResult> {
+      try {
+        return await deps.requests.requestCheck(input.carrierId, input.request);
+      } catch (error) {
+        if (!isRejectedRequestCheck(error)) throw error;
+        const reason = describeFailure(error);
+        if (input.fromSignal === true) {
+          await writeAudit(deps.pool, {
+            entityType: 'iot_card',
+            entityId: String(input.request.cardId).slice(0, 100),
+            action: 'request_check_dropped',
+            actor: input.request.actor ?? 'signal',
+            source: input.request.source ?? 'signal',
+            reason,
+            before: null,
+            after: input.request,
+          });
+        }
+        throw ApplicationFailure.create({
+          message: reason,
+          type: REQUEST_CHECK_REJECTED,
+          nonRetryable: true,
+          cause: error instanceof Error ? error : undefined,
+        });
+      }
     },
 
     /**

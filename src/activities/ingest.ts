@@ -11,7 +11,7 @@
 import type { Pool } from '../db/pool.js';
 import type { PriorityTransitions } from '../polling/priorityTransitions.js';
 import { toIngestRecord, type RecordExecutionInput } from '../ingest/record.js';
-import type { IngestStream } from '../ingest/stream.js';
+import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords } from '../ingest/writer.js';
 
 export type { RecordExecutionInput } from '../ingest/record.js';
@@ -31,16 +31,27 @@ export function createIngestActivities(deps: IngestActivityDeps) {
       return { alertsOpened: written.alertsOpened, alertsRecovered: written.alertsRecovered };
     },
 
-    /** Returns the stream id the record got, or `written` when it was written at once. */
+    /**
+     * Returns the stream id the record got, or `written` when it was written at once: without a
+     * stream, or when the stream is full (INGEST_STREAM_MAX_RECORDS) — then this worker writes it
+     * as sync ingest does, and a failure (PostgreSQL away) fails the activity, which the card run
+     * retries without limit: the record waits in the run, not in Redis, and is never dropped.
+     */
     async enqueueRecord(input: RecordExecutionInput): Promise<string> {
       const record = toIngestRecord(input, Date.now());
       if (!deps.stream) {
         await writeRecords(writer, [record]);
         return 'written';
       }
-      // Under the former name too, for ingest workers of the previous release still reading the
-      // stream during a rolling deploy (they require `failCounts`); drop once none runs.
-      return deps.stream.enqueue(JSON.stringify({ ...record, failCounts: record.typeFinishes }));
+      try {
+        // Under the former name too, for ingest workers of the previous release still reading the
+        // stream during a rolling deploy (they require `failCounts`); drop once none runs.
+        return await deps.stream.enqueue(JSON.stringify({ ...record, failCounts: record.typeFinishes }));
+      } catch (error) {
+        if (!(error instanceof IngestStreamFull)) throw error;
+        await writeRecords(writer, [record]);
+        return 'written';
+      }
     },
   };
 }

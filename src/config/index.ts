@@ -163,6 +163,14 @@ const schema = z.object({
   /** Age of the oldest pending ingest record (ms) above which the backlog alert opens and claiming is tightened. */
   INGEST_BACKLOG_MAX_AGE_MS: positiveInt.default(60_000),
   /**
+   * Records the async-ingest stream holds at most (checked before each hand-off, so approximate by
+   * the hand-offs under way). Every entry in it is a record not yet in PostgreSQL (a commit removes
+   * its entries), so it is never trimmed: a record that finds it full is written by the card worker
+   * itself instead, as in sync ingest, retried while PostgreSQL is away. Bounds Redis memory in a
+   * long PostgreSQL outage (~1 kB a record); 25 × the default backlog threshold.
+   */
+  INGEST_STREAM_MAX_RECORDS: positiveInt.default(500_000),
+  /**
    * Months of observations and execution rows kept, the current month included; older observation
    * partitions are dropped and older execution rows deleted by the hourly storage maintenance.
    */

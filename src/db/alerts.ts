@@ -100,13 +100,41 @@ export interface FailureResult {
 }
 
 /**
+ * Advisory-lock namespace of the per-(card, type) alert locks ('alrt'): the two-key form keeps
+ * them apart from every single-key advisory lock (the migration lock).
+ */
+const ALERT_LOCK_CLASS = 0x616c7274;
+
+/**
+ * Serialises the alert writes of one (card, type) across concurrent transactions until they end.
+ * Under READ COMMITTED a batch recovering a card's alert does not see the alert another batch is
+ * inserting, and a late failure does not see the success another batch is committing: both then
+ * miss each other and the alert stays open after the card recovered. Holding the lock from
+ * before the first alert statement to the commit makes the second transaction's statements see
+ * the first's rows. Locks are taken in one order (by key) in one statement, so two batches
+ * sharing cards wait for each other instead of deadlocking.
+ */
+export async function lockFailureAlerts(db: Queryable, keys: readonly { cardId: string; type: CheckType }[]): Promise<void> {
+  if (keys.length === 0) return;
+  await db.query(
+    `SELECT count(pg_advisory_xact_lock($1::integer, s.h)) FROM (
+       SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS u(k) ORDER BY h
+     ) AS s`,
+    [ALERT_LOCK_CLASS, keys.map((key) => `${key.cardId}:${key.type}`)],
+  );
+}
+
+/**
  * Records a failure: below the threshold nothing is written; at or above it the open alert for
  * (card, type) is created or refreshed (partial unique index + ON CONFLICT make retries land on
  * the same row), and on a fresh open the account's window count is evaluated.
  */
 export async function recordFailure(pool: Pool, input: FailureInput): Promise<FailureResult> {
   validateFailure(input);
-  return withTransaction(pool, (client) => recordFailureIn(client, input));
+  return withTransaction(pool, async (client) => {
+    await lockFailureAlerts(client, [input]);
+    return recordFailureIn(client, input);
+  });
 }
 
 function validateFailure(input: FailureInput): void {
@@ -116,7 +144,7 @@ function validateFailure(input: FailureInput): void {
   requireInt(input.failCount, 'failCount', 1, Number.MAX_SAFE_INTEGER);
 }
 
-/** {@link recordFailure} inside the caller's transaction (an ingest batch). */
+/** {@link recordFailure} inside the caller's transaction (an ingest batch), which holds {@link lockFailureAlerts}. */
 export async function recordFailureIn(client: Queryable, input: FailureInput): Promise<FailureResult> {
   validateFailure(input);
   const now = input.now ?? new Date();

@@ -130,7 +130,12 @@ export interface RequestResult {
 
 /**
  * Creates the card's active item, or merges into it: trigger count + 1, union of types, latest
- * actor/source, the priority lane if either asked for it, the shorter cooldown.
+ * actor/source, the priority lane if either asked for it, the shorter cooldown. A merge without a
+ * cooldown clears a pending retry's `next_run_at`: the caller requests the card in Redis now, which
+ * is what the retry was waiting for (left set, the scheduler's sweep would request the item again
+ * every few rounds until a run claims it; if the Redis request fails, the caller schedules a retry
+ * again). A merge with a cooldown keeps it: Redis may skip that request (types fresh enough), and
+ * the retry is then still the item's way to run.
  */
 export async function requestPriorityItem(pool: Pool, request: PriorityRequest): Promise<RequestResult> {
   const types = validateRequest(request);
@@ -151,7 +156,8 @@ export async function requestPriorityItem(pool: Pool, request: PriorityRequest):
            cooldown_ms = LEAST(cooldown_ms, coalesce($5, cooldown_ms)),
            confirm_delays_sec = coalesce($6::integer[], confirm_delays_sec),
            expected = coalesce($7, expected),
-           last_actor = $8, last_source = $9, last_triggered_at = $2`,
+           last_actor = $8, last_source = $9, last_triggered_at = $2,
+           next_run_at = CASE WHEN coalesce($5, 0) = 0 THEN NULL ELSE next_run_at END`,
           [
             types,
             request.lane ?? 'priority',

@@ -34,6 +34,25 @@ export function ingestKeys(namespace: string): IngestKeys {
   };
 }
 
+/** The stream holds its maximum of records: the caller writes the record another way. */
+export class IngestStreamFull extends Error {
+  constructor(
+    readonly records: number,
+    readonly maxRecords: number,
+  ) {
+    super(`ingest stream full: ${records} records pending, at most ${maxRecords}`);
+    this.name = 'IngestStreamFull';
+  }
+}
+
+export interface IngestStreamOptions {
+  /**
+   * Records the stream may hold; a hand-off finding it full fails with {@link IngestStreamFull}
+   * (unbounded when absent). Approximate: hand-offs under way at once may each pass the check.
+   */
+  readonly maxRecords?: number;
+}
+
 export interface StreamEntry {
   readonly id: string;
   /** The record's JSON; undefined for an entry deleted while pending (nothing left to write). */
@@ -77,12 +96,22 @@ export class IngestStream {
   constructor(
     private readonly redis: RedisConnection,
     namespace: string,
+    private readonly options: IngestStreamOptions = {},
   ) {
     this.keys = ingestKeys(namespace);
   }
 
-  /** Hands one record over; returns its stream id. Never trimmed: only a commit removes it. */
+  /**
+   * Hands one record over; returns its stream id. Never trimmed (no MAXLEN, no MINID): every entry
+   * is a record not yet committed, pending at a consumer or not yet read, and a trim would lose
+   * it; committed entries are already gone (XDEL in {@link ack}). The length is bounded here
+   * instead: a full stream refuses the record ({@link IngestStreamFull}).
+   */
   async enqueue(json: string): Promise<string> {
+    if (this.options.maxRecords !== undefined) {
+      const records = await this.redis.xlen(this.keys.stream);
+      if (records >= this.options.maxRecords) throw new IngestStreamFull(records, this.options.maxRecords);
+    }
     const id = await this.redis.xadd(this.keys.stream, '*', 'r', json);
     if (id === null) throw new Error('XADD returned no id');
     return id;

@@ -13,14 +13,16 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import type { Queryable } from '../db/queryable.js';
 import { insertObservations } from '../db/observations.js';
 import { insertExecutions } from '../db/executions.js';
-import { recordFailureIn, recoverFailures } from '../db/alerts.js';
+import { lockFailureAlerts, recordFailureIn, recoverFailures } from '../db/alerts.js';
 import type { PriorityTransitions } from '../polling/priorityTransitions.js';
 import type { IngestRecord } from './record.js';
-import { rowsOf } from './rows.js';
+import { rowsOf, type RecordRows } from './rows.js';
 
 export interface RecordWriterDeps {
   readonly pool: Pool;
   readonly priority: PriorityTransitions;
+  /** Runs after the rows are written, before the commit (tests hold a transaction open with it). */
+  readonly beforeCommit?: () => Promise<void>;
 }
 
 export interface WriteResult {
@@ -31,8 +33,7 @@ export interface WriteResult {
   readonly alertsRecovered: number;
 }
 
-async function writeRows(db: Queryable, records: readonly IngestRecord[]): Promise<Omit<WriteResult, 'records'>> {
-  const rows = records.map(rowsOf);
+async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Omit<WriteResult, 'records'>> {
   // Alerts first, record by record in hand-off order (one card's executions are handed over in
   // the order they ran): a failure that opens an alert and the success that recovers it may share
   // a batch. Before this batch's execution rows exist, the out-of-order guard of a failure sees
@@ -73,8 +74,23 @@ async function writeRows(db: Queryable, records: readonly IngestRecord[]): Promi
  */
 export async function writeRecords(deps: RecordWriterDeps, records: readonly IngestRecord[]): Promise<WriteResult> {
   if (records.length === 0) return { records: 0, executionsInserted: 0, observationsInserted: 0, alertsOpened: 0, alertsRecovered: 0 };
-  // One record needs no transaction (each statement is idempotent on its own), saving BEGIN and COMMIT.
-  const written = records.length === 1 ? await writeRows(deps.pool, records) : await withTransaction(deps.pool, (client) => writeRows(client, records));
+  const rows = records.map(rowsOf);
+  // The (card, type) pairs whose alerts this write may open or recover: locked for the transaction
+  // (see lockFailureAlerts), so a concurrent batch with the same card's records waits for this one.
+  const alertKeys = rows.flatMap((row) => [...row.recoveries, ...row.failures]);
+  const write = async (db: Queryable): Promise<Omit<WriteResult, 'records'>> => {
+    const result = await writeRows(db, rows);
+    await deps.beforeCommit?.();
+    return result;
+  };
+  // One record without alerts needs no transaction (each statement is idempotent on its own), saving BEGIN and COMMIT.
+  const written =
+    records.length === 1 && alertKeys.length === 0
+      ? await write(deps.pool)
+      : await withTransaction(deps.pool, async (client) => {
+          await lockFailureAlerts(client, alertKeys);
+          return write(client);
+        });
   for (const record of records) {
     if (record.plan.priorityItemId !== undefined) await deps.priority.executionFinished(record);
   }

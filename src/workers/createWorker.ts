@@ -139,7 +139,11 @@ function cardWorkerActivities(setup: WorkerSetup) {
     metrics: deps.metrics,
     gatewaySteps: config.GATEWAY_STEPS,
   });
-  const ingest = createIngestActivities({ pool: deps.pool, priority: setup.services.priority, stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX) });
+  const ingest = createIngestActivities({
+    pool: deps.pool,
+    priority: setup.services.priority,
+    stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX, { maxRecords: config.INGEST_STREAM_MAX_RECORDS }),
+  });
   return {
     ...card,
     ...ingest,

@@ -57,6 +57,8 @@ export interface CarrierSchedulerArgs {
   /** …or this many bytes, whichever comes first. */
   readonly maxHistoryBytes?: number;
   readonly tickMs?: number;
+  /** Request-check signals handled at once, at most (the rest stay queued for the next ticks). */
+  readonly maxSignalsPerTick?: number;
   /** State carried over continue-as-new. */
   readonly paused?: boolean;
   readonly rounds?: number;
@@ -82,6 +84,14 @@ const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';
  */
 const CHILD_DRAIN_MAX_MS = 30_000;
 const DEFAULT_TICK_MS = 1000;
+/**
+ * Runs from this patch on claim first and handle their request-check signals beside the loop, at
+ * most `maxSignalsPerTick` at once: a signal whose activity is slow or failing (PostgreSQL away in
+ * async-ingest mode, where polling is meant to go on) no longer holds the claim round back.
+ */
+const CLAIM_BEFORE_SIGNALS_PATCH = 'scheduler-claim-before-signals';
+/** Enough for a burst of request-checks to clear in a few ticks, small enough to bound one batch's work. */
+const DEFAULT_MAX_SIGNALS_PER_TICK = 100;
 /** Rounds between sweeps for priority items whose retry is due (their retry delay is seconds). */
 const PRIORITY_RETRY_EVERY_ROUNDS = 5;
 
@@ -105,6 +115,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
   const maxHistory = args.maxHistoryEvents ?? (drainsChildren ? DEFAULT_MAX_HISTORY_EVENTS : PREVIOUS_MAX_HISTORY_EVENTS);
   const maxHistoryBytes = args.maxHistoryBytes ?? (drainsChildren ? DEFAULT_MAX_HISTORY_BYTES : Number.POSITIVE_INFINITY);
+  // Decided once too: a run started before the patch handles its signals before the claim to its end.
+  const claimsFirst = patched(CLAIM_BEFORE_SIGNALS_PATCH);
+  const maxSignalsPerTick = Math.max(1, args.maxSignalsPerTick ?? DEFAULT_MAX_SIGNALS_PER_TICK);
   let paused = args.paused ?? false;
   let refreshConfig = true;
   let rounds = args.rounds ?? 0;
@@ -128,6 +141,10 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const pendingSignals: RequestCheckInput[] = [...(args.pendingRequests ?? [])];
   // Signal request-checks whose activity failed: kept (in arrival order) and tried again next tick.
   const retrySignals: RequestCheckInput[] = [];
+  // Signals being handled beside the loop (runs with the patch): one batch at a time. A run about
+  // to continue as new starts no batch and waits for the one under way (its rounds go on), so no
+  // request is cut off mid-way and sent again by the next run.
+  let signalWork: Promise<void> | undefined;
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   const toRelease: ClaimedCard[] = [];
@@ -225,6 +242,50 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     }
   };
 
+  /**
+   * Handles request-check signals: different cards in parallel, one card's requests in arrival
+   * order (they merge into one priority item). A request rejected for good (bad data, unknown
+   * input: the activity says non-retryable and has audited it) is dropped with a log line and is
+   * no failure of the loop; any other failure keeps it and the card's later ones, in order, for
+   * the next tick.
+   */
+  const handleSignals = async (signals: readonly RequestCheckInput[]): Promise<void> => {
+    const byCard = new Map<string, RequestCheckInput[]>();
+    for (const request of signals) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);
+    const requeued: RequestCheckInput[] = [];
+    await Promise.all(
+      [...byCard.values()].map(async (requests) => {
+        for (const [index, request] of requests.entries()) {
+          try {
+            const result = await control.requestCheck({ carrierId: args.carrierId, request, fromSignal: true });
+            // With the patch the claim already ran: the next one takes the card without waiting out the tick.
+            if (claimsFirst && result.requested > 0) wakeEarly = true;
+          } catch (error) {
+            if (isPermanent(error)) {
+              log.warn('dropping a request-check signal rejected for good', { cardId: request.cardId, error: String(error) });
+              continue;
+            }
+            failures.record('requestCheck', error, { backoff: false });
+            requeued.push(...requests.slice(index));
+            return;
+          }
+        }
+      }),
+    );
+    // Ahead of the signals still queued: they are older, and a card's later requests may be among those.
+    retrySignals.unshift(...requeued);
+  };
+  /** Starts the next batch of signals (the oldest first, at most maxSignalsPerTick) unless one is under way. */
+  const startSignalWork = (): void => {
+    if (signalWork !== undefined || drainingSince !== undefined) return;
+    const batch = retrySignals.splice(0, maxSignalsPerTick);
+    batch.push(...pendingSignals.splice(0, maxSignalsPerTick - batch.length));
+    if (batch.length === 0) return;
+    signalWork = handleSignals(batch).finally(() => {
+      signalWork = undefined;
+    });
+  };
+
   // Continue-as-new in two phases. `drainingSince`: the history is large enough; rounds go on, but
   // their runs are started by the claim activity (no new children), until the children already
   // started have completed (bounded by CHILD_DRAIN_MAX_MS). `closing`: the last step. Accepted
@@ -265,28 +326,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
 
   for (;;) {
     const tickStart = Date.now();
-    // A tick handles the signals queued when it starts, no more, so a steady stream of signals
-    // cannot keep the loop from claiming or from continuing-as-new. Different cards in parallel,
-    // one card's requests in arrival order (they merge into one priority item).
-    const byCard = new Map<string, RequestCheckInput[]>();
-    const signals = [...retrySignals.splice(0, retrySignals.length), ...pendingSignals.splice(0, pendingSignals.length)];
-    for (const request of signals) byCard.set(request.cardId, [...(byCard.get(request.cardId) ?? []), request]);
-    await Promise.all(
-      [...byCard.values()].map(async (requests) => {
-        for (const [index, request] of requests.entries()) {
-          try {
-            await control.requestCheck({ carrierId: args.carrierId, request });
-          } catch (error) {
-            failures.record('requestCheck', error, { backoff: false });
-            // Rejected for good (e.g. the card is unknown): dropped like an invalid signal.
-            if (isPermanent(error)) continue;
-            // Otherwise this one and the card's later ones wait for the next tick, still in order.
-            retrySignals.push(...requests.slice(index));
-            return;
-          }
-        }
-      }),
-    );
+    // Before the patch: the signals queued when the tick starts, all of them, before the claim.
+    if (!claimsFirst) await handleSignals([...retrySignals.splice(0, retrySignals.length), ...pendingSignals.splice(0, pendingSignals.length)]);
     if (!paused) {
       rounds += 1;
       const now = Date.now();
@@ -354,6 +395,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
         };
       }
     }
+    // With the patch: after the claim, beside the loop (the next round does not wait for it).
+    if (claimsFirst) startSignalWork();
     await releaseFailedStarts();
     if (!paused && rounds % PRIORITY_RETRY_EVERY_ROUNDS === 0) {
       try {
@@ -370,8 +413,10 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       drainingSince = Date.now();
     }
     const childrenDone = childrenOpen === 0 && startsInFlight === 0;
+    // (Always true in a run without the claim-first patch: it handles its signals inside the tick.)
+    const signalsSettled = signalWork === undefined;
     // A run of the previous release continues as new at once, as it did then.
-    if (drainingSince !== undefined && (!drainsChildren || childrenDone || Date.now() - drainingSince >= CHILD_DRAIN_MAX_MS)) {
+    if (signalsSettled && drainingSince !== undefined && (!drainsChildren || childrenDone || Date.now() - drainingSince >= CHILD_DRAIN_MAX_MS)) {
       if (drainsChildren && !childrenDone) log.warn('continuing as new with children still running', { childrenOpen, startsInFlight });
       // Let child starts and running update handlers (request-checks) complete first, accepting no
       // new update meanwhile (see `closing`); queued signals travel along as input.
@@ -391,7 +436,20 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     // Wake early when a request-check signal arrives, so the priority lane is served within the tick.
     // After a failure the next tick waits longer (backoff up to 30 s), and a new signal does not cut it short.
     const waitMs = failures.backoffMs() ?? Math.max(1, tickMs - (Date.now() - tickStart));
-    await condition(() => (pendingSignals.length > 0 && failures.backoffMs() === undefined) || wakeEarly, waitMs);
+    if (claimsFirst) {
+      // A new signal is taken up at once, beside the loop, when no batch is under way; the loop
+      // itself wakes early only when a request put a card in the priority lane (the next claim takes it).
+      const waitUntil = Date.now() + waitMs;
+      for (;;) {
+        const left = waitUntil - Date.now();
+        if (left <= 0) break;
+        const signalled = () => signalWork === undefined && drainingSince === undefined && pendingSignals.length > 0 && failures.backoffMs() === undefined;
+        if (!(await condition(() => wakeEarly || signalled(), left)) || wakeEarly) break;
+        startSignalWork();
+      }
+    } else {
+      await condition(() => (pendingSignals.length > 0 && failures.backoffMs() === undefined) || wakeEarly, waitMs);
+    }
     wakeEarly = false;
   }
 }

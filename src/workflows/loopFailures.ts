@@ -37,22 +37,29 @@ export function loopFailures(loop: string, instance: string, baseMs: number): Lo
   const counter = metricMeter.createCounter('cardpoller_loop_activity_failures', 'failures', 'Failed activities of the control loops (retried with backoff)');
   let last: LoopFailure | undefined;
   let failing = false;
+  // Failures of the loop's own step in a row: only they lengthen the backoff (others, such as a
+  // signal's request-check, are reported in `last` but must not push the loop's next wait to 30 s).
+  let backoffStreak = 0;
   return {
     record(activity, error, options = {}) {
       const consecutive = (last?.consecutive ?? 0) + 1;
       last = { activity, message: messageOf(error), at: new Date(Date.now()).toISOString(), consecutive };
-      if (options.backoff ?? true) failing = true;
+      if (options.backoff ?? true) {
+        failing = true;
+        backoffStreak += 1;
+      }
       counter.add(1, { loop, ...account, activity });
       log.warn(`${loop} ${instance}: ${activity} failed; retrying with backoff`, { consecutive, error: last.message });
     },
     succeeded() {
       if (!failing || !last) return;
       failing = false;
+      backoffStreak = 0;
       last = { ...last, consecutive: 0 };
     },
     backoffMs() {
       if (!failing || !last) return undefined;
-      return Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(last.consecutive, 10));
+      return Math.min(MAX_BACKOFF_MS, baseMs * 2 ** Math.min(backoffStreak, 10));
     },
     view() {
       return last === undefined ? {} : { lastFailure: last };

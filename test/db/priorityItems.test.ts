@@ -2,7 +2,14 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { listAudit } from '../../src/db/audit.js';
 import { insertCards } from '../../src/db/cards.js';
-import { claimPriorityItem, completePriorityItem, failPriorityItem, findActivePriorityItem, requestPriorityItem } from '../../src/db/priorityItems.js';
+import {
+  claimPriorityItem,
+  completePriorityItem,
+  failPriorityItem,
+  findActivePriorityItem,
+  listDuePriorityRetries,
+  requestPriorityItem,
+} from '../../src/db/priorityItems.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
 import { DomainError } from '../../src/domain/errors.js';
 import type { PriorityItem } from '../../src/domain/priorityItem.js';
@@ -125,4 +132,29 @@ test('priority item: a processing item whose lease expired is taken over; on the
   if (exhausted.status === 'exhausted') assert.equal(exhausted.item.status, 'failed');
   const actions = (await listAudit(db.pool, 'polling_priority_item', item.id)).map((a) => a.action);
   assert.deepEqual(actions, ['created', 'claimed', 'taken_over', 'failed']);
+});
+
+test('priority item: a merge into a pending item due for retry clears its next run (the merge requests it now)', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(260), carrierId: carrier.id })]);
+  const cardId = card!.id;
+  const { item } = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'ops', source: 'api' });
+  await claimPriorityItem(db.pool, { cardId, token: 'r1', leaseMs: 60_000 });
+  const retry = await failPriorityItem(db.pool, {
+    itemId: item.id,
+    token: 'r1',
+    reason: 'gateway timeout',
+    retryable: true,
+    nextRunAt: new Date(Date.now() - 1000),
+  });
+  assert.equal(retry?.status, 'pending');
+  assert.deepEqual(
+    (await listDuePriorityRetries(db.pool, carrier.id)).map((due) => due.id),
+    [item.id],
+  );
+  // The scheduler's sweep (and any other trigger) requests the item again through a merge.
+  const merged = await requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'carrierScheduler', source: 'priority-retry' });
+  assert.equal(merged.merged, true);
+  assert.equal(merged.item.nextRunAt, null, 'the merged item is requested now: no retry is due any more');
+  assert.deepEqual(await listDuePriorityRetries(db.pool, carrier.id), [], 'the next sweep does not request it again');
 });
