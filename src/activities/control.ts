@@ -29,7 +29,7 @@ import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
 import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
-import { RequestCheckInvalid } from '../common/requestCheckValidation.js';
+import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../common/requestCheckValidation.js';
 import { describeFailure, sqlState } from '../ingest/failures.js';
 
 /** Request-check and mode switch live in services shared with the API; activities only call them. */
@@ -100,9 +100,6 @@ export function dueHorizon(lookaheadMs: number, leaseMs: number, shortestInterva
   return Math.max(0, Math.floor(Math.min(lookaheadMs, ...bounds)));
 }
 
-/** Failure type of a request-check rejected for good; retrying the same request cannot help. */
-export const REQUEST_CHECK_REJECTED = 'request_check_rejected';
-
 /**
  * A request-check no retry can fix: our validation or domain rules refused it, or PostgreSQL
  * refused its data (class 22, data exception: e.g. 22003, an id beyond bigint). Anything else —
@@ -112,6 +109,12 @@ export const REQUEST_CHECK_REJECTED = 'request_check_rejected';
 export function isRejectedRequestCheck(error: unknown): boolean {
   if (isDomainError(error)) return error.code !== 'conflict';
   return error instanceof RequestCheckInvalid || sqlState(error)?.startsWith('22') === true;
+}
+
+function rejectionDetails(error: unknown): RequestCheckRejection {
+  if (isDomainError(error)) return { code: error.code === 'not_found' ? 'not_found' : 'invalid', ...(error.field === undefined ? {} : { field: error.field }) };
+  if (error instanceof RequestCheckInvalid) return { code: 'invalid', field: error.field };
+  return { code: 'invalid' };
 }
 
 /** This activity's attempt number; 1 outside an activity (direct calls in tests). */
@@ -256,6 +259,8 @@ export function createControlActivities(deps: ControlActivityDeps) {
           message: reason,
           type: REQUEST_CHECK_REJECTED,
           nonRetryable: true,
+          // What the API answers its caller with (src/api/errors.ts): the rejection's code and field.
+          details: [rejectionDetails(error)],
           cause: error instanceof Error ? error : undefined,
         });
       }

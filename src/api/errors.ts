@@ -7,7 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainErrorCode } from '../domain/errors.js';
 import { shown } from '../domain/validate.js';
 import { ID_PATTERN, ID_RULE } from '../common/ids.js';
-import { RequestCheckInvalid } from '../common/requestCheckValidation.js';
+import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../common/requestCheckValidation.js';
 import { tryAgain } from './tryAgain.js';
 
 export type ApiErrorCode = DomainErrorCode | 'unauthorized' | 'unavailable' | 'payload_too_large' | 'unsupported_media_type' | 'internal';
@@ -116,6 +116,22 @@ const FASTIFY_CLIENT_ERRORS: Readonly<Record<string, { status: number; code: Api
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'invalid', field: 'content-length' },
 };
 
+/**
+ * A request-check the scheduler's activity rejected for good (the failure the update ends with
+ * carries it as its cause, an ApplicationFailure of type request_check_rejected): the caller's
+ * input was wrong, whatever the API's own validation let through.
+ */
+function rejectedRequestCheck(error: unknown): (RequestCheckRejection & { message: string }) | undefined {
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+    const failure = cause as Error & { type?: unknown; details?: unknown };
+    if (failure.type !== REQUEST_CHECK_REJECTED) continue;
+    const [details] = Array.isArray(failure.details) ? (failure.details as Partial<RequestCheckRejection>[]) : [];
+    const code = details?.code === 'not_found' ? 'not_found' : 'invalid';
+    return { code, message: failure.message, ...(typeof details?.field === 'string' ? { field: details.field } : {}) };
+  }
+  return undefined;
+}
+
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error.validation) return reply.status(400).send(validationBody(error, request));
   if (error instanceof ApiError) {
@@ -124,6 +140,8 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   }
   if (isDomainError(error)) return reply.status(STATUS_OF[error.code]).send(errorBody(error.code, error.message, error.field));
   if (error instanceof RequestCheckInvalid) return reply.status(400).send(errorBody('invalid', error.message, error.field));
+  const rejection = rejectedRequestCheck(error);
+  if (rejection) return reply.status(STATUS_OF[rejection.code]).send(errorBody(rejection.code, rejection.message, rejection.field));
   const known = FASTIFY_CLIENT_ERRORS[error.code];
   if (known) return reply.status(known.status).send(errorBody(known.code, error.message, known.field));
   if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {

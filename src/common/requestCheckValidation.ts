@@ -16,6 +16,15 @@ export class RequestCheckInvalid extends Error {
   }
 }
 
+/** Failure type of a request-check the scheduler's activity rejected for good; retrying the same request cannot help. */
+export const REQUEST_CHECK_REJECTED = 'request_check_rejected';
+
+/** The code and field of such a rejection, carried in the failure's details for the API's answer. */
+export interface RequestCheckRejection {
+  readonly code: 'invalid' | 'not_found';
+  readonly field?: string;
+}
+
 export const MAX_CONFIRM_DELAYS = 20;
 export const MAX_CONFIRM_DELAY_SEC = 3600;
 /** The longest cooldown a priority item stores (src/db/priorityItems.ts refuses more). */

@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Fastify, { type FastifyInstance } from 'fastify';
 import {
+  ActivityFailure,
   ApplicationFailure,
   ServiceError,
   WorkflowNotFoundError,
@@ -14,6 +15,8 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
 import { SCHEDULER_CONTINUING_AS_NEW } from '../../src/common/orchestration.js';
+import { RetryState } from '@temporalio/common';
+import { REQUEST_CHECK_REJECTED } from '../../src/common/requestCheckValidation.js';
 import { handleError } from '../../src/api/errors.js';
 import { requireRunning } from '../../src/api/workflowCalls.js';
 
@@ -63,6 +66,22 @@ before(async () => {
       throw new WorkflowNotFoundError('workflow not found', 'polling-control', undefined);
     }),
   );
+  // The scheduler's requestCheck update failed because its activity rejected the request for good
+  // (non-retryable, with the rejection's code and field as details): not a server fault.
+  app.get<{ Params: { code: string } }>('/rejected/:code', async (request) =>
+    requireRunning('the scheduler of carrier account 1', async () => {
+      const rejection = ApplicationFailure.create({
+        message: 'cooldownMs must be at most 86400000, got 86400001',
+        type: REQUEST_CHECK_REJECTED,
+        nonRetryable: true,
+        details: [{ code: request.params.code, field: 'cooldownMs' }],
+      });
+      throw new WorkflowUpdateFailedError(
+        'Workflow Update failed',
+        new ActivityFailure('Activity task failed', 'requestCheck', '7', RetryState.NON_RETRYABLE_FAILURE, 'worker', rejection),
+      );
+    }),
+  );
   app.get('/bug', async () => {
     throw new TypeError('undefined is not a function');
   });
@@ -84,4 +103,17 @@ test('a real bug is still a 500 without a Retry-After', async () => {
   const response = await app.inject({ method: 'GET', url: '/bug' });
   assert.equal(response.statusCode, 500);
   assert.equal(response.headers['retry-after'], undefined);
+});
+
+test('a request-check the scheduler rejected for good answers 4xx naming the field, not 500', async () => {
+  for (const [code, status] of [
+    ['invalid', 400],
+    ['not_found', 404],
+  ] as const) {
+    const response = await app.inject({ method: 'GET', url: `/rejected/${code}` });
+    assert.equal(response.statusCode, status, `${code}: ${response.body}`);
+    const { error } = response.json<{ error: { code: string; field?: string; message: string } }>();
+    assert.deepEqual([error.code, error.field], [code, 'cooldownMs']);
+    assert.match(error.message, /cooldownMs must be at most/);
+  }
 });
