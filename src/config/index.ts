@@ -160,6 +160,14 @@ const schema = z.object({
    * repairs what differs (metric cardpoller_lifecycle_repairs_total).
    */
   LIFECYCLE_RECONCILE_INTERVAL_MS: positiveInt.default(300_000),
+  /**
+   * A card's finish while Redis is away (src/workflows/finishRetry.ts): after its 20 quick attempts
+   * it is retried from CARD_FINISH_RETRY_INITIAL_MS, doubling up to CARD_FINISH_RETRY_MAX_INTERVAL_MS,
+   * for CARD_FINISH_RETRY_TIMEOUT_MS; then the run's records are written without it.
+   */
+  CARD_FINISH_RETRY_INITIAL_MS: positiveInt.default(200),
+  CARD_FINISH_RETRY_MAX_INTERVAL_MS: positiveInt.default(60_000),
+  CARD_FINISH_RETRY_TIMEOUT_MS: positiveInt.default(86_400_000),
 });
 
 export type Config = z.infer<typeof schema>;

@@ -1,5 +1,5 @@
 /**
- * Card lifecycle (docs/design.md, "Card lifecycle"): each event writes PostgreSQL and, in the same
+ * Card lifecycle (docs/design.md §10.1): each event writes PostgreSQL and, in the same
  * transaction, its rows of the lifecycle outbox (the (card, account) pairs whose Redis keys it
  * changes); after the commit it applies them to Redis itself and deletes them. When Redis fails
  * or the process dies in between, the rows stay and the outbox relay (src/lifecycle/outboxRelay.ts)
