@@ -23,7 +23,7 @@ import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities, RecordExecutionInput } from '../activities/ingest.js';
 import { isGatewayCheckType, type CheckType } from '../common/checkTypes.js';
 import type { CardBookkeeping } from './bookkeepingGate.js';
-import { FINISH_LASTING_PATCH, firstFinishRetry, retryLasting } from './finishRetry.js';
+import { FINISH_LASTING_PATCH, firstFinishRetry, isNonRetryable, retryLasting } from './finishRetry.js';
 import {
   type CardCheckInput,
   type ExecutionOutcome,
@@ -222,7 +222,7 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
     // Redis away for longer than the short policy. A history recorded before failed here.
     if (!patched(FINISH_LASTING_PATCH)) throw error;
     // A batch's gate has already tried its lasting policy (src/workflows/bookkeepingGate.ts).
-    const lasting = context.bookkeeping ? undefined : await finishLasting(context.summary, plan.finishRetry, finishInput);
+    const lasting = context.bookkeeping || isNonRetryable(error) ? undefined : await finishLasting(context.summary, plan.finishRetry, finishInput);
     if (lasting === undefined) {
       // The finish could not land: the steps' results are recorded all the same; the lease ran
       // out, so whoever owns the card by then claims it again.

@@ -8,7 +8,7 @@
  * PostgreSQL without limit either way (src/workflows/cardExecution.ts).
  */
 import type { RetryPolicy } from '@temporalio/common';
-import { sleep } from '@temporalio/workflow';
+import { ApplicationFailure, sleep } from '@temporalio/workflow';
 import type { FinishRetrySettings } from '../common/orchestration.js';
 
 /**
@@ -47,8 +47,17 @@ export async function retryLasting<T>(attempt: () => Promise<T>, settings: Finis
     delay = Math.min(delay * 2, Math.max(initialIntervalMs, maximumIntervalMs));
     try {
       return await attempt();
-    } catch {
-      // Still away: wait longer.
+    } catch (error) {
+      // A refusal is not an outage: waiting longer cannot help.
+      if (isNonRetryable(error)) return undefined;
     }
   }
+}
+
+/** The activity failed with an error marked non-retryable (not Redis being away). */
+export function isNonRetryable(error: unknown): boolean {
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+    if (cause instanceof ApplicationFailure && cause.nonRetryable) return true;
+  }
+  return false;
 }
