@@ -123,9 +123,11 @@ async function reconcileCarrier(pass: Pass, batchSize: number, extendLock: () =>
     await extendLock();
   }
   for await (const members of laneMembers(deps.redis, deps.namespace, carrierId, batchSize)) {
-    const strays = members.filter((cardId) => !seen.has(cardId));
+    const strays = [...new Set(members.filter((cardId) => !seen.has(cardId)))];
     pass.checked += strays.length;
     if (strays.length === 0) continue;
+    // A card in both lanes (never by the scripts) is looked at once.
+    for (const cardId of strays) seen.add(cardId);
     const current = await cardsById(deps.pool, strays);
     // A card created under this account after its page was read is not a stray.
     const candidates = strays.flatMap((cardId): Candidate[] => {
