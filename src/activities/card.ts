@@ -13,7 +13,8 @@ import { BoundedCache } from '../runtime/boundedCache.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
+import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
+import { DEFAULT_FINISH_RETRY } from '../workflows/finishRetry.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { dueTypes } from '../common/schedule.js';
 import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from '../domain/finishPlan.js';
@@ -39,6 +40,8 @@ export interface CardActivityDeps {
   readonly rememberedCards?: BoundedCache<string, RememberedCard>;
   /** Where the outage's two lines go (stderr by default). */
   readonly log?: (line: string) => void;
+  /** How runs retry their finish while Redis is away (handed to them in the plan). */
+  readonly finishRetry?: FinishRetrySettings;
 }
 
 /**
@@ -119,6 +122,14 @@ export function createCardActivities(deps: CardActivityDeps) {
   const random = deps.random ?? Math.random;
   const remembered = deps.rememberedCards ?? new BoundedCache<string, RememberedCard>(REMEMBERED_CARDS);
   const log = deps.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const custom = deps.finishRetry;
+  const finishRetry =
+    custom &&
+    (custom.initialIntervalMs !== DEFAULT_FINISH_RETRY.initialIntervalMs ||
+      custom.maximumIntervalMs !== DEFAULT_FINISH_RETRY.maximumIntervalMs ||
+      custom.timeoutMs !== DEFAULT_FINISH_RETRY.timeoutMs)
+      ? custom
+      : undefined;
   // One line when executions start running from remembered rows, one when PostgreSQL answers again.
   let fallingBack = false;
 
@@ -216,6 +227,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         intervalsMs: intervalsMs(intervals),
         ingestMode: await deps.reference.ingestMode(),
         gatewaySteps: deps.gatewaySteps ?? 'local',
+        // Only settings other than the defaults travel (every run's plan is in its history).
+        ...(finishRetry ? { finishRetry } : {}),
         ...(priorityItemId === undefined ? {} : { priorityItemId }),
       };
     },

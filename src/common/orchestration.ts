@@ -213,6 +213,16 @@ export interface ExecutionPlanRun {
    */
   readonly ingestMode: 'sync' | 'async';
   readonly gatewaySteps: GatewayStepPlacement;
+  /** How the finish is retried when Redis is away (configuration CARD_FINISH_RETRY_*); defaults when absent. */
+  readonly finishRetry?: FinishRetrySettings;
+}
+
+/** The lasting retry of a card's finish (src/workflows/finishRetry.ts). */
+export interface FinishRetrySettings {
+  readonly initialIntervalMs: number;
+  readonly maximumIntervalMs: number;
+  /** Schedule-to-close of the lasting retry: past it the run's records are written without the finish. */
+  readonly timeoutMs: number;
 }
 
 export type ExecutionPlan =

@@ -198,6 +198,30 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Folder for service data (database files, Redis AOF), relative to the project root. */
   DATA_DIR: nonEmpty.default('.data'),
+  /**
+   * Lifecycle outbox (src/lifecycle/outboxRelay.ts): how long the relay leaves an event's rows to
+   * the event's own writer, how often each control-worker process looks for rows to apply, how many
+   * it takes at once, and the longest wait between two attempts of a failing row (the backoff
+   * doubles from LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS up to it).
+   */
+  LIFECYCLE_OUTBOX_GRACE_MS: positiveInt.default(5000),
+  LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  LIFECYCLE_OUTBOX_BATCH_SIZE: positiveInt.default(1000),
+  LIFECYCLE_OUTBOX_RETRY_MAX_MS: positiveInt.default(60_000),
+  /**
+   * Period of the lifecycle reconcile (src/lifecycle/reconcile.ts): one control-worker process at
+   * a time (a Redis lock) compares every account's polled cards in PostgreSQL with its lanes and
+   * repairs what differs (metric cardpoller_lifecycle_repairs_total).
+   */
+  LIFECYCLE_RECONCILE_INTERVAL_MS: positiveInt.default(300_000),
+  /**
+   * A card's finish while Redis is away (src/workflows/finishRetry.ts): after its 20 quick attempts
+   * it is retried from CARD_FINISH_RETRY_INITIAL_MS, doubling up to CARD_FINISH_RETRY_MAX_INTERVAL_MS,
+   * for CARD_FINISH_RETRY_TIMEOUT_MS; then the run's records are written without it.
+   */
+  CARD_FINISH_RETRY_INITIAL_MS: positiveInt.default(200),
+  CARD_FINISH_RETRY_MAX_INTERVAL_MS: positiveInt.default(60_000),
+  CARD_FINISH_RETRY_TIMEOUT_MS: positiveInt.default(86_400_000),
 });
 
 export type Config = z.infer<typeof schema>;

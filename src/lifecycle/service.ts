@@ -1,9 +1,12 @@
 /**
- * Card lifecycle (DESIGN §7, §8; seed 002): each event writes PostgreSQL first and then, in
- * carrier mode, brings the account's Redis structures in line. PostgreSQL first because a crash
- * between the two then leaves Redis stale in the safe direction (a rebuild or the next event
- * repairs it), never a card that PostgreSQL polls but nobody will ever re-add.
- * In legacy mode only PostgreSQL changes (another system polls).
+ * Card lifecycle (docs/design.md §10.1): each event writes PostgreSQL and, in the same
+ * transaction, its rows of the lifecycle outbox (the (card, account) pairs whose Redis keys it
+ * changes); after the commit it applies them to Redis itself and deletes them. When Redis fails
+ * or the process dies in between, the rows stay and the outbox relay (src/lifecycle/outboxRelay.ts)
+ * applies them until they succeed: no event leaves a polled card out of every lane, or a card
+ * moved between accounts in neither. The caller's answer does not wait for a Redis that is away:
+ * the change is durable once committed. In legacy mode only PostgreSQL changes (another system
+ * polls); the rows are then dropped, the switch to carrier mode rebuilds Redis.
  */
 import type pg from 'pg';
 import { existingIccids, findCards, insertCards, deleteCard as deleteCardRow, setCardCarrier, setCardPolling, updateStatuses } from '../db/cards.js';
@@ -15,18 +18,37 @@ import { isCardStatus } from '../domain/card.js';
 import { normaliseCard, rejectionOf, type CardRow, type Rejection } from '../domain/cardInput.js';
 import { DomainError } from '../domain/errors.js';
 import { requireBoolean, requireId } from '../domain/validate.js';
-import { initialDues } from './jitter.js';
-import { loadPollingContext, type PollingContext } from './pollingContext.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { applyRefs, type ApplyDeps } from './apply.js';
+import { deleteOutboxRows, insertOutboxRows, type OutboxRef } from './outboxRows.js';
+import { loadPollingContext } from './pollingContext.js';
 import type { LifecycleStore } from './queueStore.js';
-import type { UpsertInput } from '../redis/carrierQueueStore.js';
+
+/** How long the relay leaves an event's rows to the event's own writer before taking them. */
+export const DEFAULT_OUTBOX_GRACE_MS = 5000;
 
 export interface LifecycleDeps {
   readonly pool: pg.Pool;
   readonly store: LifecycleStore;
+  /** Reads the due times a card keeps across an event. */
+  readonly redis: RedisConnection;
+  /** Key namespace the store uses (empty in production). */
+  readonly namespace?: string;
   /** Clock in ms; tests pass a fixed one. */
   readonly now?: () => number;
   /** [0, 1) source for the initial jitter. */
   readonly random?: () => number;
+  /** @default {@link DEFAULT_OUTBOX_GRACE_MS} */
+  readonly outboxGraceMs?: number;
+  /** Where an event that reached PostgreSQL but not Redis is reported (its rows stay for the relay). */
+  readonly log?: (line: string) => void;
+}
+
+/** What one event wrote: the caller's result, the pairs it changes, and the cards as written (when known). */
+interface Written<T> {
+  readonly result: T;
+  readonly refs: readonly OutboxRef[];
+  readonly cards?: readonly ScopedCard[];
 }
 
 export interface BatchCreateResult {
@@ -36,15 +58,22 @@ export interface BatchCreateResult {
 
 export class LifecycleService {
   private readonly pool: pg.Pool;
-  private readonly store: LifecycleStore;
-  private readonly now: (() => number) | undefined;
-  private readonly random: () => number;
+  private readonly applyDeps: ApplyDeps;
+  private readonly graceMs: number;
+  private readonly log: (line: string) => void;
 
   constructor(deps: LifecycleDeps) {
     this.pool = deps.pool;
-    this.store = deps.store;
-    this.now = deps.now;
-    this.random = deps.random ?? Math.random;
+    this.applyDeps = {
+      pool: deps.pool,
+      store: deps.store,
+      redis: deps.redis,
+      namespace: deps.namespace ?? '',
+      ...(deps.now ? { now: deps.now } : {}),
+      ...(deps.random ? { random: deps.random } : {}),
+    };
+    this.graceMs = deps.outboxGraceMs ?? DEFAULT_OUTBOX_GRACE_MS;
+    this.log = deps.log ?? ((line) => void process.stderr.write(`${line}\n`));
   }
 
   /** One card; bad input throws DomainError naming the field (nothing written). */
@@ -75,7 +104,7 @@ export class LifecycleService {
     });
     if (valid.length === 0) return { created: [], rejected };
 
-    const created = await withTransaction(this.pool, async (client) => {
+    const created = await this.event(async (client) => {
       // Existence checks for the whole batch: three statements, not three per row.
       const iccids = await existingIccids(
         client,
@@ -102,10 +131,9 @@ export class LifecycleService {
       for (const { row, card } of accepted) {
         if (!insertedIccids.has(card.iccid)) rejected.push({ row, code: 'conflict', field: 'iccid', reason: `iccid ${card.iccid} already exists` });
       }
-      return cards;
+      return { result: cards, refs: ownRefs(cards), cards };
     });
     rejected.sort((a, b) => a.row - b.row);
-    await this.sync(created);
     return { created, rejected };
   }
 
@@ -126,38 +154,43 @@ export class LifecycleService {
       if (!isCardStatus(change.status)) throw DomainError.invalid(`changes[${index}].status`, `${String(change.status)} is not a card status`);
     });
     if (changes.length === 0) return [];
-    const cards = await updateStatuses(this.pool, changes);
-    await this.sync(cards);
-    return cards;
+    return this.event(async (client) => {
+      const cards = await updateStatuses(client, changes);
+      return { result: cards, refs: ownRefs(cards), cards };
+    });
   }
 
   /** Deletes the card; returns false when it did not exist. */
   async deleteCard(cardId: string): Promise<boolean> {
-    const card = await deleteCardRow(this.pool, cardId);
-    if (!card) return false;
-    const context = await loadPollingContext(this.pool);
-    if (context.mode === 'carrier') await this.store.remove(card.carrierId, card.id);
-    return true;
+    return this.event(async (client) => {
+      const card = await deleteCardRow(client, cardId);
+      // Gone from PostgreSQL: no card to read, so the pair's target is "not polled" (removed).
+      return card ? { result: true, refs: [{ cardId: card.id, carrierId: card.carrierId }], cards: [] } : { result: false, refs: [] };
+    });
   }
 
   async enablePolling(cardId: string): Promise<ScopedCard> {
-    const card = await setCardPolling(this.pool, cardId, true);
-    await this.sync([card]);
-    return card;
+    return this.setPolling(cardId, true);
   }
 
   async disablePolling(cardId: string): Promise<ScopedCard> {
-    const card = await setCardPolling(this.pool, cardId, false);
-    await this.sync([card]);
-    return card;
+    return this.setPolling(cardId, false);
+  }
+
+  private setPolling(cardId: string, enabled: boolean): Promise<ScopedCard> {
+    return this.event(async (client) => {
+      const card = await setCardPolling(client, cardId, enabled);
+      return { result: card, refs: ownRefs([card]), cards: [card] };
+    });
   }
 
   /** Device switch: every bound non-standalone card follows (one statement, one pipeline). */
   async setDevicePolling(deviceId: string, enabled: boolean): Promise<ScopedCard[]> {
     requireBoolean(enabled, 'enabled');
-    const cards = await setDevicePollingRow(this.pool, deviceId, enabled);
-    await this.sync(cards);
-    return cards;
+    return this.event(async (client) => {
+      const cards = await setDevicePollingRow(client, deviceId, enabled);
+      return { result: cards, refs: ownRefs(cards), cards };
+    });
   }
 
   /**
@@ -165,39 +198,47 @@ export class LifecycleService {
    * under the new one (briefly in neither, never in both — DESIGN §3).
    */
   async changeCarrier(cardId: string, carrierId: string): Promise<ScopedCard> {
-    const { card, previousCarrierId } = await mappedCarrier(() => setCardCarrier(this.pool, cardId, carrierId));
-    const context = await loadPollingContext(this.pool);
-    if (context.mode !== 'carrier') return card;
-    if (previousCarrierId !== card.carrierId) await this.store.remove(previousCarrierId, card.id);
-    await this.store.upsertMany([this.upsertFor(card, context, this.now ? this.now() : await this.store.clockNow())]);
-    return card;
+    return this.event(async (client) => {
+      const { card, previousCarrierId } = await mappedCarrier(() => setCardCarrier(client, cardId, carrierId));
+      // Both accounts' keys follow: the old one loses the card, the new one gains it.
+      return { result: card, refs: [{ cardId: card.id, carrierId: previousCarrierId }, ...ownRefs([card])], cards: [card] };
+    });
   }
 
   /** Re-derives Redis state of the given cards from PostgreSQL (e.g. after a polling config change). */
   async resync(cardIds: readonly string[]): Promise<ScopedCard[]> {
-    const cards = await findCards(
-      this.pool,
-      cardIds.map((id, index) => requireId(id, `cardIds[${index}]`)),
-    );
-    await this.sync(cards);
-    return cards;
+    const ids = cardIds.map((id, index) => requireId(id, `cardIds[${index}]`));
+    return this.event(async (client) => {
+      const cards = await findCards(client, ids);
+      return { result: cards, refs: ownRefs(cards), cards };
+    });
   }
 
-  /** Polled cards with intervals are upserted with jittered dues; the rest are removed (empty dues). */
-  private async sync(cards: readonly ScopedCard[]): Promise<void> {
-    if (cards.length === 0) return;
-    const context = await loadPollingContext(this.pool);
-    if (context.mode !== 'carrier') return;
-    // Due times on the store's clock (Redis TIME), not this host's.
-    const now = this.now ? this.now() : await this.store.clockNow();
-    await this.store.upsertMany(cards.map((card) => this.upsertFor(card, context, now)));
+  /**
+   * One event: its PostgreSQL write and outbox rows in one transaction, then the rows applied and
+   * deleted. A failure after the commit is logged, not thrown: the change is durable, the rows
+   * stay, and the relay applies them.
+   */
+  private async event<T>(write: (client: pg.PoolClient) => Promise<Written<T>>): Promise<T> {
+    const { written, rowIds } = await withTransaction(this.pool, async (client) => {
+      const result = await write(client);
+      return { written: result, rowIds: await insertOutboxRows(client, result.refs, this.graceMs) };
+    });
+    if (written.refs.length === 0) return written.result;
+    try {
+      const context = await loadPollingContext(this.pool);
+      const cards = written.cards ? new Map(written.cards.map((card) => [card.id, card])) : undefined;
+      if (await applyRefs(this.applyDeps, context, written.refs, cards)) await deleteOutboxRows(this.pool, rowIds);
+    } catch (error) {
+      this.log(`lifecycle: ${written.refs.length} card(s) changed in PostgreSQL but not yet in Redis (the outbox relay applies them): ${String(error)}`);
+    }
+    return written.result;
   }
+}
 
-  private upsertFor(card: ScopedCard, context: PollingContext, now: number): UpsertInput {
-    const intervals = card.polled ? context.intervals.resolve(card) : {};
-    // Empty dues = "no types": the store's upsert removes the card from both lanes.
-    return { carrierId: card.carrierId, cardId: card.id, now, dues: initialDues(intervals, now, this.random) };
-  }
+/** Each card's pair under the account it belongs to now. */
+function ownRefs(cards: readonly ScopedCard[]): OutboxRef[] {
+  return cards.map((card) => ({ cardId: card.id, carrierId: card.carrierId }));
 }
 
 /** An unknown target account surfaces as the FK violation; name the field. */

@@ -42,7 +42,14 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
   const { deps } = input;
   const namespace = input.namespace ?? deps.config.REDIS_KEY_PREFIX;
   const { pool, store } = deps;
-  const lifecycle = new LifecycleService({ pool, store });
+  const lifecycle = new LifecycleService({
+    pool,
+    store,
+    redis: deps.redis,
+    namespace,
+    outboxGraceMs: deps.config.LIFECYCLE_OUTBOX_GRACE_MS,
+    log: (line) => deps.logger.warn({ component: 'lifecycle' }, line),
+  });
   const marker = globalKeys(namespace).rebuiltMarker;
 
   const requests: RequestChecker = {

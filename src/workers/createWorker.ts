@@ -138,6 +138,11 @@ function cardWorkerActivities(setup: WorkerSetup) {
     priority: setup.services.priority,
     metrics: deps.metrics,
     gatewaySteps: config.GATEWAY_STEPS,
+    finishRetry: {
+      initialIntervalMs: config.CARD_FINISH_RETRY_INITIAL_MS,
+      maximumIntervalMs: config.CARD_FINISH_RETRY_MAX_INTERVAL_MS,
+      timeoutMs: config.CARD_FINISH_RETRY_TIMEOUT_MS,
+    },
   });
   const ingest = createIngestActivities({
     pool: deps.pool,

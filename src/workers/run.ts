@@ -15,6 +15,8 @@ import { loadProcessBundle } from './workflowBundle.js';
 import { workerHealth } from './health.js';
 import { keepPollingControlRunning } from './keepPollingControl.js';
 import { taskQueues } from '../config/index.js';
+import { keepLifecycleConverged } from '../lifecycle/convergenceLoop.js';
+import { createLifecycleMetrics } from '../lifecycle/metrics.js';
 
 export interface RunningWorkerSet {
   readonly workers: readonly Worker[];
@@ -92,6 +94,22 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
         log: (line) => logger.warn({ component: 'keepPollingControl' }, line),
       })
     : undefined;
+  // ... and keeps Redis following the cards' lifecycle: the outbox relay and the periodic reconcile.
+  if (kinds.includes('control')) {
+    const convergence = keepLifecycleConverged({
+      deps: { pool: deps.pool, store: deps.store, redis: deps.redis, namespace: config.REDIS_KEY_PREFIX },
+      metrics: createLifecycleMetrics(deps.registry, deps.pool),
+      relayIntervalMs: config.LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS,
+      reconcileIntervalMs: config.LIFECYCLE_RECONCILE_INTERVAL_MS,
+      relay: {
+        batchSize: config.LIFECYCLE_OUTBOX_BATCH_SIZE,
+        retryBaseMs: config.LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS,
+        retryMaxMs: config.LIFECYCLE_OUTBOX_RETRY_MAX_MS,
+      },
+      log: (line) => logger.warn({ component: 'lifecycle' }, line),
+    });
+    deps.beforeClose(() => convergence.stop());
+  }
   const done = Promise.allSettled(workers.map((worker) => worker.run())).then(async (results) => {
     keeper?.stop();
     await connection.close();

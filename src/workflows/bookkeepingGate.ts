@@ -10,7 +10,9 @@
  * What it delays: a card that finishes its steps early waits for the others' steps before its
  * finish is sent — at most the account's total timeout, well inside the lease.
  */
-import { proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyLocalActivities } from '@temporalio/workflow';
+import type { FinishRetrySettings } from '../common/orchestration.js';
+import { FINISH_LASTING_PATCH, firstFinishRetry, retryLasting } from './finishRetry.js';
 import type {
   BookkeepingActivities,
   BookkeepingBatchActivities,
@@ -27,6 +29,12 @@ const FLUSH_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, maximumI
 /** Flushes of records only retry without limit, as a card's record does: waiting for PostgreSQL holds no claim. */
 const RECORD_FLUSH_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
 const RECORD_KINDS: ReadonlySet<BookkeepingKind> = new Set(['recordExecution', 'enqueueRecord']);
+
+/** The finish retry settings of a flush's finishes (undefined: their defaults), or null when it carries none. */
+function finishRetrySettings(flush: readonly Waiting[]): FinishRetrySettings | undefined | null {
+  for (const { call } of flush) if (call.kind === 'finishExecution') return call.input.plan.finishRetry;
+  return null;
+}
 /** Longest summary line: the Web UI shows one line per event. */
 const SUMMARY_MAX_CHARS = 200;
 
@@ -80,23 +88,35 @@ export class BookkeepingGate {
     const recordsOnly = flush.every((w) => RECORD_KINDS.has(w.call.kind));
     const kinds = [...new Set(flush.map((w) => w.call.kind))].join(', ');
     const summary = `${kinds}: card${flush.length > 1 ? 's' : ''} ${flush.map((w) => w.cardId).join(', ')}`;
+    // A flush carrying finishes retries as a card's own finish does (src/workflows/finishRetry.ts).
+    const finishRetry = finishRetrySettings(flush);
+    const retry = recordsOnly ? RECORD_FLUSH_RETRY : finishRetry === null ? FLUSH_RETRY : { ...FLUSH_RETRY, ...firstFinishRetry(finishRetry) };
     const activities = proxyLocalActivities<BookkeepingBatchActivities>({
       startToCloseTimeout: '1 minute',
       localRetryThreshold: '10 s',
-      retry: recordsOnly ? RECORD_FLUSH_RETRY : FLUSH_RETRY,
+      retry,
       summary: summary.length > SUMMARY_MAX_CHARS ? `${summary.slice(0, SUMMARY_MAX_CHARS - 1)}…` : summary,
     });
-    void activities.cardBookkeepingBatch(flush.map((w) => w.call)).then(
-      (settled: BookkeepingSettled[]) => {
-        for (const [index, waiting] of flush.entries()) {
-          const outcome = settled[index];
-          if (outcome?.ok) waiting.resolve(outcome.value);
-          else waiting.reject(new Error(outcome ? outcome.message : 'no result for this call in the flush'));
-        }
-      },
-      (error: unknown) => {
-        for (const waiting of flush) waiting.reject(error instanceof Error ? error : new Error(String(error)));
+    const calls = flush.map((w) => w.call);
+    void activities.cardBookkeepingBatch(calls).then(
+      (settled) => settle(flush, settled),
+      async (error: unknown) => {
+        // Finishes that failed the short policy (Redis away longer) are tried again under the
+        // lasting one before their cards hear of it; a history recorded before failed them here.
+        const lasting =
+          finishRetry !== null && patched(FINISH_LASTING_PATCH) ? await retryLasting(() => activities.cardBookkeepingBatch(calls), finishRetry) : undefined;
+        if (lasting !== undefined) settle(flush, lasting);
+        else for (const waiting of flush) waiting.reject(error instanceof Error ? error : new Error(String(error)));
       },
     );
+  }
+}
+
+/** Each call's outcome to the card that made it. */
+function settle(flush: readonly Waiting[], settled: readonly BookkeepingSettled[]): void {
+  for (const [index, waiting] of flush.entries()) {
+    const outcome = settled[index];
+    if (outcome?.ok) waiting.resolve(outcome.value);
+    else waiting.reject(new Error(outcome ? outcome.message : 'no result for this call in the flush'));
   }
 }

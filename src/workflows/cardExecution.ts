@@ -13,18 +13,22 @@ import {
   ActivityFailure,
   ApplicationFailure,
   proxyActivities,
+  patched,
   proxyLocalActivities,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { RetryPolicy } from '@temporalio/common';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities, RecordExecutionInput } from '../activities/ingest.js';
 import { isGatewayCheckType, type CheckType } from '../common/checkTypes.js';
 import type { CardBookkeeping } from './bookkeepingGate.js';
+import { FINISH_LASTING_PATCH, firstFinishRetry, isNonRetryable, retryLasting } from './finishRetry.js';
 import {
   type CardCheckInput,
   type ExecutionOutcome,
   type ExecutionPlanRun,
+  type FinishRetrySettings,
   type StepResult,
   type TaskQueueNames,
   typeFinishesOf,
@@ -98,6 +102,21 @@ function recordWriters(summary: string | undefined): Pick<IngestActivities, 'rec
     retry: RECORD_RETRY,
     ...summarized(summary),
   });
+}
+
+/** A card's own finish with the given retry (the short one: the same commands as the rest of its bookkeeping). */
+function ownFinish(summary: string | undefined, retry: RetryPolicy): Pick<CardActivities, 'finishExecution'> {
+  return proxyLocalActivities<CardActivities>({ startToCloseTimeout: '10 s', localRetryThreshold: '2 s', retry, ...summarized(summary) });
+}
+
+/** The finish retried by the lasting policy; undefined when even that gave up. */
+function finishLasting(
+  summary: string | undefined,
+  settings: FinishRetrySettings | undefined,
+  input: Parameters<CardActivities['finishExecution']>[0],
+): Promise<Awaited<ReturnType<CardActivities['finishExecution']>> | undefined> {
+  const finish = ownFinish(summary, firstFinishRetry(settings));
+  return retryLasting(() => finish.finishExecution(input), settings);
 }
 
 /** A card's own local activities for its bookkeeping (cardCheck; each a marker of its own). */
@@ -178,7 +197,14 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
     // The claim is someone else's now, but the steps that finished still count: what they learned
     // (ok:t, which request-check cooldowns read; failure streaks) goes through finish's stale path,
     // which releases nothing and moves no due later; the record keeps their observations.
-    const completed = ran.results.length > 0 ? await card.finishExecution({ ...finishInput, leaseLost: true }) : undefined;
+    const completed =
+      ran.results.length > 0
+        ? await card.finishExecution({ ...finishInput, leaseLost: true }).catch((error: unknown) => {
+            // Redis away: the record still lands, without what finish would have added to it.
+            if (!patched(FINISH_LASTING_PATCH)) throw error;
+            return undefined;
+          })
+        : undefined;
     await records[plan.ingestMode]({
       ...finishInput,
       results: completed?.results ?? [],
@@ -189,7 +215,22 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
     return { outcome: 'lease_lost', types: plan.types };
   }
 
-  const finished = await card.finishExecution(finishInput);
+  let finished: Awaited<ReturnType<CardBookkeeping['finishExecution']>>;
+  try {
+    finished = await (context.bookkeeping ?? ownFinish(context.summary, firstFinishRetry(plan.finishRetry))).finishExecution(finishInput);
+  } catch (error) {
+    // Redis away for longer than the short policy. A history recorded before failed here.
+    if (!patched(FINISH_LASTING_PATCH)) throw error;
+    // A batch's gate has already tried its lasting policy (src/workflows/bookkeepingGate.ts).
+    const lasting = context.bookkeeping || isNonRetryable(error) ? undefined : await finishLasting(context.summary, plan.finishRetry, finishInput);
+    if (lasting === undefined) {
+      // The finish could not land: the steps' results are recorded all the same; the lease ran
+      // out, so whoever owns the card by then claims it again.
+      await records[plan.ingestMode]({ ...finishInput, results: ran.results, outcome: 'lease_lost', owned: false, typeFinishes: [] });
+      return { outcome: 'lease_lost', types: plan.types };
+    }
+    finished = lasting;
+  }
   // typeFinishesOf: a result recorded in this run's history before the rename names them `failCounts`.
   // Durable records (observations, execution, alerts, priority item): written by this worker in
   // sync ingest mode, handed to the ingest stream in async mode.

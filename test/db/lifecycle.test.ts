@@ -26,7 +26,7 @@ before(async () => {
   db = await createTestDb('lifecycle');
   redis = await createTestRedis('lifecycle');
   store = new CarrierQueueStore(redis.redis, redis.namespace);
-  service = new LifecycleService({ pool: db.pool, store, now: () => NOW });
+  service = new LifecycleService({ pool: db.pool, store, redis: redis.redis, namespace: redis.namespace, now: () => NOW });
   carrier = await makeCarrier(db.pool);
   other = await makeCarrier(db.pool);
   // Only active cards are polled: card_status every 10 min, carddata hourly.
@@ -157,7 +157,7 @@ function countingStore(inner: CarrierQueueStore): { store: LifecycleStore; calls
 test('lifecycle: batch create and status change of 10 000 cards use a constant number of statements and one pipeline', async () => {
   const N = 10_000;
   const counting = countingStore(store);
-  const batchService = new LifecycleService({ pool: db.pool, store: counting.store, now: () => NOW });
+  const batchService = new LifecycleService({ pool: db.pool, store: counting.store, redis: redis.redis, namespace: redis.namespace, now: () => NOW });
   const inputs = Array.from({ length: N }, (_, i) => ({ iccid: iccid(1_000_000 + i), carrierId: other.id }));
 
   let t0 = performance.now();
@@ -176,7 +176,8 @@ test('lifecycle: batch create and status change of 10 000 cards use a constant n
   const statusMs = performance.now() - t0;
   assert.equal(changed.result.length, N);
   assert.equal(counting.calls() - createCalls, 1, 'one pipeline for the status change');
-  assert.ok(changed.statements <= 3, `status change used ${changed.statements} statements`);
+  // BEGIN, UPDATE, outbox rows, COMMIT, polling context, the re-read after the Redis write, the rows' delete.
+  assert.ok(changed.statements <= 7, `status change used ${changed.statements} statements`);
   assert.equal((await store.depths(other.id)).normal, 0, 'suspended cards left polling');
 
   process.stdout.write(

@@ -29,7 +29,7 @@ before(async () => {
   store = new CarrierQueueStore(redis.redis, redis.namespace);
   carriers = [await makeCarrier(db.pool), await makeCarrier(db.pool)];
   await createPollingConfig(db.pool, { name: 'all', intervalsSec: { card_status: 600, carddata: 3600 } });
-  const service = new LifecycleService({ pool: db.pool, store, now: () => NOW });
+  const service = new LifecycleService({ pool: db.pool, store, redis: redis.redis, namespace: redis.namespace, now: () => NOW });
   const created = await service.createCards(
     Array.from({ length: 700 }, (_, i) => ({ iccid: iccid(5000 + i), carrierId: carriers[i % 2]!.id, enablePolling: i % 7 !== 0 })),
   );
@@ -128,7 +128,7 @@ test('rebuild: a second rebuild while one holds the lock is refused; legacy mode
 
 test('rebuild beside live lifecycle traffic: cards enabled, moved in or created while it runs stay polled; cards disabled or moved out leave', async () => {
   const [home, other] = [await makeCarrier(db.pool), await makeCarrier(db.pool)];
-  const live = new LifecycleService({ pool: db.pool, store, now: () => NOW });
+  const live = new LifecycleService({ pool: db.pool, store, redis: redis.redis, namespace: redis.namespace, now: () => NOW });
   const { created } = await live.createCards(
     Array.from({ length: 240 }, (_, i) => ({ iccid: iccid(9000 + i), carrierId: (i % 2 === 0 ? home : other).id, enablePolling: i % 6 !== 0 })),
   );

@@ -1,0 +1,136 @@
+/**
+ * Brings the Redis keys of (card, account) pairs in line with PostgreSQL — the one write path of
+ * lifecycle events, the outbox relay and the reconcile (docs/design.md §10.1).
+ *
+ * What is written is derived from the card as PostgreSQL has it, never carried along: applying a
+ * pair twice, late or out of order writes the same thing. Writers race (the event's own writer,
+ * the relay, the reconcile, a second event on the same card), so every write is checked against
+ * PostgreSQL *after* it is made: a writer whose write landed last then sees any change committed
+ * before it and writes again. A change committed after that check has its own outbox rows and
+ * writer. Removals go before upserts, so a card moved between accounts is briefly in neither,
+ * never in both.
+ */
+import type pg from 'pg';
+import { findCards } from '../db/cards.js';
+import type { ScopedCard } from '../domain/card.js';
+import type { IntervalResolver, Intervals } from '../domain/pollingConfig.js';
+import type { RedisConnection } from '../redis/connection.js';
+import type { UpsertInput } from '../redis/carrierQueueStore.js';
+import { initialDues } from './jitter.js';
+import type { PollingContext } from './pollingContext.js';
+import type { OutboxRef } from './outboxRows.js';
+import { readDuesMany, type Dues, type LifecycleStore } from './queueStore.js';
+import type { CheckType } from '../common/checkTypes.js';
+
+export interface ApplyDeps {
+  readonly pool: pg.Pool;
+  readonly store: LifecycleStore;
+  /** For reading the due times a card keeps (the store reads one card per round trip). */
+  readonly redis: RedisConnection;
+  readonly namespace: string;
+  /** "Now" on the store's clock; the store's own when absent. */
+  readonly now?: () => number;
+  /** [0, 1) source for the jitter of new types. */
+  readonly random?: () => number;
+}
+
+/** Writes and re-checks before the pairs are left to the next attempt (a card changing that fast is rare). */
+export const MAX_APPLY_ROUNDS = 3;
+const CARD_ID = /^[1-9][0-9]{0,18}$/;
+
+/** The card's intervals when PostgreSQL polls it under this account (at least one type), else null (= not in this account's Redis). */
+export function pollingIntervals(card: ScopedCard | undefined, carrierId: string, intervals: IntervalResolver): Intervals | null {
+  if (!card || card.carrierId !== carrierId || !card.polled) return null;
+  const resolved = intervals.resolve(card);
+  return Object.keys(resolved).length > 0 ? resolved : null;
+}
+
+/** Cards by id as PostgreSQL has them now; ids that are not card ids (or gone) are absent. */
+export async function cardsById(pool: pg.Pool, cardIds: readonly string[]): Promise<Map<string, ScopedCard>> {
+  const ids = [...new Set(cardIds)].filter((cardId) => CARD_ID.test(cardId));
+  if (ids.length === 0) return new Map();
+  return new Map((await findCards(pool, ids)).map((card) => [card.id, card]));
+}
+
+/** What a pair's keys must hold: the polled types, or nothing. Equal targets = nothing to write again. */
+function target(cards: ReadonlyMap<string, ScopedCard>, ref: OutboxRef, intervals: IntervalResolver): string {
+  const resolved = pollingIntervals(cards.get(ref.cardId), ref.carrierId, intervals);
+  return resolved === null ? '' : Object.keys(resolved).sort().join(',');
+}
+
+function uniqueRefs(refs: readonly OutboxRef[]): OutboxRef[] {
+  const seen = new Map<string, OutboxRef>();
+  for (const ref of refs) seen.set(`${ref.carrierId}/${ref.cardId}`, { cardId: ref.cardId, carrierId: ref.carrierId });
+  return [...seen.values()];
+}
+
+/**
+ * Applies the pairs; true when Redis matched PostgreSQL as read after the last write (false: the
+ * cards kept changing, the caller leaves the pairs to a later attempt). `cards`: PostgreSQL's view
+ * the caller already holds (a write's RETURNING), saving the first read. Throws when Redis fails.
+ */
+export async function applyRefs(
+  deps: ApplyDeps,
+  context: PollingContext,
+  refs: readonly OutboxRef[],
+  cards?: ReadonlyMap<string, ScopedCard>,
+): Promise<boolean> {
+  // In legacy mode another system polls; the switch to carrier mode rebuilds Redis from PostgreSQL.
+  if (context.mode !== 'carrier' || refs.length === 0) return true;
+  const pairs = uniqueRefs(refs);
+  const cardIds = pairs.map((ref) => ref.cardId);
+  let current = cards ?? (await cardsById(deps.pool, cardIds));
+  for (let round = 0; round < MAX_APPLY_ROUNDS; round += 1) {
+    await write(deps, context.intervals, pairs, current);
+    const after = await cardsById(deps.pool, cardIds);
+    if (pairs.every((ref) => target(current, ref, context.intervals) === target(after, ref, context.intervals))) return true;
+    current = after;
+  }
+  return false;
+}
+
+async function write(deps: ApplyDeps, intervals: IntervalResolver, pairs: readonly OutboxRef[], cards: ReadonlyMap<string, ScopedCard>): Promise<void> {
+  const removals: OutboxRef[] = [];
+  const upserts: { ref: OutboxRef; intervals: Intervals }[] = [];
+  for (const ref of pairs) {
+    const resolved = pollingIntervals(cards.get(ref.cardId), ref.carrierId, intervals);
+    if (resolved === null) removals.push(ref);
+    else upserts.push({ ref, intervals: resolved });
+  }
+  if (removals.length > 0) await deps.store.removeMany(removals);
+  if (upserts.length === 0) return;
+  // Due times on the store's clock (Redis TIME), not this host's.
+  const now = deps.now ? deps.now() : await deps.store.clockNow();
+  const random = deps.random ?? Math.random;
+  const byCarrier = new Map<string, string[]>();
+  for (const { ref } of upserts) {
+    const ids = byCarrier.get(ref.carrierId);
+    if (ids) ids.push(ref.cardId);
+    else byCarrier.set(ref.carrierId, [ref.cardId]);
+  }
+  const kept = new Map(
+    await Promise.all([...byCarrier].map(async ([carrierId, ids]) => [carrierId, await readDuesMany(deps.redis, deps.namespace, carrierId, ids)] as const)),
+  );
+  // A type the card keeps keeps its due time (the card's phase); only a new type is jittered.
+  const inputs: UpsertInput[] = upserts.map(({ ref, intervals: resolved }) => ({
+    carrierId: ref.carrierId,
+    cardId: ref.cardId,
+    now,
+    dues: initialDues(resolved, now, random, keptWithin(kept.get(ref.carrierId)?.get(ref.cardId) ?? {}, resolved, now)),
+  }));
+  await deps.store.upsertMany(inputs);
+}
+
+/**
+ * The kept due times, none later than one (new) interval from now: a status whose interval for a
+ * type is shorter must not wait out the longer one first. Same interval = unchanged (phase kept).
+ */
+function keptWithin(kept: Dues, intervals: Intervals, now: number): Dues {
+  const result: Dues = {};
+  for (const type of Object.keys(kept) as CheckType[]) {
+    const due = kept[type];
+    const interval = intervals[type];
+    if (due !== undefined && interval !== undefined) result[type] = Math.min(due, now + interval * 1000);
+  }
+  return result;
+}
