@@ -200,13 +200,14 @@ const schema = z.object({
   DATA_DIR: nonEmpty.default('.data'),
   /**
    * Lifecycle outbox (src/lifecycle/outboxRelay.ts): how long the relay leaves an event's rows to
-   * the event's own writer, how often each control-worker process looks for rows to apply, how many
-   * it takes at once, and the longest wait between two attempts of a failing row (the backoff
-   * doubles from LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS up to it).
+   * the event's own writer (it applies them right after its commit) before taking them over.
    */
   LIFECYCLE_OUTBOX_GRACE_MS: positiveInt.default(5000),
+  /** How often each control-worker process looks for lifecycle outbox rows to apply; a failing row's backoff starts here and doubles. */
   LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  /** Lifecycle outbox rows the relay takes at once. */
   LIFECYCLE_OUTBOX_BATCH_SIZE: positiveInt.default(1000),
+  /** Longest wait between two attempts of a lifecycle outbox row that keeps failing (Redis away). */
   LIFECYCLE_OUTBOX_RETRY_MAX_MS: positiveInt.default(60_000),
   /**
    * Period of the lifecycle reconcile (src/lifecycle/reconcile.ts): one control-worker process at
@@ -216,11 +217,15 @@ const schema = z.object({
   LIFECYCLE_RECONCILE_INTERVAL_MS: positiveInt.default(300_000),
   /**
    * A card's finish while Redis is away (src/workflows/finishRetry.ts): after its 20 quick attempts
-   * it is retried from CARD_FINISH_RETRY_INITIAL_MS, doubling up to CARD_FINISH_RETRY_MAX_INTERVAL_MS,
-   * for CARD_FINISH_RETRY_TIMEOUT_MS; then the run's records are written without it.
+   * it is retried from this wait, doubling up to CARD_FINISH_RETRY_MAX_INTERVAL_MS.
    */
   CARD_FINISH_RETRY_INITIAL_MS: positiveInt.default(200),
+  /** Longest wait between two attempts of a card's finish while Redis is away. */
   CARD_FINISH_RETRY_MAX_INTERVAL_MS: positiveInt.default(60_000),
+  /**
+   * How long a card's finish is retried while Redis is away (a day: as long as the run's records may
+   * still land); then the records are written without it (outcome lease_lost).
+   */
   CARD_FINISH_RETRY_TIMEOUT_MS: positiveInt.default(86_400_000),
 });
 
