@@ -11,7 +11,8 @@
  *   service made to refuse that card); a failure streak (the claim fails round after round: Redis
  *   made to fail in the workers' store); a request-check signal whose activity keeps failing
  *   (PostgreSQL made to fail in the workers' request service) carried over continue-as-new, and the
- *   run that applies it; completed cardCheck runs of both lanes.
+ *   run that applies it; completed cardCheck runs of both lanes. And, on a stack of its own with
+ *   a scheduler started here (one signal at a time), request-check signals handled in batches.
  * - `cards` (no scheduler, claims made here): a cardCheck whose lease another claim takes during
  *   its first step, one whose steps the carrier rate-limits (deferred), and two whose finish fails
  *   more than 20 times (the workers' store made to fail it, retry intervals shortened by
@@ -37,7 +38,8 @@ import type { FinishInput } from '../src/redis/carrierQueueStore.js';
 import { ensurePollingControl, requestCheck, setMode } from '../src/polling/temporalControl.js';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/common/orchestration.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
-import { requestCheckSignal, setModeSignal } from '../src/workflows/messages.js';
+import { requestCheckSignal, schedulerStatusQuery, setModeSignal } from '../src/workflows/messages.js';
+import type { CarrierSchedulerArgs } from '../src/workflows/carrierScheduler.js';
 import type { CardCheckArgs } from '../src/workflows/cardCheck.js';
 import type { CardBatchArgs } from '../src/workflows/cardBatch.js';
 
@@ -52,8 +54,6 @@ const CONTROL_MAX_HISTORY_EVENTS = 120;
 const FINISH_RETRY_CONFIG = { CARD_FINISH_RETRY_INITIAL_MS: 10, CARD_FINISH_RETRY_MAX_INTERVAL_MS: 50, CARD_FINISH_RETRY_TIMEOUT_MS: 4000 };
 /** Finish failures of the card whose finish lands: past the short policy's 20 and two more lasting attempts. */
 const FINISH_FAILURES = 50;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Waits for a closed run among those `query` lists whose history is the path, and saves it as
@@ -180,10 +180,23 @@ async function recordLoops(): Promise<void> {
     if (!audit.some((row) => row.action === 'request_check_dropped')) throw new Error(`the rejected signal was not audited: ${JSON.stringify(audit)}`);
     faults.rejectedCardId = undefined;
 
-    // A failure streak: the claim fails for long enough to back off twice (a failed round takes
-    // its local retries, about 3 s, then waits 2 s, then 4 s).
+    // A failure streak: the claim fails until one run has backed off twice (a failed round takes
+    // its local retries, about 3 s, then waits 2 s, then 4 s). Counted in the run that answers the
+    // query: a streak cut by a rollover starts again from one in the next run.
     faults.claim = true;
-    await sleep(9_000);
+    await waitFor(
+      'two failed claim rounds in a row in one run',
+      async () => {
+        // (A query meeting the run as it continues as new is asked again.)
+        const status = await stack.client.workflow
+          .getHandle(schedulerId)
+          .query(schedulerStatusQuery)
+          .catch(() => undefined);
+        return status?.lastFailure?.activity === 'claimRound' && status.lastFailure.consecutive >= 2;
+      },
+      60_000,
+      200,
+    );
     faults.claim = false;
     await recordPath(stack.client, 'carrierScheduler-failure-streak', scheduler);
 
@@ -203,6 +216,43 @@ async function recordLoops(): Promise<void> {
     await stack.close();
     await Promise.allSettled(started.runs);
     await started.connection.close();
+  }
+}
+
+/**
+ * Request-check signals beside the loop in bounded batches: a scheduler started here (no
+ * pollingControl, so its arguments are this script's) handling at most one signal at a time, sent
+ * three at once: the others stay pending while claim rounds go on.
+ */
+async function recordSignalBatches(): Promise<void> {
+  const stack = await createStack('record-signals');
+  try {
+    const account = await seedAccount(stack, {
+      name: 'sig1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 3,
+      intervalsSec: { card_status: 600 },
+    });
+    await stack.startWorkers();
+    const workflowId = schedulerWorkflowId(account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
+    const args: CarrierSchedulerArgs = {
+      carrierId: account.carrier.id,
+      taskQueues: stack.taskQueues,
+      workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX,
+      maxHistoryEvents: SCHEDULER_MAX_HISTORY_EVENTS,
+      maxSignalsPerTick: 1,
+    };
+    const scheduler = await stack.client.workflow.start('carrierScheduler', { workflowId, taskQueue: stack.taskQueues.control, args: [args] });
+    await waitFor('the first claim rounds', async () => ((await scheduler.query(schedulerStatusQuery)).rounds >= 2 ? true : undefined), 30_000, 200);
+    await Promise.all(
+      account.cards.map((card) =>
+        scheduler.signal(requestCheckSignal, { cardId: card.id, types: ['card_status'], lane: 'priority', cooldownMs: 0, actor: 'recordHistories' }),
+      ),
+    );
+    await recordPath(stack.client, 'carrierScheduler-signal-batches', `WorkflowId = "${workflowId}"`);
+  } finally {
+    await stack.close();
   }
 }
 
@@ -400,7 +450,10 @@ async function recordBatchFinishOutage(): Promise<void> {
 const groups = new Set(process.argv.slice(2).flatMap((arg) => (arg === 'card' ? ['loops', 'cards'] : [arg])));
 const all = groups.size === 0;
 for (const group of groups) if (!['loops', 'cards', 'batch'].includes(group)) throw new Error(`unknown group ${group}: card, loops, cards or batch`);
-if (all || groups.has('loops')) await recordLoops();
+if (all || groups.has('loops')) {
+  await recordLoops();
+  await recordSignalBatches();
+}
 if (all || groups.has('cards')) await recordCards();
 if (all || groups.has('batch')) {
   await recordBatch();

@@ -521,6 +521,43 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
       return problems;
     },
   },
+  'carrierScheduler-signal-batches': {
+    workflowType: 'carrierScheduler',
+    description:
+      'A scheduler run handling request-check signals beside the loop, at most maxSignalsPerTick at a time: signals sent together wait, pending, for the batch under way while claim rounds go on.',
+    check(view) {
+      const problems: string[] = [];
+      schedulerBasics(view, problems);
+      schedulerRelease(view, problems, 'claim-first');
+      const bound = Number(field(view.input, 'maxSignalsPerTick') ?? 0);
+      need(problems, bound >= 1, 'a batch bound in the input');
+      const fromSignals = requestChecks(view).filter((a) => field(a.input, 'fromSignal') === true);
+      need(problems, fromSignals.length > bound, `more signals than one batch takes (${fromSignals.length} for a bound of ${bound})`);
+      need(
+        problems,
+        fromSignals.every((a) => a.closed?.type === 'ACTIVITY_TASK_COMPLETED'),
+        'every request applied',
+      );
+      // At no point more of them under way than the bound.
+      const underWay = (eventIndex: number): number =>
+        fromSignals.filter((a) => a.eventIndex <= eventIndex && (a.closed?.eventIndex ?? Number.POSITIVE_INFINITY) > eventIndex).length;
+      need(
+        problems,
+        fromSignals.every((a) => underWay(a.eventIndex) <= bound),
+        `at most ${bound} under way at once`,
+      );
+      const signalled = view.events.flatMap((e, eventIndex) => (e.workflowExecutionSignaledEventAttributes?.signalName === 'requestCheck' ? [eventIndex] : []));
+      const firstClosed = fromSignals[0]?.closed?.eventIndex ?? 0;
+      need(problems, signalled.filter((i) => i < firstClosed).length > bound, 'signals pending while the first batch was under way');
+      const claims = successfulClaims(view);
+      need(
+        problems,
+        fromSignals.slice(1).every((a, i) => claims.some((m) => m.eventIndex > (fromSignals[i]?.eventIndex ?? 0) && m.eventIndex < a.eventIndex)),
+        'a claim round between one batch and the next',
+      );
+      return problems;
+    },
+  },
   'carrierScheduler-failure-streak': schedulerFailureStreak(
     'claim-first',
     'A scheduler run whose claim fails round after round (Redis unavailable): each failure backs the loop off longer (from two ticks: only its own step counts), until a claim succeeds again.',
