@@ -7,13 +7,18 @@
  * - `loops` (CARD_RUN_SHAPE=card, short histories so runs roll over within seconds): pollingControl
  *   reconciling to its continue-as-new, and switching mode (update and signal); a scheduler run
  *   draining its children at continue-as-new; request-checks (update and signal) served from the
- *   priority lane; a failure streak (the claim fails round after round: Redis made to fail in the
- *   workers' store); a request-check signal whose activity keeps failing (PostgreSQL made to fail in
- *   the workers' request service) carried over continue-as-new, and the run that applies it;
- *   completed cardCheck runs of both lanes.
+ *   priority lane; a request-check signal the activity rejects for good (the workers' request
+ *   service made to refuse that card); a failure streak (the claim fails round after round: Redis
+ *   made to fail in the workers' store); a request-check signal whose activity keeps failing
+ *   (PostgreSQL made to fail in the workers' request service) carried over continue-as-new, and the
+ *   run that applies it; completed cardCheck runs of both lanes. And, on a stack of its own with
+ *   a scheduler started here (one signal at a time), request-check signals handled in batches.
  * - `cards` (no scheduler, claims made here): a cardCheck whose lease another claim takes during
- *   its first step, and one whose steps the carrier rate-limits (deferred).
- * - `batch` (CARD_RUN_SHAPE=batch): a cardBatch of several cards, one refused by the carrier.
+ *   its first step, one whose steps the carrier rate-limits (deferred), and two whose finish fails
+ *   more than 20 times (the workers' store made to fail it, retry intervals shortened by
+ *   configuration): one until it lands, one past the lasting bound (lease_lost).
+ * - `batch` (CARD_RUN_SHAPE=batch): a cardBatch of several cards, one refused by the carrier; and
+ *   one whose finish flush fails more than 20 times before it lands.
  *
  * Histories of earlier releases (`earlier-*.json`) are never re-recorded: they are what runs of
  * those releases hold. Run again (`npx tsx scripts/recordHistories.ts [card|loops|cards|batch]…`;
@@ -27,17 +32,28 @@ import { HistoryView, REPLAY_PATHS } from '../test/replay/paths.js';
 import { createStack, type Stack } from '../test/helpers/orchestration.js';
 import { startStackWorkers } from '../test/helpers/isolatedStack.js';
 import { seedAccount, waitFor } from '../test/helpers/seed.js';
+import { listAudit } from '../src/db/audit.js';
+import { DomainError } from '../src/domain/errors.js';
+import type { FinishInput } from '../src/redis/carrierQueueStore.js';
 import { ensurePollingControl, requestCheck, setMode } from '../src/polling/temporalControl.js';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/common/orchestration.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
-import { requestCheckSignal, setModeSignal } from '../src/workflows/messages.js';
+import { requestCheckSignal, schedulerStatusQuery, setModeSignal } from '../src/workflows/messages.js';
+import type { CarrierSchedulerArgs } from '../src/workflows/carrierScheduler.js';
 import type { CardCheckArgs } from '../src/workflows/cardCheck.js';
+import type { CardBatchArgs } from '../src/workflows/cardBatch.js';
 
 /** Small enough to roll over within seconds, large enough for several claim rounds. */
 const SCHEDULER_MAX_HISTORY_EVENTS = 150;
 const CONTROL_MAX_HISTORY_EVENTS = 120;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A finish's retry intervals shortened (the short policy's 20 attempts take about a second, each
+ * lasting wait 10 ms doubling to 50 ms, the lasting bound 4 s), so an outage longer than the short
+ * policy takes seconds; only a failing finish reads them.
+ */
+const FINISH_RETRY_CONFIG = { CARD_FINISH_RETRY_INITIAL_MS: 10, CARD_FINISH_RETRY_MAX_INTERVAL_MS: 50, CARD_FINISH_RETRY_TIMEOUT_MS: 4000 };
+/** Finish failures of the card whose finish lands: past the short policy's 20 and two more lasting attempts. */
+const FINISH_FAILURES = 50;
 
 /**
  * Waits for a closed run among those `query` lists whose history is the path, and saves it as
@@ -90,14 +106,36 @@ function withFault<T extends object>(target: T, method: keyof T, failing: () => 
   });
 }
 
+/**
+ * The store's finish fails while `failures(cardId)` is above the attempts made for the card so far
+ * (Infinity: Redis never back): an outage of Redis for the finish only, inside the workers.
+ */
+function failFinishes(stack: Stack, failures: (cardId: string) => number): void {
+  const attempts = new Map<string, number>();
+  const { store } = stack.deps;
+  const real = store.finishWithRecord.bind(store);
+  store.finishWithRecord = (input: FinishInput) => {
+    const attempt = (attempts.get(input.cardId) ?? 0) + 1;
+    attempts.set(input.cardId, attempt);
+    return attempt <= failures(input.cardId) ? Promise.reject(new Error('Redis unavailable (finish; injected by recordHistories)')) : real(input);
+  };
+}
+
 /** pollingControl, carrierScheduler and cardCheck paths: one stack in the card shape, faults switchable. */
 async function recordLoops(): Promise<void> {
   const stack = await createStack('record-loops');
-  const faults = { claim: false, requests: false };
+  const faults: { claim: boolean; requests: boolean; rejectedCardId?: string } = { claim: false, requests: false };
   const deps = { ...stack.deps, store: withFault(stack.deps.store, 'claim', () => faults.claim, 'Redis unavailable (injected by recordHistories)') };
+  const available = withFault(stack.services.requests, 'requestCheck', () => faults.requests, 'PostgreSQL unavailable (injected by recordHistories)');
   const services = {
     ...stack.services,
-    requests: withFault(stack.services.requests, 'requestCheck', () => faults.requests, 'PostgreSQL unavailable (injected by recordHistories)'),
+    requests: {
+      // The service refusing one card's request for good, as it refuses bad data (a DomainError).
+      requestCheck: (carrierId: string, request: Parameters<typeof available.requestCheck>[1]) =>
+        request.cardId === faults.rejectedCardId
+          ? Promise.reject(DomainError.invalid('cardId', `card ${request.cardId} refused (injected by recordHistories)`))
+          : available.requestCheck(carrierId, request),
+    },
   };
   const started = await startStackWorkers({ config: stack.config, deps, services, taskQueues: stack.taskQueues }, WORKER_KINDS);
   try {
@@ -108,8 +146,8 @@ async function recordLoops(): Promise<void> {
       cards: 4,
       intervalsSec: { card_status: 2, carddata: 4 },
     });
-    const [first, second, third] = account.cards;
-    if (!first || !second || !third) throw new Error('seeded fewer cards than asked');
+    const [first, second, third, fourth] = account.cards;
+    if (!first || !second || !third || !fourth) throw new Error('seeded fewer cards than asked');
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     const prefix = ref.workflowIdPrefix;
     await ensurePollingControl(ref, {
@@ -134,10 +172,31 @@ async function recordLoops(): Promise<void> {
     await recordPath(stack.client, 'carrierScheduler-request-check', scheduler);
     await recordPath(stack.client, 'cardCheck-priority', cards);
 
-    // A failure streak: the claim fails for long enough to back off twice (a failed round takes
-    // its local retries, about 3 s, then waits 2 s, then 4 s).
+    // A request-check signal the activity rejects for good: audited on its card, dropped by the run.
+    faults.rejectedCardId = fourth.id;
+    await stack.client.workflow.getHandle(schedulerId).signal(requestCheckSignal, request(fourth.id));
+    await recordPath(stack.client, 'carrierScheduler-request-check-rejected', scheduler);
+    const audit = await listAudit(stack.db.pool, 'iot_card', fourth.id);
+    if (!audit.some((row) => row.action === 'request_check_dropped')) throw new Error(`the rejected signal was not audited: ${JSON.stringify(audit)}`);
+    faults.rejectedCardId = undefined;
+
+    // A failure streak: the claim fails until one run has backed off twice (a failed round takes
+    // its local retries, about 3 s, then waits 2 s, then 4 s). Counted in the run that answers the
+    // query: a streak cut by a rollover starts again from one in the next run.
     faults.claim = true;
-    await sleep(9_000);
+    await waitFor(
+      'two failed claim rounds in a row in one run',
+      async () => {
+        // (A query meeting the run as it continues as new is asked again.)
+        const status = await stack.client.workflow
+          .getHandle(schedulerId)
+          .query(schedulerStatusQuery)
+          .catch(() => undefined);
+        return status?.lastFailure?.activity === 'claimRound' && status.lastFailure.consecutive >= 2;
+      },
+      60_000,
+      200,
+    );
     faults.claim = false;
     await recordPath(stack.client, 'carrierScheduler-failure-streak', scheduler);
 
@@ -157,6 +216,43 @@ async function recordLoops(): Promise<void> {
     await stack.close();
     await Promise.allSettled(started.runs);
     await started.connection.close();
+  }
+}
+
+/**
+ * Request-check signals beside the loop in bounded batches: a scheduler started here (no
+ * pollingControl, so its arguments are this script's) handling at most one signal at a time, sent
+ * three at once: the others stay pending while claim rounds go on.
+ */
+async function recordSignalBatches(): Promise<void> {
+  const stack = await createStack('record-signals');
+  try {
+    const account = await seedAccount(stack, {
+      name: 'sig1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 3,
+      intervalsSec: { card_status: 600 },
+    });
+    await stack.startWorkers();
+    const workflowId = schedulerWorkflowId(account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
+    const args: CarrierSchedulerArgs = {
+      carrierId: account.carrier.id,
+      taskQueues: stack.taskQueues,
+      workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX,
+      maxHistoryEvents: SCHEDULER_MAX_HISTORY_EVENTS,
+      maxSignalsPerTick: 1,
+    };
+    const scheduler = await stack.client.workflow.start('carrierScheduler', { workflowId, taskQueue: stack.taskQueues.control, args: [args] });
+    await waitFor('the first claim rounds', async () => ((await scheduler.query(schedulerStatusQuery)).rounds >= 2 ? true : undefined), 30_000, 200);
+    await Promise.all(
+      account.cards.map((card) =>
+        scheduler.signal(requestCheckSignal, { cardId: card.id, types: ['card_status'], lane: 'priority', cooldownMs: 0, actor: 'recordHistories' }),
+      ),
+    );
+    await recordPath(stack.client, 'carrierScheduler-signal-batches', `WorkflowId = "${workflowId}"`);
+  } finally {
+    await stack.close();
   }
 }
 
@@ -202,8 +298,11 @@ async function startClaimedCards(
 
 /** cardCheck paths that need a hand on the claim or the carrier: no scheduler, claims made here. */
 async function recordCards(): Promise<void> {
-  const stack = await createStack('record-cards');
+  const stack = await createStack('record-cards', { config: FINISH_RETRY_CONFIG });
   try {
+    // Finishes fail only for the cards put here (the finish outage below).
+    const finishFailures = new Map<string, number>();
+    failFinishes(stack, (cardId) => finishFailures.get(cardId) ?? 0);
     await stack.startWorkers(['card', 'ingest']);
     const cards = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}card-"`;
 
@@ -256,6 +355,21 @@ async function recordCards(): Promise<void> {
       ['card_status'],
     );
     await recordPath(stack.client, 'cardCheck-deferral', cards);
+
+    // Redis away for the finish: one card's finish fails FINISH_FAILURES times, the other's never lands.
+    const outage = await seedAccount(stack, {
+      name: 'outage3',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main' },
+      cards: 2,
+      intervalsSec: { card_status: 600 },
+    });
+    const [recovers, never] = outage.cards;
+    if (!recovers || !never) throw new Error('seeded fewer cards than asked');
+    finishFailures.set(recovers.id, FINISH_FAILURES).set(never.id, Number.POSITIVE_INFINITY);
+    await startClaimedCards(stack, outage.carrier.id, [recovers.id, never.id], 'outage.1', ['card_status']);
+    await recordPath(stack.client, 'cardCheck-finish-lasting', cards);
+    await recordPath(stack.client, 'cardCheck-finish-lease-lost', cards);
   } finally {
     await stack.close();
   }
@@ -289,9 +403,59 @@ async function recordBatch(): Promise<void> {
   }
 }
 
+/** A cardBatch whose finish flush fails more than 20 times: a stack without loops, its cards claimed here. */
+async function recordBatchFinishOutage(): Promise<void> {
+  // A flush attempt takes about 0.6 s (each card's call tried 3 times), so 20 of them take 12 s: a longer lasting bound.
+  const stack = await createStack('record-batch-finish', {
+    config: { CARD_RUN_SHAPE: 'batch', ...FINISH_RETRY_CONFIG, CARD_FINISH_RETRY_TIMEOUT_MS: 120_000 },
+  });
+  try {
+    const account = await seedAccount(stack, {
+      name: 'outage4',
+      qps: { main: 50 },
+      typeGroups: { card_status: 'main' },
+      cards: 2,
+      intervalsSec: { card_status: 600 },
+    });
+    const carrierId = account.carrier.id;
+    // A flush attempt calls each card's finish 3 times: the short policy's 20 attempts fail, the
+    // first lasting attempt's 20 too, and the second lands at its third attempt.
+    failFinishes(stack, () => (20 + 20 + 2) * 3);
+    await stack.startWorkers(['card', 'ingest']);
+    const dueAt = Date.now() - 1;
+    await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: dueAt } })));
+    const claim = await stack.deps.store.claim({
+      carrierId,
+      leaseMs: 60_000,
+      inflightLimit: 10,
+      priorityRatio: 0,
+      tokenPrefix: 'outage.2',
+      typeGroups: {},
+      countRealname: false,
+    });
+    const args: CardBatchArgs = {
+      carrierId,
+      cards: claim.claimed.map((c) => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority })),
+      fromPriority: false,
+      taskQueues: stack.taskQueues,
+    };
+    const workflowId = `${stack.config.WORKFLOW_ID_PREFIX}batch-outage`;
+    await stack.client.workflow.start('cardBatch', { workflowId, taskQueue: stack.taskQueues.card, args: [args] });
+    await recordPath(stack.client, 'cardBatch-finish-lasting', `WorkflowId = "${workflowId}"`);
+  } finally {
+    await stack.close();
+  }
+}
+
 const groups = new Set(process.argv.slice(2).flatMap((arg) => (arg === 'card' ? ['loops', 'cards'] : [arg])));
 const all = groups.size === 0;
 for (const group of groups) if (!['loops', 'cards', 'batch'].includes(group)) throw new Error(`unknown group ${group}: card, loops, cards or batch`);
-if (all || groups.has('loops')) await recordLoops();
+if (all || groups.has('loops')) {
+  await recordLoops();
+  await recordSignalBatches();
+}
 if (all || groups.has('cards')) await recordCards();
-if (all || groups.has('batch')) await recordBatch();
+if (all || groups.has('batch')) {
+  await recordBatch();
+  await recordBatchFinishOutage();
+}

@@ -17,6 +17,19 @@ export interface LocalActivityMarker {
   readonly activityType: string;
   readonly result: unknown;
   readonly failed: boolean;
+  /** Attempts the marker covers (a local activity's retries inside its local retry threshold). */
+  readonly attempt: number;
+}
+
+/** An activity task the run scheduled, and how it ended. */
+export interface ScheduledActivity {
+  readonly eventIndex: number;
+  readonly activityType: string;
+  readonly input: unknown;
+  readonly heartbeatTimeoutMs: number;
+  /** The attempt that closed it (its started event's), when it was started. */
+  readonly attempt?: number;
+  readonly closed?: { readonly eventIndex: number; readonly type: string; readonly failureType?: string; readonly nonRetryable?: boolean };
 }
 
 const decodeFirst = (payloads: Payloads | null | undefined): unknown => {
@@ -50,6 +63,57 @@ export class HistoryView {
   get continuedInput(): unknown {
     return decodeFirst(this.events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.input);
   }
+  /** Activity tasks in the order scheduled, each with its end (completed, failed, …) when the history has it. */
+  scheduledActivities(): ScheduledActivity[] {
+    const scheduled = new Map<number, ScheduledActivity>();
+    const order: number[] = [];
+    this.events.forEach((e, eventIndex) => {
+      const attributes = e.activityTaskScheduledEventAttributes;
+      if (attributes) {
+        const timeout = attributes.heartbeatTimeout;
+        scheduled.set(Number(e.eventId), {
+          eventIndex,
+          activityType: attributes.activityType?.name ?? '',
+          input: decodeFirst(attributes.input),
+          heartbeatTimeoutMs: Number(timeout?.seconds ?? 0) * 1000 + Math.round((timeout?.nanos ?? 0) / 1e6),
+        });
+        order.push(Number(e.eventId));
+        return;
+      }
+      const started = e.activityTaskStartedEventAttributes;
+      const ended =
+        e.activityTaskCompletedEventAttributes ??
+        e.activityTaskFailedEventAttributes ??
+        e.activityTaskTimedOutEventAttributes ??
+        e.activityTaskCanceledEventAttributes;
+      const id = Number((started ?? ended)?.scheduledEventId ?? 0);
+      const activity = scheduled.get(id);
+      if (!activity) return;
+      if (started) scheduled.set(id, { ...activity, attempt: started.attempt ?? 0 });
+      else {
+        const failure = e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo;
+        scheduled.set(id, {
+          ...activity,
+          closed: {
+            eventIndex,
+            type: eventTypeName(e),
+            ...(failure ? { failureType: failure.type ?? '', nonRetryable: failure.nonRetryable === true } : {}),
+          },
+        });
+      }
+    });
+    return order.flatMap((id) => {
+      const activity = scheduled.get(id);
+      return activity ? [activity] : [];
+    });
+  }
+  /** The search attributes each upsert set, by name (patched() sets TemporalChangeVersion). */
+  upserts(): string[][] {
+    return this.events.flatMap((e) => {
+      const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
+      return fields ? [Object.keys(fields)] : [];
+    });
+  }
   activities(): string[] {
     return this.events.flatMap((e) =>
       e.activityTaskScheduledEventAttributes?.activityType?.name ? [e.activityTaskScheduledEventAttributes.activityType.name] : [],
@@ -63,7 +127,15 @@ export class HistoryView {
       const marker = e.markerRecordedEventAttributes;
       if (marker?.markerName !== 'core_local_activity') return [];
       const data = decodeFirst(marker.details?.data);
-      return [{ eventIndex, activityType: String(field(data, 'activity_type')), result: decodeFirst(marker.details?.result), failed: Boolean(marker.failure) }];
+      return [
+        {
+          eventIndex,
+          activityType: String(field(data, 'activity_type')),
+          result: decodeFirst(marker.details?.result),
+          failed: Boolean(marker.failure),
+          attempt: Number(field(data, 'attempt') ?? 0),
+        },
+      ];
     });
   }
   patches(): string[] {
@@ -107,6 +179,14 @@ const need = (problems: string[], ok: boolean, what: string): void => {
   if (!ok) problems.push(what);
 };
 
+/** Patch ids the workflows mark their changes with (src/workflows/carrierScheduler.ts, src/workflows/finishRetry.ts). */
+const DRAIN_CHILDREN = 'scheduler-drain-children';
+const CLAIM_BEFORE_SIGNALS = 'scheduler-claim-before-signals';
+const FINISH_LASTING = 'card-finish-retry-lasting';
+/** The search attribute patched() records its change ids in; not one the workflow sets. */
+const CHANGE_VERSION_ATTRIBUTE = 'TemporalChangeVersion';
+const DEFAULT_TICK_MS = 1000;
+
 const outcomeOf = (view: HistoryView): unknown => field(view.result, 'outcome');
 const stepOutcomes = (view: HistoryView): unknown[] =>
   view.localActivities().flatMap((m) => (m.activityType === 'checkGateway' ? [m.result === 'lease_lost' ? 'lease_lost' : field(m.result, 'outcome')] : []));
@@ -114,6 +194,48 @@ const pendingRequests = (input: unknown): unknown[] => {
   const pending = field(input, 'pendingRequests');
   return Array.isArray(pending) ? pending : [];
 };
+const tickOf = (view: HistoryView): number => Number(field(view.input, 'tickMs') ?? DEFAULT_TICK_MS);
+const requestChecks = (view: HistoryView): ScheduledActivity[] => view.scheduledActivities().filter((a) => a.activityType === 'requestCheck');
+const successfulClaims = (view: HistoryView): LocalActivityMarker[] => view.localActivities().filter((m) => m.activityType === 'claimRound' && !m.failed);
+
+/** Whether the run took the finish's lasting retry: the patch marker present exactly then. */
+function finishLastingMarker(view: HistoryView, problems: string[], lasting: boolean): void {
+  need(
+    problems,
+    view.patches().includes(FINISH_LASTING) === lasting,
+    lasting ? `the ${FINISH_LASTING} patch marker` : `no ${FINISH_LASTING} marker (no finish failed its short policy)`,
+  );
+}
+
+/**
+ * A finish that failed its short policy and was tried again under the lasting one: the first
+ * marker failed after 20 attempts (more than 20 failures in all), then one workflow timer before
+ * each further attempt, each wait no shorter than the last and at most double it.
+ */
+function lastingFinishes(view: HistoryView, problems: string[], activityType: string): LocalActivityMarker[] {
+  const finishes = view.localActivities().filter((m) => m.activityType === activityType);
+  const first = finishes[0];
+  need(
+    problems,
+    first !== undefined && first.failed && first.attempt >= 20,
+    `a first ${activityType} failing its 20 quick attempts (attempt ${String(first?.attempt)})`,
+  );
+  need(problems, finishes.length >= 3, `two lasting attempts or more (${finishes.length - 1})`);
+  const timers = view.timers();
+  const waits = finishes.slice(1).map((m, i) => timers.filter((t) => t.eventIndex > (finishes[i]?.eventIndex ?? 0) && t.eventIndex < m.eventIndex));
+  need(
+    problems,
+    waits.every((between) => between.length === 1),
+    `one timer before each lasting attempt (${waits.map((between) => between.length).join(', ')})`,
+  );
+  const ms = waits.map((between) => between[0]?.ms ?? 0);
+  need(
+    problems,
+    ms.every((wait, i) => wait > 0 && (i === 0 || (wait >= (ms[i - 1] ?? 0) && wait <= 2 * (ms[i - 1] ?? 0)))),
+    `waits growing by doubling (${ms.join(', ')} ms)`,
+  );
+  return finishes;
+}
 
 /** A completed cardCheck: the card's bookkeeping, its gateway steps and its record, in one run. */
 function cardCheckPath(
@@ -121,6 +243,7 @@ function cardCheckPath(
   fromPriority: boolean,
   outcome: string,
   extra: (view: HistoryView, problems: string[]) => void = () => undefined,
+  finishLasting = false,
 ): ReplayPath {
   return {
     workflowType: 'cardCheck',
@@ -133,20 +256,198 @@ function cardCheckPath(
       need(problems, local[0] === 'prepareExecution', 'prepareExecution first');
       need(problems, local.includes('checkGateway'), 'a gateway step');
       need(problems, outcomeOf(view) === outcome, `outcome ${outcome} (got ${String(outcomeOf(view))})`);
-      need(problems, view.count('UPSERT_WORKFLOW_SEARCH_ATTRIBUTES') === 1, 'the CheckTypes/Outcome search attributes');
+      need(
+        problems,
+        view.upserts().filter((names) => names.some((name) => name !== CHANGE_VERSION_ATTRIBUTE)).length === 1,
+        'the CheckTypes/Outcome search attributes',
+      );
+      finishLastingMarker(view, problems, finishLasting);
       extra(view, problems);
       return problems;
     },
   };
 }
 
-/** The scheduler's claim rounds, with children started by the run. */
-function schedulerBasics(view: HistoryView, problems: string[]): void {
+/** The run's records written after its finish (sync: recordExecution; async: enqueueRecord). */
+function recordAfterLastFinish(view: HistoryView, problems: string[], finishes: readonly LocalActivityMarker[]): void {
+  const last = finishes.at(-1);
   need(
     problems,
-    view.localActivities().some((m) => m.activityType === 'claimRound' && !m.failed),
-    'a successful claimRound',
+    last !== undefined &&
+      view
+        .localActivities()
+        .some((m) => (m.activityType === 'recordExecution' || m.activityType === 'enqueueRecord') && !m.failed && m.eventIndex > last.eventIndex),
+    'the record written after the last finish',
   );
+}
+
+/** The scheduler's claim rounds, with children started by the run. */
+function schedulerBasics(view: HistoryView, problems: string[]): void {
+  need(problems, successfulClaims(view).length > 0, 'a successful claimRound');
+}
+
+/**
+ * Which release of the scheduler the run is: `claim-first` (scheduler-claim-before-signals: the
+ * claim runs first, request-check signals are handled beside the loop in bounded batches) or
+ * `signals-first` (the release before: a tick's signals were handled, awaited, before its claim).
+ */
+type SchedulerRelease = 'claim-first' | 'signals-first';
+
+function schedulerRelease(view: HistoryView, problems: string[], release: SchedulerRelease): void {
+  const marked = view.patches().includes(CLAIM_BEFORE_SIGNALS);
+  need(
+    problems,
+    marked === (release === 'claim-first'),
+    release === 'claim-first' ? `the ${CLAIM_BEFORE_SIGNALS} patch marker` : `no ${CLAIM_BEFORE_SIGNALS} marker (signals handled before the claim)`,
+  );
+}
+
+function schedulerDrain(release: SchedulerRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'carrierScheduler',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      schedulerBasics(view, problems);
+      schedulerRelease(view, problems, release);
+      need(problems, view.patches().includes(DRAIN_CHILDREN), `the ${DRAIN_CHILDREN} patch marker`);
+      const starts = view.childStarts();
+      need(problems, starts.length > 0, 'cardCheck children started by the run');
+      const claims = successfulClaims(view);
+      const firstDrained = claims.find((m) => field(m.result, 'startedByClaim') === true && field(m.result, 'kind') === 'claimed');
+      need(problems, firstDrained !== undefined, 'a draining round whose runs the claim activity started');
+      need(problems, firstDrained === undefined || starts.every((s) => s.eventIndex < firstDrained.eventIndex), 'no child started once draining');
+      need(problems, view.count('CHILD_WORKFLOW_EXECUTION_COMPLETED') === starts.length, 'every child reported its completion before the continue-as-new');
+      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
+      return problems;
+    },
+  };
+}
+
+function schedulerRequestCheck(release: SchedulerRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'carrierScheduler',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      schedulerBasics(view, problems);
+      schedulerRelease(view, problems, release);
+      need(problems, view.updatesAccepted().includes('requestCheck'), 'an accepted requestCheck update');
+      need(problems, view.count('WORKFLOW_EXECUTION_UPDATE_COMPLETED') >= 1, 'the update completed');
+      need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
+      need(problems, requestChecks(view).length >= 2, 'a requestCheck activity for each');
+      const priorityQueue = String(field(field(view.input, 'taskQueues'), 'cardPriority'));
+      need(
+        problems,
+        view.childStarts().some((c) => c.taskQueue === priorityQueue),
+        'a cardCheck started on the priority queue',
+      );
+      return problems;
+    },
+  };
+}
+
+function schedulerFailureStreak(release: SchedulerRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'carrierScheduler',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      schedulerRelease(view, problems, release);
+      const claims = view.localActivities().filter((m) => m.activityType === 'claimRound');
+      const timers = view.timers();
+      // The backoff after each failed claim: the next timer after its marker.
+      const backoffs = claims.filter((m) => m.failed).map((m) => timers.find((t) => t.eventIndex > m.eventIndex)?.ms ?? 0);
+      need(problems, backoffs.length >= 2, `two failed claim rounds or more (got ${backoffs.length})`);
+      need(
+        problems,
+        backoffs.every((ms, i) => i === 0 || ms > (backoffs[i - 1] ?? 0)),
+        `each backoff longer than the last (${backoffs.join(', ')} ms)`,
+      );
+      // The loop's backoff counts its own step's failures only: the streak's first wait is two ticks.
+      if (release === 'claim-first') need(problems, backoffs[0] === 2 * tickOf(view), `the first backoff two ticks (${String(backoffs[0])} ms)`);
+      const lastFailure = claims.filter((m) => m.failed).at(-1);
+      need(
+        problems,
+        lastFailure !== undefined && claims.some((m) => !m.failed && m.eventIndex > lastFailure.eventIndex),
+        'a successful claim after the streak',
+      );
+      return problems;
+    },
+  };
+}
+
+function schedulerContinueWithPending(release: SchedulerRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'carrierScheduler',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      schedulerRelease(view, problems, release);
+      need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
+      const failed = requestChecks(view).filter((a) => a.closed?.type === 'ACTIVITY_TASK_FAILED');
+      need(problems, failed.length >= 1, 'a failed requestCheck activity');
+      if (release === 'claim-first') {
+        // Beside the loop: claim rounds go on while the request-check is under way.
+        const claims = successfulClaims(view);
+        need(
+          problems,
+          failed.some((a) => claims.some((m) => m.eventIndex > a.eventIndex && m.eventIndex < (a.closed?.eventIndex ?? 0))),
+          'a claim round while a failing request-check was under way',
+        );
+      }
+      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
+      need(problems, pendingRequests(view.continuedInput).length >= 1, 'the next run gets the pending request');
+      return problems;
+    },
+  };
+}
+
+function schedulerStartWithPending(release: SchedulerRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'carrierScheduler',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      schedulerRelease(view, problems, release);
+      need(problems, pendingRequests(view.input).length >= 1, 'started with a pending request');
+      const firstRequest = requestChecks(view)[0];
+      const firstClaim = successfulClaims(view)[0];
+      if (release === 'claim-first')
+        need(
+          problems,
+          firstRequest !== undefined && firstClaim !== undefined && firstClaim.eventIndex < firstRequest.eventIndex,
+          'the first claim before the pending request',
+        );
+      else need(problems, view.activities()[0] === 'requestCheck', 'the pending request applied first');
+      need(problems, firstRequest?.closed?.type === 'ACTIVITY_TASK_COMPLETED', 'its activity completed');
+      schedulerBasics(view, problems);
+      return problems;
+    },
+  };
+}
+
+function pollingControlModeSwitch(heartbeat: boolean, description: string): ReplayPath {
+  return {
+    workflowType: 'pollingControl',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      const activities = view.activities();
+      need(problems, activities.filter((a) => a === 'switchMode').length >= 2, 'two switchMode activities');
+      need(problems, view.updatesAccepted().includes('setMode'), 'a setMode update');
+      need(problems, view.signals().includes('setMode'), 'a setMode signal');
+      const lastSwitch = activities.lastIndexOf('switchMode');
+      need(problems, lastSwitch >= 0 && activities.slice(lastSwitch).includes('listEnabledCarriers'), 'a reconcile after the switch');
+      const switches = view.scheduledActivities().filter((a) => a.activityType === 'switchMode');
+      need(
+        problems,
+        switches.every((a) => a.heartbeatTimeoutMs > 0 === heartbeat),
+        heartbeat ? 'switchMode with a heartbeat timeout' : 'switchMode without a heartbeat timeout (the release before)',
+      );
+      return problems;
+    },
+  };
 }
 
 export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
@@ -170,109 +471,105 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
       return problems;
     },
   },
-  'pollingControl-mode-switch': {
-    workflowType: 'pollingControl',
-    description: 'pollingControl switching to legacy and back to carrier (setMode update and signal), each switch followed by a reconcile.',
-    check(view) {
-      const problems: string[] = [];
-      const activities = view.activities();
-      need(problems, activities.filter((a) => a === 'switchMode').length >= 2, 'two switchMode activities');
-      need(problems, view.updatesAccepted().includes('setMode'), 'a setMode update');
-      need(problems, view.signals().includes('setMode'), 'a setMode signal');
-      const lastSwitch = activities.lastIndexOf('switchMode');
-      need(problems, lastSwitch >= 0 && activities.slice(lastSwitch).includes('listEnabledCarriers'), 'a reconcile after the switch');
-      return problems;
-    },
-  },
-  'carrierScheduler-drain': {
+  'pollingControl-mode-switch': pollingControlModeSwitch(
+    true,
+    'pollingControl switching to legacy and back to carrier (setMode update and signal), each switch (heartbeating, its own heartbeat timeout) followed by a reconcile.',
+  ),
+  'carrierScheduler-drain': schedulerDrain(
+    'claim-first',
+    'A scheduler run from its start to its continue-as-new (scheduler-drain-children): claim rounds starting cardCheck children, then the drain, whose rounds are started by the claim activity, until the children completed.',
+  ),
+  'carrierScheduler-request-check': schedulerRequestCheck(
+    'claim-first',
+    'A scheduler run serving request-checks: one as an update, one as a signal handled beside the loop after the claim; the card is claimed from the priority lane and run on the priority queue.',
+  ),
+  'carrierScheduler-request-check-rejected': {
     workflowType: 'carrierScheduler',
     description:
-      'A scheduler run from its start to its continue-as-new (scheduler-drain-children): claim rounds starting cardCheck children, then the drain, whose rounds are started by the claim activity, until the children completed.',
+      'A scheduler run whose request-check signal the activity rejects for good (request_check_rejected, non-retryable, audited on its card): tried once, dropped, no failure of the loop (no backoff), not carried over.',
     check(view) {
       const problems: string[] = [];
       schedulerBasics(view, problems);
-      need(problems, view.patches().includes('scheduler-drain-children'), 'the scheduler-drain-children patch marker');
-      const starts = view.childStarts();
-      need(problems, starts.length > 0, 'cardCheck children started by the run');
-      const claims = view.localActivities().filter((m) => m.activityType === 'claimRound' && !m.failed);
-      const firstDrained = claims.find((m) => field(m.result, 'startedByClaim') === true && field(m.result, 'kind') === 'claimed');
-      need(problems, firstDrained !== undefined, 'a draining round whose runs the claim activity started');
-      need(problems, firstDrained === undefined || starts.every((s) => s.eventIndex < firstDrained.eventIndex), 'no child started once draining');
-      need(problems, view.count('CHILD_WORKFLOW_EXECUTION_COMPLETED') === starts.length, 'every child reported its completion before the continue-as-new');
-      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
-      return problems;
-    },
-  },
-  'carrierScheduler-request-check': {
-    workflowType: 'carrierScheduler',
-    description:
-      'A scheduler run serving request-checks: one as an update, one as a signal; the card is claimed from the priority lane and run on the priority queue.',
-    check(view) {
-      const problems: string[] = [];
-      schedulerBasics(view, problems);
-      need(problems, view.updatesAccepted().includes('requestCheck'), 'an accepted requestCheck update');
-      need(problems, view.count('WORKFLOW_EXECUTION_UPDATE_COMPLETED') >= 1, 'the update completed');
+      schedulerRelease(view, problems, 'claim-first');
       need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
-      need(problems, view.activities().filter((a) => a === 'requestCheck').length >= 2, 'a requestCheck activity for each');
-      const priorityQueue = String(field(field(view.input, 'taskQueues'), 'cardPriority'));
+      const all = requestChecks(view);
+      const rejected = all.find((a) => a.closed?.failureType === 'request_check_rejected');
+      need(problems, rejected !== undefined, 'a requestCheck activity failed as request_check_rejected');
+      if (rejected === undefined) return problems;
+      const cardId = field(field(rejected.input, 'request'), 'cardId');
+      need(problems, field(rejected.input, 'fromSignal') === true, "a signal's request (audited by the activity)");
+      need(problems, rejected.closed?.nonRetryable === true, 'non-retryable');
+      need(problems, rejected.attempt === 1, `tried once (attempt ${String(rejected.attempt)})`);
       need(
         problems,
-        view.childStarts().some((c) => c.taskQueue === priorityQueue),
-        'a cardCheck started on the priority queue',
+        all.every((a) => a === rejected || field(field(a.input, 'request'), 'cardId') !== cardId),
+        'not tried again (dropped)',
+      );
+      need(
+        problems,
+        pendingRequests(view.continuedInput).every((r) => field(r, 'cardId') !== cardId),
+        'not carried over continue-as-new',
+      );
+      const closedAt = rejected.closed?.eventIndex ?? 0;
+      const nextWait = view.timers().find((t) => t.eventIndex > closedAt);
+      need(problems, nextWait !== undefined && nextWait.ms <= tickOf(view), `no backoff after it (next wait ${String(nextWait?.ms)} ms)`);
+      need(
+        problems,
+        successfulClaims(view).some((m) => m.eventIndex > closedAt),
+        'claim rounds after it',
       );
       return problems;
     },
   },
-  'carrierScheduler-failure-streak': {
+  'carrierScheduler-signal-batches': {
     workflowType: 'carrierScheduler',
     description:
-      'A scheduler run whose claim fails round after round (Redis unavailable): each failure backs the loop off longer, until a claim succeeds again.',
+      'A scheduler run handling request-check signals beside the loop, at most maxSignalsPerTick at a time: signals sent together wait, pending, for the batch under way while claim rounds go on.',
     check(view) {
       const problems: string[] = [];
-      const claims = view.localActivities().filter((m) => m.activityType === 'claimRound');
-      const timers = view.timers();
-      // The backoff after each failed claim: the next timer after its marker.
-      const backoffs = claims.filter((m) => m.failed).map((m) => timers.find((t) => t.eventIndex > m.eventIndex)?.ms ?? 0);
-      need(problems, backoffs.length >= 2, `two failed claim rounds or more (got ${backoffs.length})`);
-      need(
-        problems,
-        backoffs.every((ms, i) => i === 0 || ms > (backoffs[i - 1] ?? 0)),
-        `each backoff longer than the last (${backoffs.join(', ')} ms)`,
-      );
-      const lastFailure = claims.filter((m) => m.failed).at(-1);
-      need(
-        problems,
-        lastFailure !== undefined && claims.some((m) => !m.failed && m.eventIndex > lastFailure.eventIndex),
-        'a successful claim after the streak',
-      );
-      return problems;
-    },
-  },
-  'carrierScheduler-continue-with-pending-requests': {
-    workflowType: 'carrierScheduler',
-    description:
-      'A scheduler run whose request-check signal keeps failing (PostgreSQL unavailable): it is retried each tick and travels to the next run at continue-as-new.',
-    check(view) {
-      const problems: string[] = [];
-      need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
-      need(problems, view.failedActivities() >= 1, 'a failed requestCheck activity');
-      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
-      need(problems, pendingRequests(view.continuedInput).length >= 1, 'the next run gets the pending request');
-      return problems;
-    },
-  },
-  'carrierScheduler-start-with-pending-requests': {
-    workflowType: 'carrierScheduler',
-    description: 'The run after it: started with the pending request, which it applies in its first tick.',
-    check(view) {
-      const problems: string[] = [];
-      need(problems, pendingRequests(view.input).length >= 1, 'started with a pending request');
-      need(problems, view.activities()[0] === 'requestCheck', 'the pending request applied first');
-      need(problems, view.count('ACTIVITY_TASK_COMPLETED') >= 1, 'its activity completed');
       schedulerBasics(view, problems);
+      schedulerRelease(view, problems, 'claim-first');
+      const bound = Number(field(view.input, 'maxSignalsPerTick') ?? 0);
+      need(problems, bound >= 1, 'a batch bound in the input');
+      const fromSignals = requestChecks(view).filter((a) => field(a.input, 'fromSignal') === true);
+      need(problems, fromSignals.length > bound, `more signals than one batch takes (${fromSignals.length} for a bound of ${bound})`);
+      need(
+        problems,
+        fromSignals.every((a) => a.closed?.type === 'ACTIVITY_TASK_COMPLETED'),
+        'every request applied',
+      );
+      // At no point more of them under way than the bound.
+      const underWay = (eventIndex: number): number =>
+        fromSignals.filter((a) => a.eventIndex <= eventIndex && (a.closed?.eventIndex ?? Number.POSITIVE_INFINITY) > eventIndex).length;
+      need(
+        problems,
+        fromSignals.every((a) => underWay(a.eventIndex) <= bound),
+        `at most ${bound} under way at once`,
+      );
+      const signalled = view.events.flatMap((e, eventIndex) => (e.workflowExecutionSignaledEventAttributes?.signalName === 'requestCheck' ? [eventIndex] : []));
+      const firstClosed = fromSignals[0]?.closed?.eventIndex ?? 0;
+      need(problems, signalled.filter((i) => i < firstClosed).length > bound, 'signals pending while the first batch was under way');
+      const claims = successfulClaims(view);
+      need(
+        problems,
+        fromSignals.slice(1).every((a, i) => claims.some((m) => m.eventIndex > (fromSignals[i]?.eventIndex ?? 0) && m.eventIndex < a.eventIndex)),
+        'a claim round between one batch and the next',
+      );
       return problems;
     },
   },
+  'carrierScheduler-failure-streak': schedulerFailureStreak(
+    'claim-first',
+    'A scheduler run whose claim fails round after round (Redis unavailable): each failure backs the loop off longer (from two ticks: only its own step counts), until a claim succeeds again.',
+  ),
+  'carrierScheduler-continue-with-pending-requests': schedulerContinueWithPending(
+    'claim-first',
+    'A scheduler run whose request-check signal keeps failing (PostgreSQL unavailable), handled beside the loop while claim rounds go on: it is retried and travels to the next run at continue-as-new.',
+  ),
+  'carrierScheduler-start-with-pending-requests': schedulerStartWithPending(
+    'claim-first',
+    'The run after it: started with the pending request, which it applies after its first claim.',
+  ),
   cardCheck: cardCheckPath('A cardCheck of the normal lane: prepare, its due gateway steps, finish, record.', false, 'success'),
   'cardCheck-priority': cardCheckPath('A cardCheck of a request-check, claimed from the priority lane.', true, 'success'),
   'cardCheck-deferral': cardCheckPath(
@@ -299,6 +596,42 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
       );
     },
   ),
+  'cardCheck-finish-lasting': cardCheckPath(
+    'A cardCheck whose finish fails more than 20 times (Redis away): after its 20 quick attempts it is tried again after doubling workflow timers (card-finish-retry-lasting) until it lands; the record follows.',
+    false,
+    'success',
+    (view, problems) => {
+      const finishes = lastingFinishes(view, problems, 'finishExecution');
+      need(problems, finishes.at(-1)?.failed === false, 'the last finish landed');
+      need(
+        problems,
+        stepOutcomes(view).every((o) => o === 'success'),
+        `its steps succeeded (${stepOutcomes(view).join(', ')})`,
+      );
+      recordAfterLastFinish(view, problems, finishes);
+    },
+    true,
+  ),
+  'cardCheck-finish-lease-lost': cardCheckPath(
+    'A cardCheck whose finish never lands (Redis away past the lasting bound): timers until the bound, then the record written without it (outcome lease_lost).',
+    false,
+    'lease_lost',
+    (view, problems) => {
+      const finishes = lastingFinishes(view, problems, 'finishExecution');
+      need(
+        problems,
+        finishes.every((m) => m.failed),
+        'every finish failed',
+      );
+      need(
+        problems,
+        stepOutcomes(view).every((o) => o === 'success'),
+        `its steps succeeded, the lease was not lost at the carrier (${stepOutcomes(view).join(', ')})`,
+      );
+      recordAfterLastFinish(view, problems, finishes);
+    },
+    true,
+  ),
   cardBatch: {
     workflowType: 'cardBatch',
     description: 'A cardBatch of several cards, one of which the carrier refuses: batched bookkeeping, the refused card failing alone.',
@@ -317,17 +650,52 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
         view.localActivities().some((m) => m.activityType === 'cardBookkeepingBatch'),
         'batched bookkeeping',
       );
+      finishLastingMarker(view, problems, false);
       return problems;
     },
   },
-  // Histories recorded with the release before the current patches: what running runs of that release hold.
+  'cardBatch-finish-lasting': {
+    workflowType: 'cardBatch',
+    description:
+      "A cardBatch whose finish flush fails more than 20 times (Redis away): the batch's gate tries it again after doubling workflow timers (card-finish-retry-lasting) until it lands; every card's record follows.",
+    check(view) {
+      const problems: string[] = [];
+      const cards = field(view.input, 'cards');
+      need(problems, Array.isArray(cards) && cards.length >= 2, 'two cards or more');
+      finishLastingMarker(view, problems, true);
+      const outcomes = field(view.result, 'outcomes');
+      need(problems, Array.isArray(cards) && Number(field(outcomes, 'success') ?? 0) === cards.length, `every card succeeded (${JSON.stringify(outcomes)})`);
+      const flushes = view.localActivities().filter((m) => m.activityType === 'cardBookkeepingBatch');
+      const firstFailed = flushes.findIndex((m) => m.failed);
+      const lasting = firstFailed < 0 ? [] : flushes.slice(firstFailed);
+      need(problems, lasting[0] !== undefined && lasting[0].attempt >= 20, `a flush failing its 20 quick attempts (attempt ${String(lasting[0]?.attempt)})`);
+      const landed = lasting.findIndex((m) => !m.failed);
+      need(problems, landed >= 2, `two lasting attempts or more before it landed (${landed})`);
+      const timers = view.timers();
+      const waits = lasting
+        .slice(1, landed + 1)
+        .map((m, i) => timers.filter((t) => t.eventIndex > (lasting[i]?.eventIndex ?? 0) && t.eventIndex < m.eventIndex));
+      need(
+        problems,
+        waits.length > 0 && waits.every((between) => between.length === 1),
+        `one timer before each lasting attempt (${waits.map((between) => between.length).join(', ')})`,
+      );
+      need(
+        problems,
+        flushes.some((m, i) => i > firstFailed + landed && !m.failed),
+        'a flush after the finish landed (the records)',
+      );
+      return problems;
+    },
+  },
+  // Histories recorded with releases before the current patches: what running runs of those releases hold.
   'earlier-carrierScheduler-unpatched': {
     workflowType: 'carrierScheduler',
     description: 'A scheduler run of the release before scheduler-drain-children, to its continue-as-new.',
     check(view) {
       const problems: string[] = [];
       schedulerBasics(view, problems);
-      need(problems, !view.patches().includes('scheduler-drain-children'), 'no drain patch marker (the unpatched branch)');
+      need(problems, !view.patches().includes(DRAIN_CHILDREN), 'no drain patch marker (the unpatched branch)');
       need(problems, view.childStarts().length > 0, 'children started');
       need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
       return problems;
@@ -369,4 +737,30 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
       return problems;
     },
   },
+  // The release before scheduler-claim-before-signals (a tick's signals handled before its claim)
+  // and before switchMode's heartbeat timeout: the paths it recorded, kept as they were.
+  'earlier-carrierScheduler-signals-first-drain': schedulerDrain(
+    'signals-first',
+    'A scheduler run of the signals-first release, from its start to its drained continue-as-new.',
+  ),
+  'earlier-carrierScheduler-signals-first-request-check': schedulerRequestCheck(
+    'signals-first',
+    'A scheduler run of the signals-first release serving request-checks (update and signal, the signal handled before the claim).',
+  ),
+  'earlier-carrierScheduler-signals-first-failure-streak': schedulerFailureStreak(
+    'signals-first',
+    'A scheduler run of the signals-first release through a claim failure streak.',
+  ),
+  'earlier-carrierScheduler-signals-first-continue-with-pending-requests': schedulerContinueWithPending(
+    'signals-first',
+    'A scheduler run of the signals-first release carrying a failing request-check signal over continue-as-new.',
+  ),
+  'earlier-carrierScheduler-signals-first-start-with-pending-requests': schedulerStartWithPending(
+    'signals-first',
+    'The run after it (signals-first): the pending request applied before its first claim.',
+  ),
+  'earlier-pollingControl-mode-switch-no-heartbeat': pollingControlModeSwitch(
+    false,
+    'pollingControl switching mode and back, of the release whose switchMode had no heartbeat timeout.',
+  ),
 };
