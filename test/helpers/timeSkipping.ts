@@ -12,11 +12,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { isTcpOpen, waitUntil } from '../../src/services/process.js';
+import { SEARCH_ATTRIBUTES } from '../../src/services/temporal.js';
 import { TEST_SERVER_JVM_OPTIONS, TEST_SERVER_MAIN_CLASS, ensureTestServer } from './testServer.js';
+import { installQuietWorkerRuntime } from './isolatedStack.js';
 
 /** Longest wait for the server's port; it opens in about a second on an idle machine. */
 const START_TIMEOUT_MS = 60_000;
@@ -61,6 +64,13 @@ export class TimeSkippingEnvironment extends TestWorkflowEnvironment {
     const internal = { [InternalConnectionOptionsSymbol]: { supportsTestService: true } };
     const nativeConnection = await NativeConnection.connect({ address, ...internal });
     const connection = await Connection.connect({ address, ...internal });
+    // The workflows set the project's custom search attributes; the server refuses unknown ones.
+    const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_KEYWORD_LIST, INDEXED_VALUE_TYPE_INT } = proto.temporal.api.enums.v1.IndexedValueType;
+    const types = { Keyword: INDEXED_VALUE_TYPE_KEYWORD, KeywordList: INDEXED_VALUE_TYPE_KEYWORD_LIST, Int: INDEXED_VALUE_TYPE_INT } as const;
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [name, types[type]])),
+    });
     const options: TestWorkflowEnvironment['options'] = { client: {}, server: { type: 'existing' }, plugins: [] };
     return new TimeSkippingEnvironment(Runtime.instance(), options, true, 'existing', connection, nativeConnection, namespace, address);
   }
@@ -91,6 +101,9 @@ export class TimeSkippingEnvironment extends TestWorkflowEnvironment {
  * One per test file (or per test: a start costs about a second); call `teardown()` when done.
  */
 export async function timeSkippingEnv(): Promise<TimeSkippingEnvironment> {
+  // Before the first connection creates the SDK runtime: the failures workflow tests provoke are
+  // their point, the worker's warnings about them noise.
+  installQuietWorkerRuntime();
   const install = await ensureTestServer((line) => process.stderr.write(`${line}\n`));
   const port = await freePort();
   const started = Date.now();
@@ -106,6 +119,10 @@ export async function timeSkippingEnv(): Promise<TimeSkippingEnvironment> {
       },
       START_TIMEOUT_MS,
     );
+    // A test process that ends without teardown (a failed before hook, a signal) takes its server along.
+    const killOnExit = (): void => void server.process.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    void server.exited.then(() => process.off('exit', killOnExit));
     const env = await TimeSkippingEnvironment.attach(`${HOST}:${port}`);
     env.own(server.process, server.exited, Date.now() - started);
     return env;
