@@ -48,3 +48,13 @@ export async function createTestWorker(env: TestWorkflowEnvironment, taskQueue: 
     activities,
   });
 }
+
+/** Reports each phase's real time as a test diagnostic: where a workflow test's seconds go. */
+export function stopwatch(t: { diagnostic(message: string): void }): (what: string) => void {
+  let last = Date.now();
+  return (what) => {
+    const now = Date.now();
+    t.diagnostic(`${what}: ${now - last} ms`);
+    last = now;
+  };
+}
