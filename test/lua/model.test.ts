@@ -1,6 +1,7 @@
 /**
  * Randomized model test: thousands of random interleavings of upsert / remove / move /
- * requestCheck (both lanes) / claim / acquireExec / renew / finish / release / lease expiry over
+ * requestCheck (both lanes) / claim / acquireExec / renew / finish (with a result record, after a
+ * lost lease, retried) / release / lease expiry over
  * several cards and two accounts, run against the real scripts with a virtual clock, and after
  * every step compared with the in-memory model (exact Redis state and every reply) and checked
  * against the invariants I1–I6 of DESIGN §4.
@@ -111,6 +112,32 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
   };
   const resolve = (match: (p: PendingRequest) => boolean): void => {
     pending = pending.filter((p) => !match(p));
+  };
+  type FinishCall = {
+    readonly account: string;
+    readonly cardId: string;
+    readonly token: string;
+    readonly now: number;
+    readonly set: [string, string][];
+    readonly del: string[];
+    readonly record: string;
+    readonly leaseLost: boolean;
+  };
+  let lastFinish: FinishCall | null = null;
+  /** One finish against the scripts and the model; their replies must agree. */
+  const finishBoth = async (f: FinishCall): Promise<{ owned: boolean; replayed: string | null }> => {
+    const reply = await fx.store.finishWithRecord({
+      carrierId: f.account,
+      cardId: f.cardId,
+      token: f.token,
+      now: f.now,
+      set: Object.fromEntries(f.set),
+      del: f.del,
+      ...(f.record === '' ? {} : { record: f.record }),
+      ...(f.leaseLost ? { leaseLost: true } : {}),
+    });
+    assert.deepEqual(reply, model.finishWithRecord(f.account, f.cardId, f.token, f.now, f.set, f.del, f), 'finish reply');
+    return reply;
   };
   const randomDues = (): [CheckType, number][] => rnd.subset(CHECK_TYPES).map((type) => [type, now + rnd.int(-2_000, 5_000)] as [CheckType, number]);
 
@@ -291,18 +318,37 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
           else del.push(`fail:${type}`);
         }
         if (rnd.chance(0.05)) del.push(`due:${rnd.pick(CHECK_TYPES)}`);
-        log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')}`);
-        const owned = await fx.store.finish({ carrierId: t.account, cardId: t.cardId, token: t.token, now, set: Object.fromEntries(set), del });
-        assert.equal(owned, model.finish(t.account, t.cardId, t.token, now, set, del), 'finish reply');
-        tally(`finish:${owned}`);
-        // I5: an execution that started after a request served it.
-        if (owned) {
+        // As production finishes: mostly with its result record (what a retry gets back), sometimes
+        // after a failed renew (leaseLost: a stale finish even while it still owns the claim).
+        const record = rnd.chance(0.7) ? `rec${step}` : '';
+        const leaseLost = rnd.chance(0.15);
+        const finish = { account: t.account, cardId: t.cardId, token: t.token, now, set, del, record, leaseLost };
+        lastFinish = finish;
+        log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')} record=${record} leaseLost=${leaseLost}`);
+        const { owned, replayed } = await finishBoth(finish);
+        tally(replayed === null ? `finish:${owned}${leaseLost ? ':leaseLost' : ''}` : 'finish:replayed');
+        // I5: an execution that started after a request served it (a replay applied nothing).
+        if (owned && replayed === null) {
           // Requests of types its claim deferred are not served: they stay pending.
           const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt && !t.deferred.includes(p.type);
           // Served by an execution that was claimed before the request was made, in true time.
           lostRequests += pending.filter((p) => served(p) && p.trueAt >= t.claimTrueAt).length;
           resolve(served);
         }
+      },
+    },
+    {
+      // The finishing activity retried after its finish landed: the same call again, replayed.
+      name: 'finishAgain',
+      weight: 3,
+      run: async () => {
+        if (lastFinish === null) return;
+        const again = { ...lastFinish, now };
+        log.push(`finish again ${again.account}/${again.cardId} ${again.token} record=${again.record}`);
+        const { replayed } = await finishBoth(again);
+        // With a record it is replayed (the token's first recorded reply and record: the model checks which).
+        if (again.record !== '') assert.notEqual(replayed, null, 'a finish retried with its record is replayed');
+        tally(replayed === null ? 'finishAgain:applied' : 'finishAgain:replayed');
       },
     },
     {

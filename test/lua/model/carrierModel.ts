@@ -18,6 +18,8 @@ export class ModelAccount {
   readonly claim = new Map<string, string>();
   readonly exec = new Map<string, string>();
   readonly due = new Map<string, Hash>();
+  /** A card's last finish with a record (`<card>fin`): `<token>|<reply>|<record>`. */
+  readonly fin = new Map<string, string>();
 }
 
 /** The script's own arguments, with a numeric now; the model has no retries or due horizon. */
@@ -257,9 +259,32 @@ export class CarrierModel {
     return true;
   }
 
-  finish(accountId: string, cardId: string, token: string, now: number, set: readonly [string, string][], del: readonly string[]): boolean {
+  /**
+   * finish as production calls it: with the caller's result record (kept per card; a later finish by
+   * the same token with a record replays the first reply and record, applying nothing) and, after a
+   * failed renew, `leaseLost` (a stale finish even while the claim still names the token).
+   */
+  finishWithRecord(
+    accountId: string,
+    cardId: string,
+    token: string,
+    now: number,
+    set: readonly [string, string][],
+    del: readonly string[],
+    options: { readonly record?: string; readonly leaseLost?: boolean },
+  ): { owned: boolean; replayed: string | null } {
     const a = this.account(accountId);
-    const owned = this.liveExpiry(a, cardId, token, now) !== null;
+    const record = options.record ?? '';
+    const previous = record === '' ? undefined : a.fin.get(cardId);
+    if (previous?.startsWith(`${token}|`)) return { owned: previous.charAt(token.length + 1) === '1', replayed: previous.slice(token.length + 3) };
+    const owned = this.finish(accountId, cardId, token, now, set, del, options.leaseLost === true);
+    if (record !== '') a.fin.set(cardId, `${token}|${owned ? 1 : 0}|${record}`);
+    return { owned, replayed: null };
+  }
+
+  finish(accountId: string, cardId: string, token: string, now: number, set: readonly [string, string][], del: readonly string[], leaseLost = false): boolean {
+    const a = this.account(accountId);
+    const owned = !leaseLost && this.liveExpiry(a, cardId, token, now) !== null;
     const inLane = this.laneOf(a, cardId) !== null;
     const hash = a.due.get(cardId);
     if (!inLane || !hash) {
