@@ -10,12 +10,13 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, RequestCheckInput } from '../../src/common/orchestration.js';
-import { cardWorkflowId } from '../../src/common/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW, cardWorkflowId } from '../../src/common/orchestration.js';
 import { carrierScheduler, DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from '../../src/workflows/carrierScheduler.js';
-import { requestCheckSignal, schedulerStatusQuery } from '../../src/workflows/messages.js';
+import { requestCheckSignal, requestCheckUpdate, schedulerStatusQuery } from '../../src/workflows/messages.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
 import { createTestWorker, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../helpers/workflowTest.js';
 import { uniqueName } from '../helpers/temporal.js';
@@ -316,4 +317,75 @@ test(`continue-as-new once the history has ${CAN_EVENTS} events, children in fli
   const nextClaim = claims.find((claim) => !claim.tokenPrefix.startsWith(`${firstRunId}.`));
   assert.equal(Number(nextClaim?.tokenPrefix.split('.')[1]), lastRound + 1);
   assert.equal(nextClaim?.startRuns, undefined, 'the new run starts children again');
+});
+
+test('continue-as-new waits for a running request-check update, rejects new ones meanwhile (clients retry), and carries a signalled one to the next run', async () => {
+  const taskQueues = testTaskQueues('sched-can-updates');
+  // Card ids (numeric, as the request validator requires): one slow request, fast ones, a signalled one.
+  const [SLOW, FAST, SIGNALLED] = ['901', '902', '903'];
+  let releaseSlow: (() => void) | undefined;
+  const slowStarted = new Promise<void>((resolve) => (releaseSlow = resolve));
+  let slowRelease: (() => void) | undefined;
+  const slowDone = new Promise<void>((resolve) => (slowRelease = resolve));
+  const served: { cardId: string; runId: string }[] = [];
+  let stop = false;
+  const activities: SchedulerActivities = {
+    async claimRound() {
+      return stop ? STOP : claimedRound([]);
+    },
+    async releaseClaims() {
+      return 0;
+    },
+    async requestCheck(input) {
+      served.push({ cardId: input.request.cardId, runId: Context.current().info.workflowExecution?.runId ?? '' });
+      if (input.request.cardId === SLOW) {
+        releaseSlow?.();
+        await slowDone;
+      }
+      return { status: 'requested', requested: 1 };
+    },
+    async requeueDuePriorityItems() {
+      return 0;
+    },
+  };
+  const worker = await createTestWorker(env, taskQueues.control, activities);
+  const workflowId = uniqueName('sched-can-updates');
+  const handle = await env.client.workflow.start(carrierScheduler, {
+    taskQueue: taskQueues.control,
+    workflowId,
+    // A small history: the run wants to roll over within a few ticks.
+    args: [{ ...schedulerArgs(taskQueues, uniqueName('p')), maxHistoryEvents: 40 }],
+  });
+  const firstRunId = (await handle.describe()).runId;
+  await worker.runUntil(async () => {
+    const request = (cardId: string) => ({ cardId, types: ['card_status' as const], lane: 'priority' as const, actor: 'test' });
+    // An update whose activity runs until the test lets it finish: the run cannot close meanwhile.
+    const slow = handle.executeUpdate(requestCheckUpdate, { args: [request(SLOW)] });
+    await slowStarted;
+    // Further updates are accepted until the run decides to close, then rejected with the retry type.
+    let rejected: unknown;
+    for (let i = 0; i < 120 && rejected === undefined; i += 1) {
+      try {
+        await handle.executeUpdate(requestCheckUpdate, { args: [request(FAST)] });
+      } catch (error) {
+        rejected = error;
+      }
+    }
+    assert.ok(rejected instanceof WorkflowUpdateFailedError, String(rejected));
+    assert.ok(rejected.cause instanceof ApplicationFailure && rejected.cause.type === SCHEDULER_CONTINUING_AS_NEW, String(rejected.cause));
+    // A signal cannot be rejected: queued, it travels to the next run.
+    await handle.signal(requestCheckSignal, request(SIGNALLED));
+    slowRelease?.();
+    assert.deepEqual(await slow, { status: 'requested', requested: 1 });
+    for (let i = 0; i < 60 && !served.some((s) => s.cardId === SIGNALLED); i += 1) await env.sleep('1 s');
+    stop = true;
+    return handle.result();
+  });
+  // The slow update finished in the run that accepted it; the signalled request was served by the next run.
+  assert.equal(served.find((s) => s.cardId === SLOW)?.runId, firstRunId);
+  const signalled = served.filter((s) => s.cardId === SIGNALLED);
+  assert.equal(signalled.length, 1, JSON.stringify(served));
+  assert.notEqual(signalled[0]?.runId, firstRunId, 'served by the run after the continue-as-new');
+  const firstEvents = (await env.client.workflow.getHandle(workflowId, firstRunId).fetchHistory()).events ?? [];
+  assert.equal(firstEvents[firstEvents.length - 1]?.eventType, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
 });
