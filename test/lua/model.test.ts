@@ -1,7 +1,8 @@
 /**
  * Randomized model test: thousands of random interleavings of upsert / remove / move /
- * requestCheck (both lanes) / claim / acquireExec / renew / finish / release / lease expiry over
- * several cards and two accounts, run against the real scripts with a virtual clock, and after
+ * requestCheck (both lanes) / claim (ahead of due by a horizon, retried under its token prefix) /
+ * acquireExec / renew / finish (with a result record, after a lost lease, retried) / release /
+ * lease expiry over several cards and two accounts, run against the real scripts with a virtual clock, and after
  * every step compared with the in-memory model (exact Redis state and every reply) and checked
  * against the invariants I1–I6 of DESIGN §4.
  *
@@ -112,6 +113,34 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
   const resolve = (match: (p: PendingRequest) => boolean): void => {
     pending = pending.filter((p) => !match(p));
   };
+  type FinishCall = {
+    readonly account: string;
+    readonly cardId: string;
+    readonly token: string;
+    readonly now: number;
+    readonly set: [string, string][];
+    readonly del: string[];
+    readonly record: string;
+    readonly leaseLost: boolean;
+  };
+  let lastFinish: FinishCall | null = null;
+  /** Recent rounds' token prefixes, for retried rounds. */
+  const prefixes: { account: string; prefix: string }[] = [];
+  /** One finish against the scripts and the model; their replies must agree. */
+  const finishBoth = async (f: FinishCall): Promise<{ owned: boolean; replayed: string | null }> => {
+    const reply = await fx.store.finishWithRecord({
+      carrierId: f.account,
+      cardId: f.cardId,
+      token: f.token,
+      now: f.now,
+      set: Object.fromEntries(f.set),
+      del: f.del,
+      ...(f.record === '' ? {} : { record: f.record }),
+      ...(f.leaseLost ? { leaseLost: true } : {}),
+    });
+    assert.deepEqual(reply, model.finishWithRecord(f.account, f.cardId, f.token, f.now, f.set, f.del, f), 'finish reply');
+    return reply;
+  };
   const randomDues = (): [CheckType, number][] => rnd.subset(CHECK_TYPES).map((type) => [type, now + rnd.int(-2_000, 5_000)] as [CheckType, number]);
 
   const ops: { name: string; weight: number; run: () => Promise<void> }[] = [
@@ -205,6 +234,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
       run: async () => {
         const account = rnd.pick(ACCOUNTS);
         round += 1;
+        // As production claims: a retried round (a scheduler task replayed) reuses its token prefix
+        // with `retry`; every round may claim ahead of due by a horizon (at most a quarter lease).
+        const earlier = prefixes.filter((p) => p.account === account);
+        const retried = earlier.length > 0 && rnd.chance(0.15) ? rnd.pick(earlier) : undefined;
+        const tokenPrefix = retried?.prefix ?? `r${round}`;
+        prefixes.push({ account, prefix: tokenPrefix });
+        if (prefixes.length > 8) prefixes.shift();
+        const dueHorizonMs = rnd.pick([0, 0, 100, LEASE / 4]);
         const groupBudget: Record<string, number> | undefined = rnd.chance(0.5)
           ? undefined
           : rnd.chance(0.8)
@@ -215,15 +252,28 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
           leaseMs: LEASE,
           inflightLimit: rnd.int(1, 6),
           priorityRatio: rnd.pick([0, 0.5, 0.34, 1]),
-          tokenPrefix: `r${round}`,
+          tokenPrefix,
           typeGroups: TYPE_GROUPS,
           countRealname: rnd.chance(0.5),
+          retry: retried !== undefined || rnd.chance(0.5),
+          dueHorizonMs,
           ...(groupBudget ? { groupBudget } : {}),
         };
         log.push(`claim ${account} ${JSON.stringify(input)}`);
         const before = await readSnapshot(fx.redis, keys, CARDS);
         const result = await fx.store.claim({ carrierId: account, ...input });
         const expected = model.claim(account, input);
+        if (expected.handedBack) {
+          // Handed back in ZSCAN order: compared as sets; nothing else claimed, nothing to check for the budget.
+          const byToken = (a: { token: string }, b: { token: string }): number => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0);
+          assert.deepEqual(
+            { expired: result.expired, claimed: [...result.claimed].sort(byToken) },
+            { expired: expected.expired, claimed: [...expected.claimed].sort(byToken) },
+            'claim reply (retry)',
+          );
+          tally('claim:handedBack', result.claimed.length);
+          return;
+        }
         assert.deepEqual(result, { expired: expected.expired, claimed: expected.claimed }, 'claim reply');
         tally('claim:cards', result.claimed.length);
         tally('claim:expired', result.expired);
@@ -245,7 +295,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
           // I4: with capacity to spare and no budget, nothing due is left unclaimed.
           const snap = after.get(account)!;
           for (const [cardId, score] of [...Object.entries(snap.prio), ...Object.entries(snap.queue)])
-            assert.ok(score > now, `I4: ${cardId} due at ${score} left unclaimed at ${now}`);
+            assert.ok(score > now + dueHorizonMs, `I4: ${cardId} due at ${score} left unclaimed at ${now} (horizon ${dueHorizonMs})`);
         }
       },
     },
@@ -291,18 +341,37 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
           else del.push(`fail:${type}`);
         }
         if (rnd.chance(0.05)) del.push(`due:${rnd.pick(CHECK_TYPES)}`);
-        log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')}`);
-        const owned = await fx.store.finish({ carrierId: t.account, cardId: t.cardId, token: t.token, now, set: Object.fromEntries(set), del });
-        assert.equal(owned, model.finish(t.account, t.cardId, t.token, now, set, del), 'finish reply');
-        tally(`finish:${owned}`);
-        // I5: an execution that started after a request served it.
-        if (owned) {
+        // As production finishes: mostly with its result record (what a retry gets back), sometimes
+        // after a failed renew (leaseLost: a stale finish even while it still owns the claim).
+        const record = rnd.chance(0.7) ? `rec${step}` : '';
+        const leaseLost = rnd.chance(0.15);
+        const finish = { account: t.account, cardId: t.cardId, token: t.token, now, set, del, record, leaseLost };
+        lastFinish = finish;
+        log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')} record=${record} leaseLost=${leaseLost}`);
+        const { owned, replayed } = await finishBoth(finish);
+        tally(replayed === null ? `finish:${owned}${leaseLost ? ':leaseLost' : ''}` : 'finish:replayed');
+        // I5: an execution that started after a request served it (a replay applied nothing).
+        if (owned && replayed === null) {
           // Requests of types its claim deferred are not served: they stay pending.
           const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt && !t.deferred.includes(p.type);
           // Served by an execution that was claimed before the request was made, in true time.
           lostRequests += pending.filter((p) => served(p) && p.trueAt >= t.claimTrueAt).length;
           resolve(served);
         }
+      },
+    },
+    {
+      // The finishing activity retried after its finish landed: the same call again, replayed.
+      name: 'finishAgain',
+      weight: 3,
+      run: async () => {
+        if (lastFinish === null) return;
+        const again = { ...lastFinish, now };
+        log.push(`finish again ${again.account}/${again.cardId} ${again.token} record=${again.record}`);
+        const { replayed } = await finishBoth(again);
+        // With a record it is replayed (the token's first recorded reply and record: the model checks which).
+        if (again.record !== '') assert.notEqual(replayed, null, 'a finish retried with its record is replayed');
+        tally(replayed === null ? 'finishAgain:applied' : 'finishAgain:replayed');
       },
     },
     {
@@ -338,7 +407,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     before: AccountSnapshot,
     after: AccountSnapshot,
     claimed: string[],
-    input: { now: number; countRealname: boolean; groupBudget?: Record<string, number> },
+    input: { now: number; dueHorizonMs: number; countRealname: boolean; groupBudget?: Record<string, number> },
   ): void {
     const used = new Map<string, number>();
     for (const cardId of claimed) {
@@ -350,7 +419,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
       for (const [type, group] of Object.entries(TYPE_GROUPS)) {
         const counted = !(type === 'realname' && !input.countRealname) && input.groupBudget?.[group] !== undefined;
         const dueBefore = before.due[cardId]?.[`due:${type}`];
-        const dueNow = Number(dueBefore ?? NaN) <= input.now;
+        const dueNow = Number(dueBefore ?? NaN) <= input.now + input.dueHorizonMs;
         if (deferred.has(type)) {
           assert.ok(dueNow && counted, `${cardId}: deferred ${type} was not a due budgeted type`);
           assert.equal(hash?.[`due:${type}`], dueBefore, `${cardId}: deferred ${type} due changed by the claim`);

@@ -18,10 +18,12 @@ export class ModelAccount {
   readonly claim = new Map<string, string>();
   readonly exec = new Map<string, string>();
   readonly due = new Map<string, Hash>();
+  /** A card's last finish with a record (`<card>fin`): `<token>|<reply>|<record>`. */
+  readonly fin = new Map<string, string>();
 }
 
-/** The script's own arguments, with a numeric now; the model has no retries or due horizon. */
-export type ModelClaimInput = Omit<ClaimArgs, 'now' | 'retry' | 'dueHorizonMs'> & { readonly now: number };
+/** The script's own arguments, with a numeric now. */
+export type ModelClaimInput = Omit<ClaimArgs, 'now'> & { readonly now: number };
 
 export interface ModelClaimResult {
   expired: number;
@@ -34,6 +36,8 @@ export interface ModelClaimResult {
   stopped: boolean;
   /** Candidates left due because every type they needed waited for a closed group. */
   skipped: number;
+  /** A retried round got its first attempt's claims back (in no particular order: ZSCAN). */
+  handedBack: boolean;
 }
 
 /** Cards a round may skip beyond its capacity (claim.lua SKIP_EXTRA). */
@@ -96,6 +100,8 @@ export class CarrierModel {
   claim(accountId: string, input: ModelClaimInput): ModelClaimResult {
     const a = this.account(accountId);
     const { now } = input;
+    // Due means due by the time a run claimed now starts; leases are still judged against now.
+    const dueBy = now + (input.dueHorizonMs ?? 0);
     let expired = 0;
     for (const [token, expiry] of [...a.running]) {
       if (expiry > now) continue;
@@ -104,7 +110,20 @@ export class CarrierModel {
       if (cardId !== undefined) this.clearClaim(a, cardId, token);
       a.running.delete(token);
     }
-    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0 };
+    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0, handedBack: false };
+    // A retried round whose first attempt landed: its live claims back, nothing claimed.
+    if (input.retry === true) {
+      const mine = [...a.running.keys()].filter((token) => token.startsWith(`${input.tokenPrefix}@`));
+      if (mine.length > 0) {
+        for (const token of mine) {
+          result.claimed.push({ cardId: /:([^:]+)$/.exec(token)?.[1] ?? '', token, fromPriority: false });
+          result.needs.push(new Map());
+          result.deferred.push([]);
+        }
+        result.handedBack = true;
+        return result;
+      }
+    }
     const capacity = input.inflightLimit - a.running.size;
     result.capacity = capacity;
     if (capacity <= 0) return result;
@@ -135,7 +154,8 @@ export class CarrierModel {
       if (current !== undefined) {
         const expiry = a.running.get(current);
         if (expiry !== undefined && expiry > now) {
-          lane.set(cardId, expiry);
+          // Past the due range, so the round does not meet it again.
+          lane.set(cardId, Math.max(expiry, dueBy + 1));
           return 'handled';
         }
         this.clearClaim(a, cardId, current);
@@ -148,7 +168,7 @@ export class CarrierModel {
         let unbudgeted = false;
         const dueNow = GATEWAY_CHECK_TYPES.filter((type) => {
           const due = num(hash?.get(`due:${type}`));
-          return due !== null && due <= now;
+          return due !== null && due <= dueBy;
         });
         for (const type of dueNow) {
           const group = groupOf(type);
@@ -198,7 +218,7 @@ export class CarrierModel {
       let quota = startQuota;
       let offset = skippedIn.get(lane) ?? 0;
       while (quota > 0 && !stop && taken < capacity) {
-        const ids = dueMembers(lane, now, offset, quota);
+        const ids = dueMembers(lane, dueBy, offset, quota);
         if (ids.length === 0) break;
         for (const id of ids) {
           if (stop || quota <= 0 || taken >= capacity) break;
@@ -258,9 +278,32 @@ export class CarrierModel {
     return true;
   }
 
-  finish(accountId: string, cardId: string, token: string, now: number, set: readonly [string, string][], del: readonly string[]): boolean {
+  /**
+   * finish as production calls it: with the caller's result record (kept per card; a later finish by
+   * the same token with a record replays the first reply and record, applying nothing) and, after a
+   * failed renew, `leaseLost` (a stale finish even while the claim still names the token).
+   */
+  finishWithRecord(
+    accountId: string,
+    cardId: string,
+    token: string,
+    now: number,
+    set: readonly [string, string][],
+    del: readonly string[],
+    options: { readonly record?: string; readonly leaseLost?: boolean },
+  ): { owned: boolean; replayed: string | null } {
     const a = this.account(accountId);
-    const owned = this.liveExpiry(a, cardId, token, now) !== null;
+    const record = options.record ?? '';
+    const previous = record === '' ? undefined : a.fin.get(cardId);
+    if (previous?.startsWith(`${token}|`)) return { owned: previous.charAt(token.length + 1) === '1', replayed: previous.slice(token.length + 3) };
+    const owned = this.finish(accountId, cardId, token, now, set, del, options.leaseLost === true);
+    if (record !== '') a.fin.set(cardId, `${token}|${owned ? 1 : 0}|${record}`);
+    return { owned, replayed: null };
+  }
+
+  finish(accountId: string, cardId: string, token: string, now: number, set: readonly [string, string][], del: readonly string[], leaseLost = false): boolean {
+    const a = this.account(accountId);
+    const owned = !leaseLost && this.liveExpiry(a, cardId, token, now) !== null;
     const inLane = this.laneOf(a, cardId) !== null;
     const hash = a.due.get(cardId);
     if (!inLane || !hash) {

@@ -1,0 +1,60 @@
+/**
+ * Workflow tests with stub activities: the project's workflows (bundled once per test file) on a
+ * worker of the test's own, its activities the test's recorders, typed from the activity factories.
+ */
+import { Context } from '@temporalio/activity';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { BookkeepingActivities } from '../../src/activities/bookkeepingBatch.js';
+import type { ControlActivities } from '../../src/activities/control.js';
+import type { GatewayActivities } from '../../src/activities/gateway.js';
+import type { TaskQueueNames } from '../../src/common/orchestration.js';
+import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
+import { installQuietWorkerRuntime } from './isolatedStack.js';
+import { bundleOnce, uniqueName } from './temporal.js';
+
+/** Every activity a card run calls (cardCheck, cardBatch's per-card calls), typed from the factories. */
+export type CardRunActivities = BookkeepingActivities & GatewayActivities;
+export type { ControlActivities };
+
+/** One call an activity stub saw: its input and the attempt it was (1 for the first). */
+export interface Call<I> {
+  readonly input: I;
+  readonly attempt: number;
+}
+
+/** The attempt of the activity running now (local or not). */
+export function attempt(): number {
+  return Context.current().info.attempt;
+}
+
+/** Task queues of one test: every kind on the test's one queue, so one worker serves them all. */
+export function testTaskQueues(label: string): TaskQueueNames {
+  const queue = uniqueName(label);
+  return { control: queue, card: queue, cardPriority: queue, gateway: queue, ingest: queue };
+}
+
+/**
+ * A worker on `taskQueue` running the project's workflows with `activities`. The worker runtime is
+ * made quiet: the failures the tests provoke are the point, the SDK's warnings about them noise.
+ */
+export async function createTestWorker(env: TestWorkflowEnvironment, taskQueue: string, activities: object): Promise<Worker> {
+  installQuietWorkerRuntime();
+  return Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await bundleOnce(WORKFLOWS_PATH),
+    activities,
+  });
+}
+
+/** Reports each phase's real time as a test diagnostic: where a workflow test's seconds go. */
+export function stopwatch(t: { diagnostic(message: string): void }): (what: string) => void {
+  let last = Date.now();
+  return (what) => {
+    const now = Date.now();
+    t.diagnostic(`${what}: ${now - last} ms`);
+    last = now;
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * pollingControl on the time-skipping test server with scripted control activities: it outlives a
+ * mode read that keeps failing (each failure after the activity's own ten attempts, then the loop's
+ * backoff of 2, 4, 8 s — minutes of retries on skipped time), then starts one carrierScheduler per
+ * enabled account and treats a scheduler already running as the normal case on the next reconcile.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ApplicationFailure } from '@temporalio/activity';
+import proto from '@temporalio/proto';
+import { schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { pollingControl } from '../../src/workflows/pollingControl.js';
+import { controlStatusQuery, reconcileSignal } from '../../src/workflows/messages.js';
+import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
+import { createTestWorker, testTaskQueues, type ControlActivities } from '../helpers/workflowTest.js';
+import { uniqueName } from '../helpers/temporal.js';
+
+const { temporal } = proto;
+const EventType = temporal.api.enums.v1.EventType;
+
+let env: TimeSkippingEnvironment;
+before(async () => {
+  env = await timeSkippingEnv();
+});
+after(async () => {
+  await env?.teardown();
+});
+
+type ControlLoopActivities = Pick<
+  ControlActivities,
+  'readMode' | 'switchMode' | 'ensureRedisIntact' | 'listEnabledCarriers' | 'claimRound' | 'releaseClaims' | 'requestCheck' | 'requeueDuePriorityItems'
+>;
+
+test('pollingControl: outlives failing mode reads with backoff, starts a scheduler per enabled account, a running one is no error', async () => {
+  const taskQueues = testTaskQueues('control-loop');
+  const prefix = `${uniqueName('p')}-`;
+  let readFailures = 3;
+  let readAttempts = 0;
+  let reconciles = 0;
+  const activities: ControlLoopActivities = {
+    async readMode() {
+      readAttempts += 1;
+      if (readFailures > 0) {
+        // The last of the activity's ten attempts ends one failure of the loop.
+        if (readAttempts % 10 === 0) readFailures -= 1;
+        throw ApplicationFailure.retryable('PostgreSQL away', 'unavailable');
+      }
+      return 'carrier';
+    },
+    async switchMode() {
+      return { changed: false };
+    },
+    async ensureRedisIntact() {
+      return false;
+    },
+    async listEnabledCarriers() {
+      reconciles += 1;
+      return ['7', '8'];
+    },
+    // The schedulers it starts: idle (legacy mode) rounds, so they stay running.
+    async claimRound() {
+      return { kind: 'idle', reason: 'legacy_mode' };
+    },
+    async releaseClaims() {
+      return 0;
+    },
+    async requestCheck() {
+      return { status: 'requested', requested: 1 };
+    },
+    async requeueDuePriorityItems() {
+      return 0;
+    },
+  };
+  const worker = await createTestWorker(env, taskQueues.control, activities);
+  const handle = await env.client.workflow.start(pollingControl, {
+    taskQueue: taskQueues.control,
+    workflowId: uniqueName('control'),
+    args: [{ taskQueues, workflowIdPrefix: prefix, reconcileEveryMs: 3_600_000 }],
+  });
+  try {
+    await worker.runUntil(async () => {
+      // Three failures of ten attempts each (backoff up to 30 s between attempts), then 2 + 4 + 8 s.
+      for (let waited = 0; reconciles === 0 && waited < 20; waited += 1) await env.sleep('1 minute');
+      assert.equal(reconciles, 1, 'reconciled after the mode read succeeded');
+      const status = await handle.query(controlStatusQuery);
+      assert.deepEqual([status.mode, [...status.carriers].sort()], ['carrier', ['7', '8']]);
+      assert.equal(status.lastFailure?.consecutive, 0);
+      // A second reconcile finds both schedulers running: normal, not a failure.
+      await handle.signal(reconcileSignal);
+      for (let waited = 0; reconciles === 1 && waited < 20; waited += 1) await env.sleep('1 s');
+      assert.equal(reconciles, 2);
+      assert.equal((await handle.query(controlStatusQuery)).lastFailure?.consecutive, 0);
+    });
+    assert.equal(readAttempts, 31, 'three failures of ten attempts, then the read that answered');
+    const events = (await handle.fetchHistory()).events ?? [];
+    const sleeps = events
+      .filter((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)
+      .map((event) => Number(event.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 0));
+    assert.deepEqual(sleeps.slice(0, 3), [2, 4, 8], 'the loop backed off 2, 4, 8 s between failed reads');
+    const started = events.filter((event) => event.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED);
+    const refused = events.filter((event) => event.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED);
+    assert.deepEqual(started.map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).sort(), [
+      schedulerWorkflowId('7', prefix),
+      schedulerWorkflowId('7', prefix),
+      schedulerWorkflowId('8', prefix),
+      schedulerWorkflowId('8', prefix),
+    ]);
+    assert.equal(refused.length, 2, 'the second reconcile’s starts refused as already running');
+    assert.equal((await handle.describe()).status.name, 'RUNNING');
+  } finally {
+    await handle.terminate('test over').catch(() => undefined);
+    for (const carrierId of ['7', '8'])
+      await env.client.workflow
+        .getHandle(schedulerWorkflowId(carrierId, prefix))
+        .terminate('test over')
+        .catch(() => undefined);
+  }
+});
