@@ -19,6 +19,7 @@ import type { GatewayClient } from '../../src/gateway/client.js';
 import type { CardStarter } from '../../src/polling/cardStarter.js';
 import type { Carrier } from '../../src/domain/carrier.js';
 import type { ClaimRoundInput, GatewayStepInput } from '../../src/common/orchestration.js';
+import type { CheckType } from '../../src/common/checkTypes.js';
 
 /** A collaborator with only the members a test gives it; calling any other one fails the test. */
 const partial = <T>(members: Partial<T>): T => members as T;
@@ -82,7 +83,8 @@ function claimDeps(claims: { retry: boolean | undefined }[], starter: CardStarte
     invalidate: () => undefined,
     carrier: async () => carrier,
     pollingMode: async () => 'carrier',
-    intervals: async () => ({ shortestMs: () => 60_000 }) as Awaited<ReturnType<ReferenceData['intervals']>>,
+    intervals: async () =>
+      partial<Awaited<ReturnType<ReferenceData['intervals']>>>({ shortestMs: () => 60_000, typesPolledBy: (): CheckType[] => ['card_status'] }),
   });
   const limiter = partial<RedisRateLimiter>({
     async roundView() {

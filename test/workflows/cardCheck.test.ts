@@ -9,7 +9,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure, sleep } from '@temporalio/activity';
-import { WorkflowFailedError } from '@temporalio/client';
 import type { CardFinishInput, CardFinishResult, PrepareInput } from '../../src/activities/card.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
 import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/common/orchestration.js';
@@ -318,16 +317,19 @@ test('lease lost before any step: nothing to finish, the record has no results',
   assert.deepEqual([record?.outcome, record?.owned, record?.results.length, record?.typeFinishes.length], ['lease_lost', false, 0, 0]);
 });
 
-test('finish failing: the run fails and leaves the claim to its lease (no release, no record)', async () => {
+test('finish refused for good: not retried, the claim left to its lease (no release), the gateway results recorded as lease_lost', async () => {
   const { result, recorded } = await runCard({
     prepare: async () => ({ ...PLAN, types: ['card_status'] }),
     finish: async () => {
       throw ApplicationFailure.nonRetryable('finish script refused', 'broken');
     },
   });
-  assert.equal(result.ok, false);
-  assert.ok(!result.ok && result.error instanceof WorkflowFailedError, String(!result.ok && result.error));
-  assert.deepEqual([recorded.finished.length, recorded.released.length, recorded.recorded.length], [1, 0, 0]);
+  // The run's gateway results are not lost to a finish that cannot succeed: they land with the
+  // outcome of a run whose lease is gone (src/workflows/finishRetry.ts).
+  assert.equal(outcomeOf(result), 'lease_lost');
+  assert.deepEqual([recorded.finished.length, recorded.released.length, recorded.recorded.length], [1, 0, 1]);
+  const [record] = recorded.recorded;
+  assert.deepEqual([record?.input.outcome, record?.input.results.map((r) => r.type)], ['lease_lost', ['card_status']]);
 });
 
 test('gateway steps on the gateway queue: a transient failure retried by the server after its backoff, then the step succeeds', async () => {
