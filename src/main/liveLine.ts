@@ -83,7 +83,12 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
     for (const carrier of carriers) {
       const row = rows.find((r) => r.carrier_id === carrier.id);
       checks += Number(row?.executions ?? 0);
-      const [depth, scheduler] = await Promise.all([deps.store.depths(carrier.id), deps.scheduler(carrier.id)]);
+      // Both settle before the tick ends, even when one fails (Redis away): a scheduler query left
+      // running (retrying) past the tick would outlive stop() and meet a closed connection.
+      const [depthRead, schedulerRead] = await Promise.allSettled([deps.store.depths(carrier.id), deps.scheduler(carrier.id)]);
+      if (depthRead.status === 'rejected') throw depthRead.reason;
+      const depth = depthRead.value;
+      const scheduler = schedulerRead.status === 'fulfilled' ? schedulerRead.value : undefined;
       const groups = stats?.accounts[carrier.gatewayAccount]?.groups ?? {};
       const total = Object.values(groups).reduce((sum, g) => sum + g.calls, 0);
       calls.set(carrier.id, total);
