@@ -64,3 +64,37 @@ test('live line: a tick held up by a scheduler that does not answer is not overl
     await db.close();
   }
 });
+
+test('live line: with the Redis read failing (Redis away), stop still waits for the scheduler query of the tick', async () => {
+  const db = await createTestDb('live-line-redis-away');
+  try {
+    await createCarrier(db.pool, { name: 'live2', gatewayAccount: 'live2-gw', groups: [{ name: 'main', qps: 5 }] });
+    let open = 0;
+    let asked = 0;
+    const scheduler = async (): Promise<SchedulerStatus | undefined> => {
+      asked += 1;
+      open += 1;
+      await sleep(HANG_MS);
+      open -= 1;
+      return undefined;
+    };
+    const lines: string[] = [];
+    const store = {
+      depths: async (): Promise<never> => {
+        throw new Error('Connection is closed.');
+      },
+    } as unknown as CarrierQueueStore;
+    const live = startLiveLine({ pool: db.pool, store, simulator: undefined, scheduler, log: (line) => void lines.push(line), everyMs: EVERY_MS });
+    // Wait for the condition, not a time: the first tick has asked the scheduler.
+    while (asked === 0) await sleep(EVERY_MS);
+    await live.stop();
+    // The caller closes the Temporal connection now: no query of the tick may still be running.
+    assert.equal(open, 0, 'stop resolved while the scheduler query of the tick was still running');
+    assert.ok(
+      lines.some((line) => line.includes('Connection is closed.')),
+      `the failed tick is reported: ${lines.join(' / ')}`,
+    );
+  } finally {
+    await db.close();
+  }
+});
