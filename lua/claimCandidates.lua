@@ -13,9 +13,10 @@
 -- Output:
 --   {cardId1, cardId2, …} without repeats: the cards of running tokens whose lease ended at or
 --   before now (the round reclaims them), then, unless a retried round's prefix already holds
---   claims (it claims nothing then), the first capacity + SKIP_EXTRA cards due by now + horizon
---   of each lane, capacity = limit − live claims. A card that becomes due after this read, or lies
---   beyond it, waits for the next round (claim.lua leaves undeclared cards alone).
+--   live claims (lease ending after now: it hands them back and claims nothing then), the first
+--   capacity + SKIP_EXTRA cards due by now + horizon of each lane, capacity = limit − live claims.
+--   A card that becomes due after this read, or lies beyond it, waits for the next round
+--   (claim.lua leaves undeclared cards alone).
 --   -2 when an argument is invalid
 --@include now
 
@@ -40,11 +41,14 @@ local stale = redis.call('ZRANGEBYSCORE', runningKey, '-inf', now)
 for _, token in ipairs(stale) do add(string.match(token, ':([^:]+)$')) end
 
 if ARGV[5] == '1' then
-  -- The prefix holds claims: the claim hands them back and claims nothing.
+  -- The prefix holds live claims: the claim hands them back and claims nothing. Its expired ones
+  -- do not count: claim.lua reclaims them first, and then claims as a new round.
   local cursor = '0'
   repeat
     local page = redis.call('ZSCAN', runningKey, cursor, 'MATCH', prefix .. '@*', 'COUNT', 500)
-    if #page[2] > 0 then return result end
+    for i = 2, #page[2], 2 do
+      if tonumber(page[2][i]) > now then return result end
+    end
     cursor = page[1]
   until cursor == '0'
 end

@@ -92,6 +92,20 @@ describe('claim', () => {
     assert.deepEqual(lanes(await claim(c, { tokenPrefix: 'run.9', now: NOW + 1, retry: true })), { p: true, n: false });
   });
 
+  test('a retried round whose earlier claims have all expired hands nothing back and claims as a new round', async () => {
+    const c = nextCarrier();
+    await card(c, 'a', { card_status: NOW - 10 });
+    await card(c, 'b', { card_status: NOW - 5 });
+    assert.deepEqual(ids(await claim(c, { tokenPrefix: 'run.3', inflightLimit: 1 })), ['a']);
+    // The retry comes after the first attempt's lease ran out: its claim of a is reclaimed, so the
+    // prefix holds nothing live, and the round must claim what is due (a again, and b).
+    const later = NOW + 1_000;
+    const retried = await claim(c, { tokenPrefix: 'run.3', now: later, retry: true });
+    assert.equal(retried.expired, 1);
+    assert.deepEqual(ids(retried).sort(), ['a', 'b']);
+    assert.equal(await fx.redis.get(fx.keys(c).claim('b')), tok('run.3', 'b', later));
+  });
+
   test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });

@@ -8,8 +8,10 @@ import type { ClaimArgs } from '../../../src/redis/carrierScripts.js';
 
 export type Hash = Map<string, string>;
 
-/** Score of a card with no due type (finish). */
+/** Score of a card with no due type (finish, and a claim that dropped its only due strays). */
 const NO_DUE_RETRY_MS = 3_600_000;
+/** How long past due a due of a type the account polls no more must be before a claim drops it (claim.lua). */
+export const STRAY_AGE_MS = 60_000;
 
 export class ModelAccount {
   readonly prio = new Map<string, number>();
@@ -38,6 +40,8 @@ export interface ModelClaimResult {
   skipped: number;
   /** A retried round got its first attempt's claims back (in no particular order: ZSCAN). */
   handedBack: boolean;
+  /** Stray dues the round dropped (with their requests): types the account polls no more. */
+  dropped: { cardId: string; type: string }[];
 }
 
 /** Cards a round may skip beyond its capacity (claim.lua SKIP_EXTRA). */
@@ -110,13 +114,15 @@ export class CarrierModel {
       if (cardId !== undefined) this.clearClaim(a, cardId, token);
       a.running.delete(token);
     }
-    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0, handedBack: false };
+    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0, handedBack: false, dropped: [] };
     // A retried round whose first attempt landed: its live claims back, nothing claimed.
     if (input.retry === true) {
       const mine = [...a.running.keys()].filter((token) => token.startsWith(`${input.tokenPrefix}@`));
       if (mine.length > 0) {
         for (const token of mine) {
-          result.claimed.push({ cardId: /:([^:]+)$/.exec(token)?.[1] ?? '', token, fromPriority: false });
+          const cardId = /:([^:]+)$/.exec(token)?.[1] ?? '';
+          // A card being run stays in the lane it was taken from: the claim reports that lane.
+          result.claimed.push({ cardId, token, fromPriority: a.prio.has(cardId) });
           result.needs.push(new Map());
           result.deferred.push([]);
         }
@@ -148,9 +154,51 @@ export class CarrierModel {
     let skipped = 0;
     let stop = false;
     const skipLimit = capacity + CLAIM_SKIP_EXTRA;
+    // Known polled types (absent: not known, nothing is dropped).
+    const polled = input.polledTypes === undefined ? null : new Set<string>(input.polledTypes);
+
+    /**
+     * A budgeted round drops the due (and request) of a gateway type the account does not poll once
+     * it is STRAY_AGE_MS overdue, before anything else about the card. True when only strays made the
+     * card due and nothing else is due by the horizon: it is rescored (or pushed, when claimed) instead.
+     */
+    const dropStrays = (cardId: string): boolean => {
+      const hash = a.due.get(cardId);
+      if (!anyBudgetedType || polled === null || !hash) return false;
+      let dropped = false;
+      let stillDue = false;
+      for (const type of GATEWAY_CHECK_TYPES) {
+        const due = num(hash.get(`due:${type}`));
+        if (due === null) continue;
+        if (!polled.has(type) && due <= now - STRAY_AGE_MS) {
+          hash.delete(`due:${type}`);
+          hash.delete(`req:${type}`);
+          result.dropped.push({ cardId, type });
+          dropped = true;
+        } else if (due <= dueBy) stillDue = true;
+      }
+      if (!dropped || stillDue) return false;
+      const earliest = earliestDue(hash);
+      return earliest === null || earliest > dueBy;
+    };
 
     const tryClaim = (cardId: string, fromPriority: boolean, lane: Map<string, number>): 'claimed' | 'handled' | 'skipped' => {
+      const onlyStrays = dropStrays(cardId);
       const current = a.claim.get(cardId);
+      if (onlyStrays) {
+        if (current !== undefined) {
+          const expiry = a.running.get(current);
+          if (expiry !== undefined && expiry > now) {
+            lane.set(cardId, Math.max(expiry, dueBy + 1));
+            return 'handled';
+          }
+          this.clearClaim(a, cardId, current);
+        }
+        // Due again at its earliest remaining due (none: retried after NO_DUE_RETRY_MS).
+        const rest = a.due.get(cardId);
+        lane.set(cardId, (rest ? earliestDue(rest) : null) ?? now + NO_DUE_RETRY_MS);
+        return 'handled';
+      }
       if (current !== undefined) {
         const expiry = a.running.get(current);
         if (expiry !== undefined && expiry > now) {
