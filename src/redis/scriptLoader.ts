@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { RedisConnection } from './connection.js';
+import { isCluster, type RedisConnection } from './connection.js';
 
 export const LUA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../lua');
 
@@ -67,7 +67,25 @@ export function registerScripts(redis: RedisConnection, definitions: readonly Sc
 
 /** Calls a registered script. Arguments are stringified by ioredis. */
 export async function callScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  const command = (redis as unknown as Record<string, unknown>)[name];
+  const params = scriptParams(name, keys, args);
+  // ioredis' auto-pipelining picks a cluster call's node from its first parameter: for a script that
+  // passes its key count first that is the count, not a key, so two such calls of different slots
+  // could share one pipeline ("All keys in the pipeline should belong to the same slots allocation
+  // group"). On a cluster such a call goes in a pipeline of its own, which ioredis routes by its keys.
+  if (variableKeys.has(name) && isCluster(redis)) {
+    const pipeline = redis.pipeline();
+    // Queued on the pipeline (its exec answers), not sent.
+    void scriptCommand(pipeline, name).call(pipeline, ...params);
+    const [reply] = (await pipeline.exec()) ?? [];
+    if (!reply) throw new Error(`Lua script ${name}: no pipeline reply`);
+    if (reply[0]) throw reply[0];
+    return reply[1];
+  }
+  return scriptCommand(redis, name).call(redis, ...params);
+}
+
+function scriptCommand(target: object, name: string): (...params: (string | number)[]) => Promise<unknown> {
+  const command = (target as Record<string, unknown>)[name];
   if (typeof command !== 'function') throw new Error(`Lua script ${name} is not registered on this connection`);
-  return (command as (...params: (string | number)[]) => Promise<unknown>).call(redis, ...scriptParams(name, keys, args));
+  return command as (...params: (string | number)[]) => Promise<unknown>;
 }

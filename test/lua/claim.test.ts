@@ -106,6 +106,18 @@ describe('claim', () => {
     assert.equal(await fx.redis.get(fx.keys(c).claim('b')), tok('run.3', 'b', later));
   });
 
+  test('rounds of several accounts in the same tick, with as many keys each, all claim their cards (on a cluster: accounts on different slots)', async () => {
+    // The claim passes its key count first: a client that routed calls by their first parameter
+    // (ioredis' auto-pipelining on a cluster) would put these rounds in one cross-slot pipeline.
+    const accounts = [nextCarrier(), nextCarrier(), nextCarrier(), nextCarrier()];
+    for (const c of accounts) await card(c, 'a', { card_status: NOW - 10 });
+    const rounds = await Promise.all(accounts.map((c) => claim(c)));
+    assert.deepEqual(
+      rounds.map((round) => ids(round)),
+      accounts.map(() => ['a']),
+    );
+  });
+
   test('expired running tokens are reclaimed, counted, their claim and exec deleted; card claimable again', async () => {
     const c = nextCarrier();
     await card(c, 'a', { card_status: NOW });
