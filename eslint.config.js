@@ -1,6 +1,6 @@
 // Lint rules: type-aware checks for promises, and a hard line around workflow code, which runs
 // in Temporal's deterministic sandbox and must not touch Node built-ins, the database or Redis.
-// src/common/ holds what workflows import (types, due-time arithmetic), so the same line holds there.
+// src/workflow-safe/ holds what workflows import (types, due-time arithmetic), so the same line holds there.
 import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
@@ -41,14 +41,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/workflows/**/*.ts', 'src/common/**/*.ts', 'test/fixtures/*Workflows.ts'],
+    files: ['src/workflows/**/*.ts', 'src/workflow-safe/**/*.ts', 'test/fixtures/*Workflows.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           paths: forbiddenInWorkflows.map((name) => ({
             name,
-            message: 'Workflow code (and src/common/, which it imports) runs in the deterministic sandbox: no I/O modules.',
+            message: 'Workflow code (and src/workflow-safe/, which it imports) runs in the deterministic sandbox: no I/O modules.',
           })),
         },
       ],

@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfigOrExit } from '../src/config/index.js';
-import { LOCAL_CLUSTER_NODES } from '../src/services/redisCluster.js';
+import { LOCAL_CLUSTER_NODES } from '../devstack/redisCluster.js';
 import { flagSet, flagValue, positive, rejectUnknownFlags } from './lib/options.js';
 import { RESULTS_DIR, renderTable, validityLines, type MachineLoad } from './lib/report.js';
 import { checkBeforeRun, driveProcesses, invalidReasons, startLoadMonitor } from './lib/machineLoad.js';

@@ -11,8 +11,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PROJECT_ROOT, TOOLS_DIR } from '../src/services/paths.js';
-import { execFileAsync } from '../src/services/process.js';
+import { PROJECT_ROOT, TOOLS_DIR } from '../devstack/paths.js';
+import { execFileAsync } from '../devstack/process.js';
 
 export const CHART_DIR = join(PROJECT_ROOT, 'deploy/helm/card-poller');
 /** Kubernetes version the objects are validated for (the newest the pinned schemas cover). */

@@ -9,7 +9,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, taskQueues } from '../src/config/index.js';
-import { ensurePollingControl } from '../src/polling/temporalControl.js';
+import { ensurePollingControl } from '../src/app/temporalControl.js';
 
 const HELP = `usage: npm run orchestration:restart [-- --cards]
 

@@ -4,9 +4,9 @@
  */
 import { join } from 'node:path';
 import { loadConfigOrExit } from '../src/config/index.js';
-import { servicesDown, servicesUp } from '../src/services/index.js';
-import { dataDir } from '../src/services/paths.js';
-import { LOCAL_CLUSTER_NODES, startRedisCluster, stopRedisCluster } from '../src/services/redisCluster.js';
+import { servicesDown, servicesUp } from '../devstack/index.js';
+import { dataDir } from '../devstack/paths.js';
+import { LOCAL_CLUSTER_NODES, startRedisCluster, stopRedisCluster } from '../devstack/redisCluster.js';
 
 const HELP = `usage: tsx scripts/services.ts <up|down> [--test] [--cluster]
 

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
-exec node_modules/.bin/tsx src/main/start.ts "$@"
+exec node_modules/.bin/tsx demo/start.ts "$@"

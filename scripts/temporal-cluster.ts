@@ -1,6 +1,6 @@
 /**
  * `npm run temporal:cluster -- <up|down|status|build>`: the multi-service Temporal server on
- * PostgreSQL (src/services/temporalCluster.ts), next to the dev server.
+ * PostgreSQL (devstack/temporalCluster.ts), next to the dev server.
  */
 import { loadConfigOrExit } from '../src/config/index.js';
 import {
@@ -15,7 +15,7 @@ import {
   temporalClusterUp,
   TEMPORAL_SERVER_VERSION,
   type ClusterOptionOverrides,
-} from '../src/services/temporalCluster.js';
+} from '../devstack/temporalCluster.js';
 
 const HELP = `usage: npm run temporal:cluster -- <up|down|status|build> [--port N] [--log-level L]
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { loadConfigOrExit } from '../src/config/index.js';
-import { SEARCH_ATTRIBUTES } from '../src/services/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../devstack/temporal.js';
 
 const IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
 type IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;

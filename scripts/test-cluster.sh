@@ -3,11 +3,11 @@
 #
 # Every connection of the run goes to the cluster setup:
 # - Redis: a local Redis Cluster on 127.0.0.1:7000-7005 (`scripts/services.ts up --test --cluster`,
-#   src/services/redisCluster.ts; no persistence), through REDIS_CLUSTER_NODES (set it beforehand
+#   devstack/redisCluster.ts; no persistence), through REDIS_CLUSTER_NODES (set it beforehand
 #   to use another cluster: the Redis failover tests then skip, they only kill nodes this project
 #   started);
 # - Temporal: the multi-service Temporal server on PostgreSQL (`npm run temporal:cluster -- up`,
-#   src/services/temporalCluster.ts; frontend 127.0.0.1:7333), through TEMPORAL_ADDRESS. Its
+#   devstack/temporalCluster.ts; frontend 127.0.0.1:7333), through TEMPORAL_ADDRESS. Its
 #   binaries are built with Go on first use and cached by version outside the clone.
 # PostgreSQL (and the single Redis some fixtures probe) are the shared services. The files run one
 # at a time: some kill and restart a service under a running system.
@@ -15,11 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 began=$(date +%s)
-# The local Temporal cluster's frontend (DEFAULT_CLUSTER_FRONTEND_PORT in src/services/temporalCluster.ts).
+# The local Temporal cluster's frontend (DEFAULT_CLUSTER_FRONTEND_PORT in devstack/temporalCluster.ts).
 export TEMPORAL_ADDRESS=127.0.0.1:7333
 # TEMPORAL_ADDRESS set: services.ts leaves Temporal alone (no dev server needed here).
 npx tsx scripts/services.ts up --test --cluster
-# The local cluster's nodes (LOCAL_CLUSTER_NODES in src/services/redisCluster.ts).
+# The local cluster's nodes (LOCAL_CLUSTER_NODES in devstack/redisCluster.ts).
 export REDIS_CLUSTER_NODES="${REDIS_CLUSTER_NODES:-127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005}"
 if ! npx tsx scripts/temporal-cluster.ts status >/dev/null 2>&1; then
   cache="${XDG_CACHE_HOME:-$HOME/.cache}/card-poller/temporal-server"

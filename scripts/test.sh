@@ -10,7 +10,7 @@ npx tsc -p src/dashboard/public
 # The dashboard's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/ensure-chromium.sh
 npx prettier --check .
-npx eslint --max-warnings 0 src test scripts bench
+npx eslint --max-warnings 0 src test testkit scripts bench demo devstack
 # Files whose assertions depend on processes getting the CPU when they need it (the limiter's
 # utilisation across four caller processes, a scheduler continuing-as-new under a stream of
 # updates) run first, alone; the rest two at a time (the services are shared and each test

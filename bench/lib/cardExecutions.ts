@@ -9,7 +9,7 @@
  * size from.
  */
 import { connectRedis } from '../../src/redis/connect.js';
-import { schedulerStatus } from '../../src/polling/temporalControl.js';
+import { schedulerStatus } from '../../src/app/temporalControl.js';
 import type { Pool } from '../../src/db/pool.js';
 import type { ScenarioContext } from './context.js';
 import type { RunShape, Shape, StartMode } from './options.js';

@@ -18,8 +18,8 @@ import { connectRedis, connectRedisCluster } from '../../src/redis/connect.js';
 import { deleteMatching, masterNodes, type RedisConnection } from '../../src/redis/connection.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { DueField } from '../../src/redis/dueFields.js';
-import { CLUSTER_HOST, CLUSTER_PORTS, clusterNodePid, LOCAL_CLUSTER_NODES, startRedisCluster } from '../../src/services/redisCluster.js';
-import { dataDir } from '../../src/services/paths.js';
+import { CLUSTER_HOST, CLUSTER_PORTS, clusterNodePid, LOCAL_CLUSTER_NODES, startRedisCluster } from '../../devstack/redisCluster.js';
+import { dataDir } from '../../devstack/paths.js';
 import type { Table } from './report.js';
 import { percentile } from './stats.js';
 

@@ -9,11 +9,11 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Config } from '../../src/config/index.js';
-import { servicesUp, temporalEndpoint } from '../../src/services/index.js';
-import { TEMPORAL_BIN, startTemporal, stopTemporal } from '../../src/services/temporal.js';
-import { dataDir } from '../../src/services/paths.js';
+import { servicesUp, temporalEndpoint } from '../../devstack/index.js';
+import { TEMPORAL_BIN, startTemporal, stopTemporal } from '../../devstack/temporal.js';
+import { dataDir } from '../../devstack/paths.js';
 import { connectRedis } from '../../src/redis/connect.js';
-import { logConnectionErrors } from '../../src/db/connectionErrors.js';
+import { logConnectionErrors } from '../../src/runtime/connectionErrors.js';
 
 const execFileAsync = promisify(execFile);
 

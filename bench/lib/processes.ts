@@ -7,8 +7,8 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../src/config/index.js';
-import { dataDir } from '../../src/services/paths.js';
-import { CLUSTER_SERVICES, clusterOptions, frontendAddress, servicePid } from '../../src/services/temporalCluster.js';
+import { dataDir } from '../../devstack/paths.js';
+import { CLUSTER_SERVICES, clusterOptions, frontendAddress, servicePid } from '../../devstack/temporalCluster.js';
 
 /** Kernel clock ticks per second (USER_HZ); 100 on every Linux build we run on. */
 const CLOCK_TICKS = 100;
@@ -119,7 +119,7 @@ export function listPids(): number[] {
  */
 export type CpuTimes = Record<'temporal' | 'redis' | 'postgres' | 'bench' | 'simulator' | 'temporalStore', number>;
 
-/** Databases of the Temporal cluster's persistence and visibility (src/services/temporalCluster.ts). */
+/** Databases of the Temporal cluster's persistence and visibility (devstack/temporalCluster.ts). */
 const TEMPORAL_DATABASES: ReadonlySet<string> = new Set(['temporal', 'temporal_visibility']);
 
 /**

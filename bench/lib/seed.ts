@@ -8,7 +8,7 @@ import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import type { Carrier, NewCarrier } from '../../src/domain/carrier.js';
 import type { CardStatus, ScopedCard } from '../../src/domain/card.js';
 import type { Intervals } from '../../src/domain/pollingConfig.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 import type { BenchStack } from './stack.js';
 
 /** Cards go to the lifecycle service in chunks this big (one INSERT and one pipeline each). */

@@ -1,6 +1,6 @@
 /**
  * One orchestration stack per scenario, like the tests' stack (the parts both use:
- * test/helpers/isolatedStack.ts): a fresh PostgreSQL schema, a fresh Redis namespace, the
+ * testkit/isolatedStack.ts): a fresh PostgreSQL schema, a fresh Redis namespace, the
  * simulator (the instrument) in a process of its own, so that it stamps arrivals on its own clock
  * and not on the workers' loaded event loop, and the four workers on task queues unique to the run, all
  * against the running Temporal dev server. Everything is removed on close, so runs never see each
@@ -12,12 +12,12 @@ import { deleteMatching, type RedisConnection } from '../../src/redis/connection
 import type { Config } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
 import { WORKER_KINDS } from '../../src/workers/createWorker.js';
-import { createPollingServices, type PollingServices } from '../../src/polling/pollingServices.js';
+import { createPollingServices, type PollingServices } from '../../src/app/pollingServices.js';
 import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
-import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
-import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning, type StartedStackWorkers } from '../../test/helpers/isolatedStack.js';
+import { ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning, type StartedStackWorkers } from '../../testkit/isolatedStack.js';
 
 /** close(): at most this many visibility sweeps, this far apart (~10 s when runs keep appearing). */
 const SWEEP_PASSES = 10;
@@ -53,7 +53,7 @@ export interface StackOptions {
 }
 
 /** The SDK runtime is process-wide and can be installed once: every bench worker shares it (worker logs at ERROR). */
-export { installQuietWorkerRuntime as installWorkerRuntime } from '../../test/helpers/isolatedStack.js';
+export { installQuietWorkerRuntime as installWorkerRuntime } from '../../testkit/isolatedStack.js';
 
 export async function createBenchStack(base: Config, label: string, options: StackOptions = {}): Promise<BenchStack> {
   const id = `bench-${label}-${randomUUID().slice(0, 8)}`;

@@ -11,7 +11,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PROJECT_ROOT } from '../../src/services/paths.js';
+import { PROJECT_ROOT } from '../../devstack/paths.js';
 
 export const SEED_DIR = resolve(PROJECT_ROOT, '..', 'shared', 'seeds');
 const NEEDED = ['claim', 'acquireExec', 'finish'] as const;

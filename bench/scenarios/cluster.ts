@@ -3,7 +3,7 @@
  *
  * 1. The throughput workload (bench/scenarios/throughputLoad.ts, through measureCardExecutions)
  *    against the Temporal dev server and against the local Temporal cluster (four service
- *    processes on PostgreSQL, src/services/temporalCluster.ts), in ABBA order per round (dev,
+ *    processes on PostgreSQL, devstack/temporalCluster.ts), in ABBA order per round (dev,
  *    cluster, cluster, dev) so a machine drifting during the run weighs on both alike. "Temporal"
  *    CPU is the server the stack talks to: the dev server's process, or the cluster's four.
  * 2. Claim rounds on Redis Cluster vs single Redis (bench/lib/claimRounds.ts).
@@ -38,7 +38,7 @@ import {
   temporalClusterUp,
   TEMPORAL_SERVER_VERSION,
   type TemporalClusterOptions,
-} from '../../src/services/temporalCluster.js';
+} from '../../devstack/temporalCluster.js';
 import { THROUGHPUT_CONFIG, typesPerExecution } from './throughputLoad.js';
 
 type Target = 'dev' | 'cluster';

@@ -6,12 +6,12 @@
  * Everything counted here is bytes, rows, events or actions, not time: a busy machine changes
  * how long the run takes, not the figures, so the runner lets this scenario through when busy.
  */
-import { requestCheck } from '../../src/polling/temporalControl.js';
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { requestCheck } from '../../src/app/temporalControl.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { accountKeys } from '../../src/redis/keys.js';
 import { scanKeys, type RedisConnection } from '../../src/redis/connection.js';
 import { connectRedis } from '../../src/redis/connect.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 import type { Pool } from '../../src/db/pool.js';
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';

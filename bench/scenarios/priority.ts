@@ -7,7 +7,7 @@
  * baseline window without requests and in the window with them.
  */
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
-import { requestCheck } from '../../src/polling/temporalControl.js';
+import { requestCheck } from '../../src/app/temporalControl.js';
 import type { ScopedCard } from '../../src/domain/card.js';
 import { windowSeconds, type Scenario } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
@@ -18,7 +18,7 @@ import { distribution, round, sleep } from '../lib/stats.js';
 import { STEADY_INTERVAL_SEC, feasibleLoad, steadySpecs } from './steadyLoad.js';
 import { capacityNote, orchestrationCapacity } from '../lib/capacity.js';
 import { accountKeys } from '../../src/redis/keys.js';
-import { schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 
 /** Issue 11 target for request-check → gateway call while the normal lane has a backlog. */

@@ -6,7 +6,7 @@
  * one-second count and its rejected calls (must be 0), and rate-limit deferrals.
  */
 import { MAX_WINDOW_MARGIN_MS, MIN_WINDOW_MARGIN_MS } from '../../src/ratelimit/sendDelay.js';
-import type { GatewayCheckType } from '../../src/common/checkTypes.js';
+import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
 import { windowSeconds, type Scenario } from '../lib/context.js';
 import { createBenchStack } from '../lib/stack.js';
 import { seedAccount, type AccountSpec } from '../lib/seed.js';

@@ -2,7 +2,7 @@
  * Installs the pinned Temporal time-skipping test server into .tools/ (what the workflow tests do
  * on first use), e.g. to fill a CI cache ahead of the tests: `npx tsx scripts/test-server/install.ts`.
  */
-import { TEST_SERVER_VERSION, ensureTestServer } from '../../test/helpers/testServer.js';
+import { TEST_SERVER_VERSION, ensureTestServer } from '../../testkit/testServer.js';
 
 const install = await ensureTestServer((line) => console.log(line));
 console.log(

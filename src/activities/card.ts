@@ -5,23 +5,23 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { findCards } from '../db/cards.js';
-import { describeConnectionError } from '../db/connectionErrors.js';
+import { describeConnectionError } from '../runtime/connectionErrors.js';
 import type { ScopedCard } from '../domain/card.js';
 import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_LEASE_MS } from '../domain/carrier.js';
 import { DueField } from '../redis/dueFields.js';
 import { BoundedCache } from '../runtime/boundedCache.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../common/orchestration.js';
+import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
+import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/orchestration.js';
 import { DEFAULT_FINISH_RETRY } from '../workflows/finishRetry.js';
 import type { Intervals } from '../domain/pollingConfig.js';
-import { dueTypes } from '../common/schedule.js';
+import { dueTypes } from '../workflow-safe/schedule.js';
 import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from '../domain/finishPlan.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
-import type { PriorityClaims } from '../polling/priorityTransitions.js';
+import type { PriorityClaims } from '../app/priorityTransitions.js';
 
 /** Order in which due types run within one execution (DESIGN §6: configured order). */
 export const EXECUTION_ORDER: readonly CheckType[] = CHECK_TYPES;

@@ -17,11 +17,11 @@ import type {
   PollingMode,
   RequestCheckInput,
   RequestCheckResult,
-} from '../common/orchestration.js';
-import { FAILED_START_RETRY_MS } from '../common/orchestration.js';
-import { limitingFactor } from '../common/inflightControl.js';
-import type { CardStarter } from '../polling/cardStarter.js';
-import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../common/cardBatches.js';
+} from '../workflow-safe/orchestration.js';
+import { FAILED_START_RETRY_MS } from '../workflow-safe/orchestration.js';
+import { limitingFactor } from '../workflow-safe/inflightControl.js';
+import type { CardStarter } from '../app/cardStarter.js';
+import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
@@ -29,7 +29,7 @@ import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
 import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
-import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../common/requestCheckValidation.js';
+import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../workflow-safe/requestCheckValidation.js';
 import { describeFailure, sqlState } from '../ingest/failures.js';
 
 /** Request-check and mode switch live in services shared with the API; activities only call them. */

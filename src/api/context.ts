@@ -4,8 +4,8 @@
  */
 import type { Config } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
-import type { PollingServices } from '../polling/pollingServices.js';
-import type { OrchestrationRef } from '../polling/temporalControl.js';
+import type { PollingServices } from '../app/pollingServices.js';
+import type { OrchestrationRef } from '../app/temporalControl.js';
 
 export interface ApiContext {
   readonly config: Config;

@@ -6,8 +6,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type DomainErrorCode } from '../domain/errors.js';
 import { shown } from '../domain/validate.js';
-import { ID_PATTERN, ID_RULE } from '../common/ids.js';
-import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../common/requestCheckValidation.js';
+import { ID_PATTERN, ID_RULE } from '../workflow-safe/ids.js';
+import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../workflow-safe/requestCheckValidation.js';
 import { tryAgain } from './tryAgain.js';
 
 export type ApiErrorCode = DomainErrorCode | 'unauthorized' | 'unavailable' | 'payload_too_large' | 'unsupported_media_type' | 'internal';

@@ -4,7 +4,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, taskQueues } from '../config/index.js';
-import { createPollingServices } from '../polling/pollingServices.js';
+import { createPollingServices } from '../app/pollingServices.js';
 import { createRuntimeDeps } from '../runtime/deps.js';
 import { startApiServer } from './start.js';
 import { assertSafeApiBinding, UnsafeApiBindingError } from './bindCheck.js';

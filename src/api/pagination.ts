@@ -1,6 +1,6 @@
 /** Cursor pagination shared by the list routes: `{ items, nextCursor? }`. */
 import { DomainError } from '../domain/errors.js';
-import { isId } from '../common/ids.js';
+import { isId } from '../workflow-safe/ids.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;

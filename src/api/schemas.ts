@@ -6,9 +6,9 @@
  * both feed the OpenAPI document.
  */
 import { CARD_STATUSES } from '../domain/card.js';
-import { CHECK_TYPES, GATEWAY_CHECK_TYPES } from '../common/checkTypes.js';
-import { ID_PATTERN, ID_RULE } from '../common/ids.js';
-import { MAX_CONFIRM_DELAY_SEC, MAX_CONFIRM_DELAYS, MAX_COOLDOWN_MS, MAX_EXPECTED_LENGTH } from '../common/requestCheckValidation.js';
+import { CHECK_TYPES, GATEWAY_CHECK_TYPES } from '../workflow-safe/checkTypes.js';
+import { ID_PATTERN, ID_RULE } from '../workflow-safe/ids.js';
+import { MAX_CONFIRM_DELAY_SEC, MAX_CONFIRM_DELAYS, MAX_COOLDOWN_MS, MAX_EXPECTED_LENGTH } from '../workflow-safe/requestCheckValidation.js';
 import { CARRIER_LIMITS, MAX_QPS } from '../domain/carrierInput.js';
 import { MAX_INTERVAL_SEC } from '../domain/pollingConfig.js';
 import { POLLING_PRIORITY_LIMITS } from '../domain/pollingConfigInput.js';

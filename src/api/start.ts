@@ -1,10 +1,10 @@
 /**
  * Starts the API on config.API_HOST:API_PORT with connections the caller already has (used by
- * `src/api/main.ts`, and meant for `npm start`'s src/main/api.ts to delegate to).
+ * `src/api/main.ts`, and meant for `npm start`'s demo/start.ts to delegate to).
  */
 import type { Config } from '../config/index.js';
-import type { PollingServices } from '../polling/pollingServices.js';
-import type { OrchestrationRef } from '../polling/temporalControl.js';
+import type { PollingServices } from '../app/pollingServices.js';
+import type { OrchestrationRef } from '../app/temporalControl.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { assertSafeApiBinding } from './bindCheck.js';
 import { buildApiServer } from './server.js';

@@ -5,8 +5,8 @@
  * not answer in time, the Temporal server unreachable or busy, PostgreSQL or Redis unreachable.
  */
 import { ApplicationFailure, ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
-import { SCHEDULER_CONTINUING_AS_NEW } from '../common/orchestration.js';
-import { GRPC_RETRYABLE_UPDATE_CODES } from '../polling/temporalControl.js';
+import { SCHEDULER_CONTINUING_AS_NEW } from '../workflow-safe/orchestration.js';
+import { GRPC_RETRYABLE_UPDATE_CODES } from '../app/temporalControl.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 
 export interface TryAgain {

@@ -3,8 +3,8 @@
  * its Temporal Web UI addresses. The card detail itself comes from `GET /v1/cards/:id`.
  */
 import { findCardByIccid, findCards } from '../db/cards.js';
-import { cardRunsQuery, cardWorkflowId } from '../common/orchestration.js';
-import type { CardRunShape } from '../common/cardBatches.js';
+import { cardRunsQuery, cardWorkflowId } from '../workflow-safe/orchestration.js';
+import type { CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { Queryable } from '../db/queryable.js';
 import { runUrlPrefix, workflowListUrl, workflowQueryUrl } from './temporalLinks.js';
 

@@ -5,7 +5,7 @@
  * notifications sent meanwhile are lost with it, every re-established LISTEN counts as a change.
  */
 import pg from 'pg';
-import { ConnectionErrorLog } from './connectionErrors.js';
+import { ConnectionErrorLog } from '../runtime/connectionErrors.js';
 
 export const ACCOUNT_CHANGES_CHANNEL = 'card_poller_carrier_account';
 

@@ -2,7 +2,7 @@
  * Failure alerts (one open per card and type, recovered on success) and account-level alerts
  * (more than N opened within W). Every write is idempotent under activity retries.
  */
-import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId, requireInt, requireText } from '../domain/validate.js';
 import { withTransaction, type Pool } from './pool.js';

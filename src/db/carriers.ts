@@ -1,6 +1,6 @@
 /** Carrier accounts with their rate-limit groups and type → group map. */
 import type pg from 'pg';
-import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import type { Carrier, CarrierPatch, NewCarrier, RateLimitGroup } from '../domain/carrier.js';
 import { validateCarrierScalars, validateGroups, validateTypeGroups } from '../domain/carrierInput.js';
 import { DomainError } from '../domain/errors.js';

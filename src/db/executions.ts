@@ -2,7 +2,7 @@
  * card_execution: one row per card execution — a cardCheck run, or one card of a cardBatch run
  * (rows of one batch share its workflow and run ids) — listed newest first in the card detail.
  */
-import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId, requireText } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';

@@ -2,7 +2,7 @@
  * Observation inserts (sync mode and ingest batches) with out-of-order protection:
  * a duplicate collection id is ignored, and a card's latest values only move forward in time.
  */
-import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId, requireText } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';

@@ -1,5 +1,5 @@
 /** Polling config rules. Merging lives in domain/pollingConfig.ts. */
-import type { CheckType } from '../common/checkTypes.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import {
   MIN_INTERVAL_SEC,

@@ -1,6 +1,6 @@
 /** PostgreSQL connection pool bound to the configured schema. */
 import pg from 'pg';
-import { logConnectionErrors } from './connectionErrors.js';
+import { logConnectionErrors } from '../runtime/connectionErrors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;

@@ -4,7 +4,7 @@
  * record with before/after snapshots in the same transaction, so the trail never misses a step.
  */
 import type pg from 'pg';
-import { isCheckType, type CheckType } from '../common/checkTypes.js';
+import { isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from '../domain/errors.js';
 import { DEFAULT_ATTEMPT_LIMIT, type PriorityItem, type PriorityRequest } from '../domain/priorityItem.js';
 import { requireId, requireInt, requireText } from '../domain/validate.js';

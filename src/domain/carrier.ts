@@ -1,5 +1,5 @@
 /** Carrier account domain types. */
-import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
 
 export interface RateLimitGroup {
   readonly name: string;

@@ -1,5 +1,5 @@
 /** Validation of carrier account input; every failure names the API field. */
-import { isGatewayCheckType, type GatewayCheckType } from '../common/checkTypes.js';
+import { isGatewayCheckType, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import { DomainError } from './errors.js';
 import type { CarrierPatch, RateLimitGroup } from './carrier.js';
 import { requireBoolean, requireInt, requireNumber, requireText } from './validate.js';

@@ -4,9 +4,9 @@
  * confirmation. Pure: inputs in, field changes out, so every rule is unit-tested directly.
  * Also the finish record: the result stored with the Redis finish so that a retry replays it.
  */
-import { CHECK_TYPES, isCheckType, type CheckType } from '../common/checkTypes.js';
-import type { ExecutionOutcome, StepResult } from '../common/orchestration.js';
-import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../common/schedule.js';
+import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
+import type { ExecutionOutcome, StepResult } from '../workflow-safe/orchestration.js';
+import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../workflow-safe/schedule.js';
 import { DueField } from '../redis/dueFields.js';
 import { formatConfirmDelays, type DueState } from '../redis/dueState.js';
 

@@ -2,7 +2,7 @@
  * Polling configs and the merge rule that turns them into
  * a card's intervals. Pure: no I/O.
  */
-import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
+import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { CardStatus } from './card.js';
 
 /** Floor for any interval: below it one card would eat a noticeable share of a group's budget. */

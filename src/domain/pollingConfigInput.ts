@@ -1,5 +1,5 @@
 /** Validation of polling config input (minimum interval, known types, match keys). */
-import { isCheckType } from '../common/checkTypes.js';
+import { isCheckType } from '../workflow-safe/checkTypes.js';
 import { isCardStatus } from './card.js';
 import { DomainError } from './errors.js';
 import { MAX_INTERVAL_SEC, MIN_INTERVAL_SEC, type Intervals, type PollingConfigPatch, type PollingMatch } from './pollingConfig.js';

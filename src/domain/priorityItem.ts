@@ -1,5 +1,5 @@
 /** Durable request-check items (one active per card; see db/priorityItems.ts). */
-import type { CheckType } from '../common/checkTypes.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 
 export const PRIORITY_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const;
 export type PriorityStatus = (typeof PRIORITY_STATUSES)[number];

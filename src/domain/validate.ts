@@ -1,5 +1,5 @@
 /** Small input checks that throw {@link DomainError} naming the field. */
-import { idProblem, isId } from '../common/ids.js';
+import { idProblem, isId } from '../workflow-safe/ids.js';
 import { DomainError } from './errors.js';
 
 /** The offending value in an error message, cut short. */
@@ -8,7 +8,7 @@ export function shown(value: unknown): string {
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
-/** Ids are bigint identity values exposed as decimal strings (the rule: src/common/ids.ts). */
+/** Ids are bigint identity values exposed as decimal strings (the rule: src/workflow-safe/ids.ts). */
 export function requireId(value: unknown, field: string): string {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
   if (!isId(text)) throw DomainError.invalid(field, `${field} ${idProblem(value) ?? ''}`);

@@ -13,7 +13,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
-import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import { checkPath, checkResponseSchema, errorResponseSchema, observationSchemas, type ObservationByType } from './contract.js';
 import { GatewayError } from './errors.js';
 import { parseRetryAfter } from './retryAfter.js';

@@ -3,7 +3,7 @@
  * the two cannot drift apart. Pure data and zod schemas: no I/O here.
  */
 import { z } from 'zod';
-import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
 
 /** Path of the endpoint for one check type. */
 export function checkPath(type: GatewayCheckType): string {

@@ -5,7 +5,7 @@
  * socket, or woke late) gives the slot back and waits for a new one, instead of arriving in a
  * window that other grants already fill.
  */
-import type { GatewayCheckType } from '../common/checkTypes.js';
+import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { GatewayClient, GatewayObservation } from './client.js';
 import { GatewayError } from './errors.js';

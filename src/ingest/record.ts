@@ -4,7 +4,7 @@
  * transition. Written by the card worker itself (sync ingest) or handed to the ingest stream and
  * written in batches (async ingest); both paths derive the same rows from it (src/ingest/rows.ts).
  */
-import { typeFinishesOf, type ExecutionOutcome, type FinishInput, type StepResult } from '../common/orchestration.js';
+import { typeFinishesOf, type ExecutionOutcome, type FinishInput, type StepResult } from '../workflow-safe/orchestration.js';
 import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {

@@ -2,8 +2,8 @@
  * The PostgreSQL rows one execution record stands for. Sync and async ingest both write exactly
  * these, so switching the mode changes when rows land, never which.
  */
-import type { CheckType } from '../common/checkTypes.js';
-import type { ExecutionOutcome } from '../common/orchestration.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
+import type { ExecutionOutcome } from '../workflow-safe/orchestration.js';
 import type { ObservationRow } from '../db/observations.js';
 import type { Execution, ExecutionOutcome as StoredOutcome } from '../db/executions.js';
 import type { IngestRecord } from './record.js';

@@ -20,7 +20,7 @@ import { initialDues } from './jitter.js';
 import type { PollingContext } from './pollingContext.js';
 import type { OutboxRef } from './outboxRows.js';
 import { readDuesMany, type Dues, type LifecycleStore } from './queueStore.js';
-import type { CheckType } from '../common/checkTypes.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 
 export interface ApplyDeps {
   readonly pool: pg.Pool;

@@ -2,7 +2,7 @@
  * Initial due times for new or re-enabled cards (DESIGN §7; seed 002): each type due at
  * now + jitter in [0, max(interval / 10, 2 s)) so a batch import does not hit the gateway at once.
  */
-import { CHECK_TYPES } from '../common/checkTypes.js';
+import { CHECK_TYPES } from '../workflow-safe/checkTypes.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import type { Dues } from './queueStore.js';
 

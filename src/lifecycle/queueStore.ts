@@ -4,7 +4,7 @@
  * does not offer (readDue is one round trip per card).
  */
 import type { RedisConnection } from '../redis/connection.js';
-import { CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
+import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { DueField } from '../redis/dueFields.js';
 import { accountKeys } from '../redis/keys.js';

@@ -8,7 +8,7 @@
  */
 import type { ChainableCommander } from 'ioredis';
 import { groupBySlot, type RedisConnection } from './connection.js';
-import type { CheckType } from '../common/checkTypes.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 import { accountKeys, type AccountKeys } from './keys.js';
 import { registerScripts, callScript, scriptParams } from './scriptLoader.js';
 import { parseDueHash, type DueState } from './dueState.js';

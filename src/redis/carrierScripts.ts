@@ -3,7 +3,7 @@
  * builds their KEYS/ARGV and parses their replies. Pure functions, so tests can inspect the keys
  * a script receives (cluster slot check) without Redis.
  */
-import { GATEWAY_CHECK_TYPES, type CheckType } from '../common/checkTypes.js';
+import { GATEWAY_CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { AccountKeys } from './keys.js';
 import { formatConfirmDelays } from './dueState.js';
 import type { ScriptDefinition } from './scriptLoader.js';

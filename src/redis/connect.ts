@@ -4,7 +4,7 @@
  * keys: a lease or due score silently evicted would lose a card from polling.
  */
 import { Cluster, Redis } from 'ioredis';
-import { logConnectionErrors } from '../db/connectionErrors.js';
+import { logConnectionErrors } from '../runtime/connectionErrors.js';
 import type { ClusterNode } from '../config/index.js';
 import { allNodes, isCluster, nodeAddress, type RedisConnection } from './connection.js';
 
@@ -78,7 +78,7 @@ async function ensureNoEviction(redis: RedisConnection, options: ConnectOptions)
  * Connects, or throws when the server cannot be reached now. Once connected, the connection
  * outlives Redis outages: ioredis reconnects by itself (its default retry strategy: every ≤ 2 s,
  * for ever), commands meanwhile fail with an error their caller handles, and the outage is logged
- * on stderr, rate-limited (see src/db/connectionErrors.ts).
+ * on stderr, rate-limited (see src/runtime/connectionErrors.ts).
  */
 export async function connectRedis(url: string, options: ConnectOptions = {}): Promise<Redis> {
   const redis = new Redis(url, {

@@ -2,7 +2,7 @@
  * Field names of a card's due hash (DESIGN §3). The Lua scripts spell the same names in
  * `lua/includes/dueHash.lua`; finish logic elsewhere builds its `set` / `del` lists from here.
  */
-import type { CheckType } from '../common/checkTypes.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 
 /** Per-check-type field prefixes; the field is `<prefix><type>`. */
 export const DUE_FIELD_PREFIX = {

@@ -1,7 +1,7 @@
 /**
  * Typed view of a card's due hash (DESIGN §3), parsed in one place.
  */
-import { CHECK_TYPES, isCheckType, type CheckType } from '../common/checkTypes.js';
+import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_CLAIMED_AT, FIELD_DEFERRED, FIELD_PRIORITY, dueField } from './dueFields.js';
 
 export interface TypeDueState {

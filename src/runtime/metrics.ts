@@ -8,7 +8,7 @@
  * only, not the last ones of a process that stopped scheduling the account.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { LimitingFactor } from '../common/inflightControl.js';
+import type { LimitingFactor } from '../workflow-safe/inflightControl.js';
 
 /** A group's budget as a claim round saw it. */
 export interface GroupRate {

@@ -15,10 +15,10 @@ import { listPollingConfigs } from '../db/pollingConfigs.js';
 import { getIngestMode, getPollingMode, type IngestMode } from '../db/systemConfig.js';
 import type { Carrier } from '../domain/carrier.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
-import type { PollingMode } from '../common/orchestration.js';
-import { LoadingCache } from '../runtime/loadingCache.js';
-import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
-import { describeConnectionError } from '../db/connectionErrors.js';
+import type { PollingMode } from '../workflow-safe/orchestration.js';
+import { LoadingCache } from './loadingCache.js';
+import { isDatabaseUnreachable } from './databaseErrors.js';
+import { describeConnectionError } from '../runtime/connectionErrors.js';
 
 export interface ReferenceDataOptions {
   readonly ttlMs?: number;

@@ -4,7 +4,7 @@
  * counters that `GET /sim/stats` reports.
  */
 import { z } from 'zod';
-import { GATEWAY_CHECK_TYPES, type GatewayCheckType } from '../common/checkTypes.js';
+import { GATEWAY_CHECK_TYPES, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import type { NetworkState, RealnameState } from '../gateway/contract.js';
 import { createPrng, hashSeed } from './random.js';
 import { SlidingWindow } from './slidingWindow.js';

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomInt } from 'node:crypto';
-import { isGatewayCheckType, type GatewayCheckType } from '../common/checkTypes.js';
+import { isGatewayCheckType, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import { checkRequestSchema, type ErrorResponse, type GatewayErrorClass } from '../gateway/contract.js';
 import { accountUpdateSchema, cardStateUpdateSchema, SimWorld, type SimCard } from './model.js';
 import { logNormal } from './random.js';

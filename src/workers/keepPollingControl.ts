@@ -7,8 +7,8 @@
  */
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { ensurePollingControl, ensureStorageMaintenance, type OrchestrationRef } from '../polling/temporalControl.js';
-import type { TaskQueueNames } from '../common/orchestration.js';
+import { ensurePollingControl, ensureStorageMaintenance, type OrchestrationRef } from '../app/temporalControl.js';
+import type { TaskQueueNames } from '../workflow-safe/orchestration.js';
 
 export interface KeepPollingControlOptions {
   readonly connection: NativeConnection;

@@ -9,7 +9,7 @@ import { createRuntimeDeps, type RuntimeDeps } from '../runtime/deps.js';
 import { createProcessLogger, lifecycleLogger, type ProcessLogger } from '../runtime/logger.js';
 import { PinoSdkLogger, SDK_LOG_LEVEL } from '../runtime/sdkLogger.js';
 import { freePort, startMetricsServer } from '../runtime/metricsServer.js';
-import { createPollingServices } from '../polling/pollingServices.js';
+import { createPollingServices } from '../app/pollingServices.js';
 import { createWorkers, type WorkerKind } from './createWorker.js';
 import { loadProcessBundle } from './workflowBundle.js';
 import { workerHealth } from './health.js';

@@ -14,7 +14,7 @@
  * by carrierScheduler (child start) or the claim activity (client start).
  */
 import { log, workflowInfo } from '@temporalio/workflow';
-import type { ClaimedCard, ExecutionOutcome, TaskQueueNames } from '../common/orchestration.js';
+import type { ClaimedCard, ExecutionOutcome, TaskQueueNames } from '../workflow-safe/orchestration.js';
 import { executeCard } from './cardExecution.js';
 import { BookkeepingGate } from './bookkeepingGate.js';
 

@@ -21,7 +21,7 @@ import type { RetryPolicy } from '@temporalio/common';
 import type { CardActivities } from '../activities/card.js';
 import type { GatewayActivities } from '../activities/gateway.js';
 import type { IngestActivities, RecordExecutionInput } from '../activities/ingest.js';
-import { isGatewayCheckType, type CheckType } from '../common/checkTypes.js';
+import { isGatewayCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { CardBookkeeping } from './bookkeepingGate.js';
 import { FINISH_LASTING_PATCH, firstFinishRetry, isNonRetryable, retryLasting } from './finishRetry.js';
 import {
@@ -32,7 +32,7 @@ import {
   type StepResult,
   type TaskQueueNames,
   typeFinishesOf,
-} from '../common/orchestration.js';
+} from '../workflow-safe/orchestration.js';
 
 export interface CardExecutionInput extends CardCheckInput {
   readonly taskQueues: TaskQueueNames;

@@ -40,12 +40,12 @@ import {
   type RequestCheckInput,
   type SchedulerStatus,
   type TaskQueueNames,
-} from '../common/orchestration.js';
-import { validateRequestCheck } from '../common/requestCheckValidation.js';
-import { initialInflightControl, nextInflightControl, type InflightControlState } from '../common/inflightControl.js';
+} from '../workflow-safe/orchestration.js';
+import { validateRequestCheck } from '../workflow-safe/requestCheckValidation.js';
+import { initialInflightControl, nextInflightControl, type InflightControlState } from '../workflow-safe/inflightControl.js';
 import { cardCheck } from './cardCheck.js';
 import { cardBatch } from './cardBatch.js';
-import { DEFAULT_CARD_BATCH_SIZE, cardBatchWorkflowId, cardBatches, type CardBatch } from '../common/cardBatches.js';
+import { DEFAULT_CARD_BATCH_SIZE, cardBatchWorkflowId, cardBatches, type CardBatch } from '../workflow-safe/cardBatches.js';
 import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
 
 export interface CarrierSchedulerArgs {

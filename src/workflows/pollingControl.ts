@@ -24,7 +24,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
-import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../common/orchestration.js';
+import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../workflow-safe/orchestration.js';
 import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
 import { controlStatusQuery, reconcileSignal, reconcileUpdate, setModeSignal, setModeUpdate } from './messages.js';
 

@@ -16,10 +16,10 @@ import type { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import type { ReferenceData } from '../../src/runtime/referenceData.js';
 import type { RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import type { GatewayClient } from '../../src/gateway/client.js';
-import type { CardStarter } from '../../src/polling/cardStarter.js';
+import type { CardStarter } from '../../src/app/cardStarter.js';
 import type { Carrier } from '../../src/domain/carrier.js';
-import type { ClaimRoundInput, GatewayStepInput } from '../../src/common/orchestration.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
+import type { ClaimRoundInput, GatewayStepInput } from '../../src/workflow-safe/orchestration.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
 /** A collaborator with only the members a test gives it; calling any other one fails the test. */
 const partial = <T>(members: Partial<T>): T => members as T;

@@ -8,7 +8,7 @@ import { DEV_API_TOKEN } from '../../src/config/index.js';
 import { isLoopbackHost } from '../../src/config/loopback.js';
 import { assertSafeApiBinding, UnsafeApiBindingError } from '../../src/api/bindCheck.js';
 import { freePort, isRunning, spawnEntryProcess } from '../faults/entryProcess.js';
-import { waitFor } from '../helpers/seed.js';
+import { waitFor } from '../../testkit/seed.js';
 
 test('loopback hosts: 127.0.0.0/8, ::1 and localhost; anything else is not', () => {
   for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', 'LOCALHOST', 'api.localhost', '::ffff:127.0.0.1'])

@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { requestRebuild } from '../../src/lifecycle/rebuild.js';
 import { globalKeys } from '../../src/redis/keys.js';
 import type { UpsertInput } from '../../src/redis/carrierQueueStore.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApiStack, carrierBody, iccid } from './helpers.js';
-import { waitFor } from '../helpers/seed.js';
+import { waitFor } from '../../testkit/seed.js';
 
 test('a polling config change re-places existing cards in Redis: a type gaining an interval becomes due, one losing it leaves', async () => {
   const api = await createApiStack('api-config-resync');

@@ -5,8 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
-import { waitFor } from '../helpers/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { waitFor } from '../../testkit/seed.js';
 import { carrierBody, createApiStack, iccid } from './helpers.js';
 
 interface Detail {

@@ -1,8 +1,8 @@
 /** An API server on a fresh test stack, driven in-process with `inject`. */
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApiServer } from '../../src/api/server.js';
-import type { OrchestrationRef } from '../../src/polling/temporalControl.js';
-import { createStack, type Stack } from '../helpers/orchestration.js';
+import type { OrchestrationRef } from '../../src/app/temporalControl.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
 
 export interface ApiStack {
   readonly stack: Stack;

@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RequestCheckInvalid, validateRequestCheck } from '../../src/common/requestCheckValidation.js';
+import { RequestCheckInvalid, validateRequestCheck } from '../../src/workflow-safe/requestCheckValidation.js';
 import { carrierBody, createApiStack, iccid, type ApiStack, type ErrorAnswer } from './helpers.js';
 
 const INT8_MAX = '9223372036854775807';

@@ -14,9 +14,9 @@ import {
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
-import { SCHEDULER_CONTINUING_AS_NEW } from '../../src/common/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW } from '../../src/workflow-safe/orchestration.js';
 import { RetryState } from '@temporalio/common';
-import { REQUEST_CHECK_REJECTED } from '../../src/common/requestCheckValidation.js';
+import { REQUEST_CHECK_REJECTED } from '../../src/workflow-safe/requestCheckValidation.js';
 import { handleError } from '../../src/api/errors.js';
 import { requireRunning } from '../../src/api/workflowCalls.js';
 

@@ -12,7 +12,7 @@ import { connectRedisFromConfig, readEvictionPolicy, RedisEvictionPolicyError } 
 import { allNodes, deleteMatching, isCluster, masterNodes, nodeAddress, scanKeys } from '../../src/redis/connection.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { keySlot } from '../../src/redis/slot.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 
 const ACCOUNTS = Array.from({ length: 30 }, (_, i) => String(i + 1));
 const NOW = 1_800_000_000_000;

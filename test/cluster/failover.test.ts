@@ -18,10 +18,10 @@ import { loadConfig } from '../../src/config/index.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { isCluster, masterNodes, nodeAddress } from '../../src/redis/connection.js';
 import { keySlot } from '../../src/redis/slot.js';
-import { dataDir } from '../../src/services/paths.js';
-import { allNodesHealthy, CLUSTER_HOST, CLUSTER_PORTS, clusterInfo, clusterNodePid, isHealthy, restartClusterNode } from '../../src/services/redisCluster.js';
-import { waitUntil } from '../../src/services/process.js';
-import { createTestRedis } from '../helpers/redis.js';
+import { dataDir } from '../../devstack/paths.js';
+import { allNodesHealthy, CLUSTER_HOST, CLUSTER_PORTS, clusterInfo, clusterNodePid, isHealthy, restartClusterNode } from '../../devstack/redisCluster.js';
+import { waitUntil } from '../../devstack/process.js';
+import { createTestRedis } from '../../testkit/redis.js';
 
 const ACCOUNTS = Array.from({ length: 24 }, (_, i) => String(i + 1));
 const CARDS = Array.from({ length: 20 }, (_, i) => `k${i}`);

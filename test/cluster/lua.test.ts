@@ -1,6 +1,6 @@
 /**
  * The Lua script tests, unchanged, on the Redis Cluster: their fixture (test/lua/fixture.ts →
- * test/helpers/redis.ts) connects to the cluster when REDIS_CLUSTER_NODES is set, so every script
+ * testkit/redis.ts) connects to the cluster when REDIS_CLUSTER_NODES is set, so every script
  * runs by EVALSHA on the node owning its account's slot, accounts spread over the masters.
  *
  * Left out: test/lua/move.test.ts, whose observer reads two accounts' lanes in one MULTI to prove

@@ -14,12 +14,12 @@ import './env.js';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import { storageMaintenanceScheduleId } from '../../src/common/orchestration.js';
+import { storageMaintenanceScheduleId } from '../../src/workflow-safe/orchestration.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
-import { ensurePollingControl, requestCheck, schedulerStatus, type OrchestrationRef } from '../../src/polling/temporalControl.js';
+import { ensurePollingControl, requestCheck, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import { isCluster } from '../../src/redis/connection.js';
-import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
+import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The orchestration on the multi-service Temporal server on PostgreSQL (issue 16,
- * src/services/temporalCluster.ts): cards are polled through it; then the history service
+ * devstack/temporalCluster.ts): cards are polled through it; then the history service
  * process is killed (-9) and started again, and polling resumes with no card lost.
  *
  * In `npm run test:cluster` every file runs on this server (TEMPORAL_ADDRESS) and on the Redis
@@ -13,11 +13,11 @@ import './env.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/index.js';
-import { isAlive } from '../../src/services/process.js';
-import { binariesBuilt, clusterOptions, frontendAddress, servicePid, temporalClusterUp } from '../../src/services/temporalCluster.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { isAlive } from '../../devstack/process.js';
+import { binariesBuilt, clusterOptions, frontendAddress, servicePid, temporalClusterUp } from '../../devstack/temporalCluster.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 
 const CARDS = 6;
 const LEASE_MS = 8000;

@@ -13,9 +13,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildApiServer } from '../../src/api/server.js';
 import { getPollingMode } from '../../src/db/systemConfig.js';
 import { workflowListUrl } from '../../src/dashboard/temporalLinks.js';
-import { ensurePollingControl, type OrchestrationRef } from '../../src/polling/temporalControl.js';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 
 /** Installed by scripts/ensure-chromium.sh. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApiStack, type ErrorAnswer } from '../api/helpers.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import type { History } from '../../src/dashboard/sampler.js';
 import type { CardLookup } from '../../src/dashboard/cardLookup.js';
 

@@ -10,8 +10,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/index.js';
 import { followAccountChanges, type AccountChanges } from '../../src/db/accountChanges.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { waitFor } from '../helpers/seed.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
+import { waitFor } from '../../testkit/seed.js';
 
 let mine: TestDb;
 let other: TestDb;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ackFailureAlert, listCarrierAlerts, listFailureAlerts, recordFailure, recoverFailure, recoverFailures } from '../../src/db/alerts.js';
 import { insertCards } from '../../src/db/cards.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../src/db/carriers.js';
 import { migrate, readMigrations } from '../../src/db/migrate.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { makeCarrier } from './fixtures.js';
 
 let db: TestDb;

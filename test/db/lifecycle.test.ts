@@ -10,8 +10,8 @@ import { DomainError } from '../../src/domain/errors.js';
 import { LifecycleService } from '../../src/lifecycle/service.js';
 import type { LifecycleStore } from '../../src/lifecycle/queueStore.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 import { countStatements, iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { migrate } from '../../src/db/migrate.js';
 import { getIngestMode, getPollingMode, setIngestMode, setPollingMode } from '../../src/db/systemConfig.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 
 let db: TestDb;
 before(async () => {

@@ -4,7 +4,7 @@ import { getCardLatest, insertCards } from '../../src/db/cards.js';
 import { insertObservations, listCardObservations, ensureObservationPartitions } from '../../src/db/observations.js';
 import { insertExecutions, listExecutions, recordExecution } from '../../src/db/executions.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createPollingConfig, deletePollingConfig, listPollingConfigs, updatePollingConfig } from '../../src/db/pollingConfigs.js';
 import { DomainError } from '../../src/domain/errors.js';
 import { mergeIntervals } from '../../src/domain/pollingConfig.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { makeCarrier } from './fixtures.js';
 
 let db: TestDb;

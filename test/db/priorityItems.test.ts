@@ -13,7 +13,7 @@ import {
 import { normaliseCard } from '../../src/domain/cardInput.js';
 import { DomainError } from '../../src/domain/errors.js';
 import type { PriorityItem } from '../../src/domain/priorityItem.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

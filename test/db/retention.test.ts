@@ -4,7 +4,7 @@ import { insertCards } from '../../src/db/cards.js';
 import { insertObservations } from '../../src/db/observations.js';
 import { maintainStorage } from '../../src/db/retention.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

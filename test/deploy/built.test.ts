@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { createStack, stackEnv } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { createStack, stackEnv } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { appServices, dockerfileCmd, nodeEntry, readCompose, readDockerfile } from './entries.js';
 import { buildInto, runEntry, type EntryProcess } from './build.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { ensurePromtool } from '../../src/services/promtool.js';
+import { ensurePromtool } from '../../devstack/promtool.js';
 import { DASHBOARD_PATH, dashboardExpressions } from '../ops/deployExpressions.js';
 
 const execFileAsync = promisify(execFile);

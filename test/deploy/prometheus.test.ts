@@ -1,7 +1,7 @@
 /**
  * The Prometheus alert rules: `promtool check rules` accepts them, `promtool test rules` passes
  * their unit tests, and every alert has a runbook line and is unit-tested both firing and not
- * firing. promtool comes from Debian's prometheus package (src/services/promtool.ts).
+ * firing. promtool comes from Debian's prometheus package (devstack/promtool.ts).
  */
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { ensurePromtool } from '../../src/services/promtool.js';
+import { ensurePromtool } from '../../devstack/promtool.js';
 import { ALERTS_PATH } from '../ops/deployExpressions.js';
 
 const execFileAsync = promisify(execFile);

@@ -8,9 +8,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { switchIngestMode } from '../../src/ingest/mode.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
-import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
 import { servedLabels, servedNames } from '../ops/promqlNames.js';
 import { dashboardExpressions, labelsMissing, namesMissing, ruleExpressions } from '../ops/deployExpressions.js';

@@ -11,10 +11,10 @@
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
+import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { privatePostgres, privateRedis, privateTemporal, type PrivateService, type PrivateTemporal } from '../faults/privateServices.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { setIngestMode } from '../../src/db/systemConfig.js';
 import {
   killEntry,

@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Stack } from '../helpers/orchestration.js';
-import { waitFor } from '../helpers/seed.js';
+import type { Stack } from '../../testkit/orchestration.js';
+import { waitFor } from '../../testkit/seed.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

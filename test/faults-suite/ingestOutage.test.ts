@@ -12,10 +12,10 @@
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { privatePostgres, type PrivateService } from '../faults/privateServices.js';
-import { ensurePollingControl, setMode } from '../../src/polling/temporalControl.js';
+import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { IngestStream } from '../../src/ingest/stream.js';
 import { createIngestPressure, type IngestPressure } from '../../src/ingest/pressure.js';

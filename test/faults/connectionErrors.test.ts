@@ -1,8 +1,8 @@
-/** The rate-limited connection error log (src/db/connectionErrors.ts): pure logic, fake clock. */
+/** The rate-limited connection error log (src/runtime/connectionErrors.ts): pure logic, fake clock. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import { ConnectionErrorLog, describeConnectionError, logConnectionErrors } from '../../src/db/connectionErrors.js';
+import { ConnectionErrorLog, describeConnectionError, logConnectionErrors } from '../../src/runtime/connectionErrors.js';
 
 function fixture(): { log: ConnectionErrorLog; lines: string[]; advance: (ms: number) => void } {
   let now = 1_000_000;

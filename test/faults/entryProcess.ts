@@ -1,12 +1,12 @@
 /**
- * One of the project's entry points (`src/…/main.ts`, `src/main/start.ts`, …) run as a process of
+ * One of the project's entry points (`src/…/main.ts`, `demo/start.ts`, …) run as a process of
  * its own under tsx, with its output captured: fault tests kill the services under such processes
  * and check that they are still alive afterwards.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../helpers/seed.js';
+import { waitFor } from '../../testkit/seed.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

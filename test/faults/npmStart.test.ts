@@ -1,5 +1,5 @@
 /**
- * `npm start` as an operator runs it (src/main/start.ts, the script behind it), on ports other
+ * `npm start` as an operator runs it (demo/start.ts, the script behind it), on ports other
  * than the defaults, with PostgreSQL stopped under it (`pg_ctl stop -m fast`) and started again:
  * the demo's gateway calls reach the simulator the process started, the process survives the
  * outage, and the calls and the live line resume once the database is back.
@@ -11,10 +11,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { waitFor } from '../helpers/seed.js';
+import { waitFor } from '../../testkit/seed.js';
 import { privatePostgres, type PrivateService } from './privateServices.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
-import { DEMO_ACCOUNTS } from '../../src/main/demo.js';
+import { DEMO_ACCOUNTS } from '../../demo/demo.js';
 import type { SimStats } from '../../src/simulator/model.js';
 
 const PG_PORT = 15434;
@@ -30,7 +30,7 @@ before(async () => {
   postgres = await privatePostgres(PG_PORT, () => undefined, 'npm-start-postgres');
   simulatorUrl = `http://127.0.0.1:${await freePort()}`;
   const port = (url: string): string => new URL(url).port;
-  start = spawnEntryProcess('npm start', 'src/main/start.ts', {
+  start = spawnEntryProcess('npm start', 'demo/start.ts', {
     ...process.env,
     DATABASE_URL: postgres.url,
     DATABASE_SCHEMA: schema,

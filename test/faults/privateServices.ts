@@ -7,11 +7,11 @@
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/config/index.js';
-import { dataDir } from '../../src/services/paths.js';
-import { isAlive, isTcpOpen, readPid, waitUntil } from '../../src/services/process.js';
-import { startTemporal, stopTemporal } from '../../src/services/temporal.js';
-import { startPostgres, stopPostgres, type PostgresOptions } from '../../src/services/postgres.js';
-import { startRedis, stopRedis } from '../../src/services/redis.js';
+import { dataDir } from '../../devstack/paths.js';
+import { isAlive, isTcpOpen, readPid, waitUntil } from '../../devstack/process.js';
+import { startTemporal, stopTemporal } from '../../devstack/temporal.js';
+import { startPostgres, stopPostgres, type PostgresOptions } from '../../devstack/postgres.js';
+import { startRedis, stopRedis } from '../../devstack/redis.js';
 
 export interface PrivateService {
   readonly url: string;

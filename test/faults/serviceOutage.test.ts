@@ -12,13 +12,13 @@
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { privatePostgres, privateRedis, type PrivateService } from './privateServices.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
-import type { SchedulerStatus } from '../../src/common/orchestration.js';
-import { startLiveLine } from '../../src/main/liveLine.js';
+import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
+import type { SchedulerStatus } from '../../src/workflow-safe/orchestration.js';
+import { startLiveLine } from '../../demo/liveLine.js';
 
 /** Ports of this test's own services (the shared ones are 5433 and 6379). */
 const PG_PORT = 15433;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 import { loadConfig } from '../../src/config/index.js';
 import { DEFAULT_WINDOW_MARGIN_MS, RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import { ARRIVAL_ALLOWANCE_MS, MARGIN_HEADROOM, MAX_WINDOW_MARGIN_MS, MIN_WINDOW_MARGIN_MS, SendDelays } from '../../src/ratelimit/sendDelay.js';

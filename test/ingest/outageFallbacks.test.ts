@@ -7,16 +7,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
 import { createCardActivities, UNREACHABLE_RETRY_MS, type CardActivities } from '../../src/activities/card.js';
 import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import { ReferenceData } from '../../src/runtime/referenceData.js';
-import type { PriorityClaims, PriorityTransitions } from '../../src/polling/priorityTransitions.js';
+import type { PriorityClaims, PriorityTransitions } from '../../src/app/priorityTransitions.js';
 import { setIngestMode } from '../../src/db/systemConfig.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { writerSlots } from '../../src/ingest/service.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
 interface Switchable {
   readonly pool: Pool;

@@ -5,8 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { waitFor } from '../helpers/seed.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { waitFor } from '../../testkit/seed.js';
 
 /** How many Redis clients carry `name` (ioredis names a duplicate like its original). */
 async function clientsNamed(stack: Stack, name: string): Promise<number> {

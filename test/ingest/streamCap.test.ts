@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createIngestActivities } from '../../src/activities/ingest.js';
 import { IngestStream, IngestStreamFull } from '../../src/ingest/stream.js';
-import type { PriorityTransitions } from '../../src/polling/priorityTransitions.js';
-import { createTestDb } from '../helpers/db.js';
-import { createTestRedis } from '../helpers/redis.js';
+import type { PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import { createTestDb } from '../../testkit/db.js';
+import { createTestRedis } from '../../testkit/redis.js';
 import { makeCard, makeRecord } from './fixtures.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };

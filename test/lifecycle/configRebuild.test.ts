@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiStack, carrierBody, iccid } from '../api/helpers.js';
-import { waitFor } from '../helpers/seed.js';
+import { waitFor } from '../../testkit/seed.js';
 import { globalKeys } from '../../src/redis/keys.js';
 
 test('a polling config change during a running rebuild is applied once that rebuild ends', async () => {

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import { LifecycleService } from '../../src/lifecycle/service.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';
 
 let db: TestDb;

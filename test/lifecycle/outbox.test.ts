@@ -14,9 +14,9 @@ import { LifecycleService } from '../../src/lifecycle/service.js';
 import type { LifecycleStore } from '../../src/lifecycle/queueStore.js';
 import type { LifecycleMetrics } from '../../src/lifecycle/metrics.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
-import { waitFor } from '../helpers/seed.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
+import { waitFor } from '../../testkit/seed.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';
 
 let db: TestDb;

@@ -11,8 +11,8 @@ import { LifecycleService } from '../../src/lifecycle/service.js';
 import { createLifecycleMetrics } from '../../src/lifecycle/metrics.js';
 import { reconcile, reconcileLockKey } from '../../src/lifecycle/reconcile.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { createTestDb, type TestDb } from '../helpers/db.js';
-import { createTestRedis, type TestRedis } from '../helpers/redis.js';
+import { createTestDb, type TestDb } from '../../testkit/db.js';
+import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';
 
 let db: TestDb;

@@ -10,7 +10,7 @@ import { expectCode } from '../../src/redis/storeErrors.js';
 import { ScriptArgumentError } from '../../src/redis/storeErrors.js';
 import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';
 import { DueField } from '../../src/redis/dueFields.js';
-import { dueTypes } from '../../src/common/schedule.js';
+import { dueTypes } from '../../src/workflow-safe/schedule.js';
 
 const NOW = 1_000_000;
 /** A token of a claim made at `at` (NOW unless said). */

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/index.js';
 import { createRuntimeDeps } from '../../src/runtime/deps.js';
-import { createTestRedis } from '../helpers/redis.js';
+import { createTestRedis } from '../../testkit/redis.js';
 import { storeClock } from '../../src/lifecycle/queueStore.js';
 
 test('the runtime store reads Redis TIME, whatever the process clock says', async () => {

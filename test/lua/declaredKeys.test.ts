@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import { createTestRedis } from '../helpers/redis.js';
+import { createTestRedis } from '../../testkit/redis.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { CARRIER_SCRIPTS } from '../../src/redis/carrierScripts.js';
 import { LUA_DIR, loadLuaSource } from '../../src/redis/scriptLoader.js';

@@ -3,7 +3,7 @@
  * readers that look at Redis directly (not through the code under test).
  */
 import type { RedisConnection } from '../../src/redis/connection.js';
-import { createTestRedis } from '../helpers/redis.js';
+import { createTestRedis } from '../../testkit/redis.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import type { AccountKeys } from '../../src/redis/keys.js';
 import { CARRIER_SCRIPTS } from '../../src/redis/carrierScripts.js';

@@ -15,7 +15,7 @@ import { createFixture } from './fixture.js';
 import { CarrierModel, STRAY_AGE_MS, type ModelAccount } from './model/carrierModel.js';
 import { readSnapshot, type AccountSnapshot } from './model/snapshot.js';
 import { Random } from './model/random.js';
-import { CHECK_TYPES, type CheckType } from '../../src/common/checkTypes.js';
+import { CHECK_TYPES, type CheckType } from '../../src/workflow-safe/checkTypes.js';
 import type { AccountKeys } from '../../src/redis/keys.js';
 
 const SEED = Number(process.env.LUA_MODEL_SEED ?? Math.floor(Math.random() * 2 ** 31));

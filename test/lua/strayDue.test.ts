@@ -10,9 +10,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
-import type { StepResult } from '../../src/common/orchestration.js';
-import { dueTypes } from '../../src/common/schedule.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
+import type { StepResult } from '../../src/workflow-safe/orchestration.js';
+import { dueTypes } from '../../src/workflow-safe/schedule.js';
 import { planFinish } from '../../src/domain/finishPlan.js';
 import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';
 

@@ -7,11 +7,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { buildApiServer } from '../../src/api/server.js';
-import { CARD_IDS_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { CARD_IDS_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { cardBatch } from '../../src/workflows/cardBatch.js';
 
 const BATCH_SIZE = 4;

@@ -13,10 +13,10 @@ import { Worker } from '@temporalio/worker';
 import type { PrepareInput } from '../../src/activities/card.js';
 import { createBookkeepingBatchActivities, type BookkeepingActivities } from '../../src/activities/bookkeepingBatch.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
-import type { ExecutionPlan, FinishInput, GatewayStepInput, StepResult } from '../../src/common/orchestration.js';
+import type { ExecutionPlan, FinishInput, GatewayStepInput, StepResult } from '../../src/workflow-safe/orchestration.js';
 import { cardBatch, type CardBatchArgs } from '../../src/workflows/cardBatch.js';
-import { bundleOnce, connectTestEnv, uniqueName } from '../helpers/temporal.js';
-import { installQuietWorkerRuntime } from '../helpers/isolatedStack.js';
+import { bundleOnce, connectTestEnv, uniqueName } from '../../testkit/temporal.js';
+import { installQuietWorkerRuntime } from '../../testkit/isolatedStack.js';
 
 /** The cards of the batch, by what happens to them. */
 const CARD = { ok1: '11', ok2: '12', stepFails: '13', finishThrows: '14', leaseLost: '15', busy: '16', stepTimesOut: '17' } as const;

@@ -6,8 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackCardActivities, stackControlActivities } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
+import { createStack, stackCardActivities, stackControlActivities } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
 
 test("claim round: the previous round's calls in the limiter window do not shrink the next round's budget; waiting calls do", async () => {
   const stack = await createStack('claim-budget');

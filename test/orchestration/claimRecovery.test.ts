@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { Worker, bundleWorkflowCode } from '@temporalio/worker';
-import { createStack, stackControlActivities } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { timeSkippingEnv } from '../helpers/timeSkipping.js';
-import { uniqueName } from '../helpers/temporal.js';
-import type { CardRunActivities, ControlActivities } from '../helpers/workflowTest.js';
-import type { ClaimRoundInput } from '../../src/common/orchestration.js';
+import { createStack, stackControlActivities } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
+import { uniqueName } from '../../testkit/temporal.js';
+import type { CardRunActivities, ControlActivities } from '../../testkit/workflowTest.js';
+import type { ClaimRoundInput } from '../../src/workflow-safe/orchestration.js';
 import { carrierScheduler } from '../../src/workflows/carrierScheduler.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
 

@@ -5,11 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl, requestCheck } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl, requestCheck } from '../../src/app/temporalControl.js';
 import { requestCheckSignal, schedulerStatusQuery } from '../../src/workflows/messages.js';
-import { schedulerWorkflowId, type RequestCheckInput } from '../../src/common/orchestration.js';
+import { schedulerWorkflowId, type RequestCheckInput } from '../../src/workflow-safe/orchestration.js';
 
 const CARDS = 10;
 /** Runs of the scheduler to see: three continue-as-new while requests are being sent. */

@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import proto from '@temporalio/proto';
 
 const { temporal } = proto;
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
-import { schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 type EventTypeValue = proto.temporal.api.enums.v1.EventType;

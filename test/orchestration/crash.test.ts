@@ -7,9 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createStack, stackEnv, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
+import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CARDS = 8;

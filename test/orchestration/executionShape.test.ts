@@ -6,12 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
-import { cardWorkflowId, schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import type { Config } from '../../src/config/index.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
 interface RunShape {
   readonly workflowId: string;

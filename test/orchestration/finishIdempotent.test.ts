@@ -6,14 +6,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackCardActivities, type Stack } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
+import { createStack, stackCardActivities, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
 import type { CardActivities } from '../../src/activities/card.js';
 import { createIngestActivities } from '../../src/activities/ingest.js';
 import { recordFailure } from '../../src/db/alerts.js';
 import { DueField } from '../../src/redis/dueFields.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
-import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/common/orchestration.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
+import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/workflow-safe/orchestration.js';
 
 interface Running {
   readonly carrierId: string;

@@ -8,10 +8,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
 import { listExecutions } from '../../src/db/executions.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/common/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
 import type { CardBatchArgs } from '../../src/workflows/cardBatch.js';
 import type { FinishInput } from '../../src/redis/carrierQueueStore.js';

@@ -6,11 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { listCardObservations } from '../../src/db/observations.js';
 import { listExecutions } from '../../src/db/executions.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/common/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
 
 test('lease lost after the first step: its ok:t and observation are kept, the next step is not called, the new owner is untouched', async () => {

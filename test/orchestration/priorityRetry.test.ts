@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl, requestCheck } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl, requestCheck } from '../../src/app/temporalControl.js';
 
 interface ItemRow {
   status: string;

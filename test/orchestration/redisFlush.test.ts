@@ -5,9 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 
 test('Redis emptied while running: the system notices, rebuilds from PostgreSQL and keeps polling', async (t) => {
   const stack = await createStack('redis-flush');

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor, type SeedAccount } from '../helpers/seed.js';
-import { ensurePollingControl, requestCheck, type OrchestrationRef } from '../../src/polling/temporalControl.js';
+import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { ensurePollingControl, requestCheck, type OrchestrationRef } from '../../src/app/temporalControl.js';
 
 interface ExecutionRow {
   workflow_id: string;

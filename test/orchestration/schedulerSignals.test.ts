@@ -11,13 +11,13 @@ import { Worker } from '@temporalio/worker';
 import type { ControlActivities } from '../../src/activities/control.js';
 import { createControlActivities } from '../../src/activities/control.js';
 import { listAudit } from '../../src/db/audit.js';
-import type { ClaimRoundResult, RequestCheckInput, RequestCheckResult, SchedulerStatus } from '../../src/common/orchestration.js';
+import type { ClaimRoundResult, RequestCheckInput, RequestCheckResult, SchedulerStatus } from '../../src/workflow-safe/orchestration.js';
 import { carrierScheduler, type CarrierSchedulerArgs } from '../../src/workflows/carrierScheduler.js';
 import { requestCheckSignal, schedulerStatusQuery } from '../../src/workflows/messages.js';
-import { createTestDb } from '../helpers/db.js';
-import { installQuietWorkerRuntime } from '../helpers/isolatedStack.js';
-import { waitFor } from '../helpers/seed.js';
-import { bundleOnce, connectTestEnv, uniqueName } from '../helpers/temporal.js';
+import { createTestDb } from '../../testkit/db.js';
+import { installQuietWorkerRuntime } from '../../testkit/isolatedStack.js';
+import { waitFor } from '../../testkit/seed.js';
+import { bundleOnce, connectTestEnv, uniqueName } from '../../testkit/temporal.js';
 
 const workflowsPath = fileURLToPath(new URL('../../src/workflows/index.ts', import.meta.url));
 

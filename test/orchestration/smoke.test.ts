@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 
 test('orchestration: cards are claimed, checked through the simulator, finished and recorded', async () => {
   const stack = await createStack('orch-smoke');

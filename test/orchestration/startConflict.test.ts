@@ -5,10 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount, waitFor } from '../helpers/seed.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/polling/temporalControl.js';
-import { FAILED_START_RETRY_MS, cardWorkflowId } from '../../src/common/orchestration.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
+import { FAILED_START_RETRY_MS, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import type { Config } from '../../src/config/index.js';
 
 for (const mode of ['child', 'client'] as const) {

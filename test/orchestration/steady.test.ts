@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
-import { ensurePollingControl } from '../../src/polling/temporalControl.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
+import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { MAX_DUE_HORIZON_MS } from '../../src/activities/control.js';
 
 /**

@@ -5,10 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../helpers/orchestration.js';
-import { waitFor } from '../helpers/seed.js';
-import { ensureStorageMaintenance } from '../../src/polling/temporalControl.js';
-import { storageMaintenanceScheduleId } from '../../src/common/orchestration.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { waitFor } from '../../testkit/seed.js';
+import { ensureStorageMaintenance } from '../../src/app/temporalControl.js';
+import { storageMaintenanceScheduleId } from '../../src/workflow-safe/orchestration.js';
 import type { MaintenanceResult } from '../../src/db/retention.js';
 
 test('storage maintenance: an idempotent hourly schedule whose first run creates the missing partition ahead', async (t) => {

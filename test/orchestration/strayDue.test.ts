@@ -6,11 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, stackCardActivities, type Stack } from '../helpers/orchestration.js';
-import { seedAccount } from '../helpers/seed.js';
+import { createStack, stackCardActivities, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
 import { listPollingConfigs, updatePollingConfig } from '../../src/db/pollingConfigs.js';
-import type { CheckType } from '../../src/common/checkTypes.js';
-import type { StepResult } from '../../src/common/orchestration.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
+import type { StepResult } from '../../src/workflow-safe/orchestration.js';
 import type { Intervals } from '../../src/domain/pollingConfig.js';
 
 async function account(stack: Stack, name: string, intervalsSec: Intervals) {

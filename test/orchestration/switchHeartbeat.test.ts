@@ -8,11 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { createStack } from '../helpers/orchestration.js';
-import { startStackWorkers } from '../helpers/isolatedStack.js';
-import { waitFor } from '../helpers/seed.js';
-import { controlStatus, ensurePollingControl, setMode } from '../../src/polling/temporalControl.js';
-import { pollingControlWorkflowId } from '../../src/common/orchestration.js';
+import { createStack } from '../../testkit/orchestration.js';
+import { startStackWorkers } from '../../testkit/isolatedStack.js';
+import { waitFor } from '../../testkit/seed.js';
+import { controlStatus, ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
+import { pollingControlWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import type { ModeSwitcher } from '../../src/activities/control.js';
 
 const HEARTBEAT_TIMEOUT_MS = 2000;

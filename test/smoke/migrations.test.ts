@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestDb } from '../helpers/db.js';
+import { createTestDb } from '../../testkit/db.js';
 import { migrate, readMigrations, DatabaseNewerThanCodeError } from '../../src/db/migrate.js';
 
 test('migrations: applying twice changes nothing, and a newer database is refused', async () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestRedis } from '../helpers/redis.js';
+import { createTestRedis } from '../../testkit/redis.js';
 import { readEvictionPolicy } from '../../src/redis/connect.js';
 
 test('redis: round trip through the real server and noeviction policy', async () => {

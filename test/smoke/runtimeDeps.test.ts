@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../../src/config/index.js';
 import { connectRedisFromConfig } from '../../src/redis/connect.js';
 import { createRuntimeDeps } from '../../src/runtime/deps.js';
-import { createTestRedis } from '../helpers/redis.js';
+import { createTestRedis } from '../../testkit/redis.js';
 
 test('the PostgreSQL pool holds DATABASE_POOL_SIZE connections at most', async () => {
   const deps = await createRuntimeDeps(loadConfig({ ...process.env, DATABASE_POOL_SIZE: '3', LOG_LEVEL: 'silent' }), { name: 'test-pool-size' });

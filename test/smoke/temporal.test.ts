@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
-import { connectTestEnv, bundleOnce, uniqueName } from '../helpers/temporal.js';
+import { connectTestEnv, bundleOnce, uniqueName } from '../../testkit/temporal.js';
 import * as activities from '../fixtures/smokeActivities.js';
 import { smokeWorkflow } from '../fixtures/smokeWorkflows.js';
 

@@ -11,10 +11,10 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { loadConfig } from '../../src/config/index.js';
-import { SEARCH_ATTRIBUTES } from '../../src/services/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../../devstack/temporal.js';
 import { registerSearchAttributes, SearchAttributeConflictError } from '../../scripts/temporalSetup.js';
-import { uniqueName } from '../helpers/temporal.js';
-import { waitFor } from '../helpers/seed.js';
+import { uniqueName } from '../../testkit/temporal.js';
+import { waitFor } from '../../testkit/seed.js';
 
 const run = promisify(execFile);
 const SCRIPT = new URL('../../scripts/temporalSetup.ts', import.meta.url).pathname;

@@ -9,7 +9,7 @@ import {
   type InflightControlState,
   type LimitingFactor,
   type RoundObservation,
-} from '../../src/common/inflightControl.js';
+} from '../../src/workflow-safe/inflightControl.js';
 
 const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
   starts: 10,

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isRejectedRequestCheck } from '../../src/activities/control.js';
-import { RequestCheckInvalid } from '../../src/common/requestCheckValidation.js';
+import { RequestCheckInvalid } from '../../src/workflow-safe/requestCheckValidation.js';
 import { DomainError } from '../../src/domain/errors.js';
 
 const pgError = (code: string): Error => Object.assign(new Error(`pg ${code}`), { code });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, confirmationStep, initialJitter, nextDueAfterSuccess } from '../../src/common/schedule.js';
+import { backoffDelay, confirmationStep, initialJitter, nextDueAfterSuccess } from '../../src/workflow-safe/schedule.js';
 
 test('next due keeps the phase and is never in the past', () => {
   assert.equal(nextDueAfterSuccess(10_000, 5_000, 12_000), 15_000);

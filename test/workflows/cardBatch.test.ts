@@ -9,12 +9,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/activity';
 import { createBookkeepingBatchActivities } from '../../src/activities/bookkeepingBatch.js';
-import type { ExecutionPlanRun } from '../../src/common/orchestration.js';
+import type { ExecutionPlanRun } from '../../src/workflow-safe/orchestration.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
 import { cardBatch, type CardBatchArgs } from '../../src/workflows/cardBatch.js';
-import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
-import { createTestWorker, testTaskQueues, type CardRunActivities } from '../helpers/workflowTest.js';
-import { uniqueName } from '../helpers/temporal.js';
+import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
+import { createTestWorker, testTaskQueues, type CardRunActivities } from '../../testkit/workflowTest.js';
+import { uniqueName } from '../../testkit/temporal.js';
 
 let env: TimeSkippingEnvironment;
 before(async () => {

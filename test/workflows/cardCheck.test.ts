@@ -11,12 +11,12 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure, sleep } from '@temporalio/activity';
 import type { CardFinishInput, CardFinishResult, PrepareInput } from '../../src/activities/card.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
-import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/common/orchestration.js';
+import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/workflow-safe/orchestration.js';
 import { cardCheck, type CardCheckArgs } from '../../src/workflows/cardCheck.js';
-import type { GatewayCheckType } from '../../src/common/checkTypes.js';
-import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
-import { attempt, createTestWorker, testTaskQueues, type Call, type CardRunActivities } from '../helpers/workflowTest.js';
-import { uniqueName } from '../helpers/temporal.js';
+import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
+import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
+import { attempt, createTestWorker, testTaskQueues, type Call, type CardRunActivities } from '../../testkit/workflowTest.js';
+import { uniqueName } from '../../testkit/temporal.js';
 
 let env: TimeSkippingEnvironment;
 before(async () => {

@@ -13,13 +13,13 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, RequestCheckInput } from '../../src/common/orchestration.js';
-import { SCHEDULER_CONTINUING_AS_NEW, cardWorkflowId } from '../../src/common/orchestration.js';
+import type { ClaimRoundInput, ClaimRoundResult, ClaimedCard, RequestCheckInput } from '../../src/workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { carrierScheduler, DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from '../../src/workflows/carrierScheduler.js';
 import { requestCheckSignal, requestCheckUpdate, schedulerStatusQuery } from '../../src/workflows/messages.js';
-import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
-import { createTestWorker, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../helpers/workflowTest.js';
-import { uniqueName } from '../helpers/temporal.js';
+import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
+import { createTestWorker, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
+import { uniqueName } from '../../testkit/temporal.js';
 
 const { temporal } = proto;
 const EventType = temporal.api.enums.v1.EventType;

@@ -8,12 +8,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { schedulerWorkflowId } from '../../src/common/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { pollingControl } from '../../src/workflows/pollingControl.js';
 import { controlStatusQuery, reconcileSignal } from '../../src/workflows/messages.js';
-import { timeSkippingEnv, type TimeSkippingEnvironment } from '../helpers/timeSkipping.js';
-import { createTestWorker, testTaskQueues, type ControlActivities } from '../helpers/workflowTest.js';
-import { uniqueName } from '../helpers/temporal.js';
+import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
+import { createTestWorker, testTaskQueues, type ControlActivities } from '../../testkit/workflowTest.js';
+import { uniqueName } from '../../testkit/temporal.js';
 
 const { temporal } = proto;
 const EventType = temporal.api.enums.v1.EventType;

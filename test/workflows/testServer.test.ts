@@ -4,8 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { timeSkippingEnv } from '../helpers/timeSkipping.js';
-import { TEST_SERVER_VERSION } from '../helpers/testServer.js';
+import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
+import { TEST_SERVER_VERSION } from '../../testkit/testServer.js';
 
 test(`temporal-test-server ${TEST_SERVER_VERSION}: starts and skips time`, async (t) => {
   const env = await timeSkippingEnv();

@@ -2,7 +2,7 @@
  * Capacity estimate of an account (`capacity` in its status): the QPS its configured intervals
  * need per rate-limit group against the configured budget. Pure: the inputs are read elsewhere.
  */
-import { GATEWAY_CHECK_TYPES } from '../../common/checkTypes.js';
+import { GATEWAY_CHECK_TYPES } from '../../workflow-safe/checkTypes.js';
 import type { Carrier } from '../../domain/carrier.js';
 import type { CardStatus } from '../../domain/card.js';
 import type { IntervalResolver } from '../../domain/pollingConfig.js';

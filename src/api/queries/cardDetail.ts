@@ -6,9 +6,9 @@
 import { listFailureAlerts, type FailureAlert } from '../../db/alerts.js';
 import { getCard } from '../../db/cards.js';
 import { listExecutions } from '../../db/executions.js';
-import { CHECK_TYPES, type CheckType } from '../../common/checkTypes.js';
-import type { CardRunShape } from '../../common/cardBatches.js';
-import { cardRunsQuery } from '../../common/orchestration.js';
+import { CHECK_TYPES, type CheckType } from '../../workflow-safe/checkTypes.js';
+import type { CardRunShape } from '../../workflow-safe/cardBatches.js';
+import { cardRunsQuery } from '../../workflow-safe/orchestration.js';
 import type { ScopedCard } from '../../domain/card.js';
 import type { ApiContext } from '../context.js';
 

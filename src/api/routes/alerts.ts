@@ -7,7 +7,7 @@
 import { ackFailureAlert } from '../../db/alerts.js';
 import { ackAccountAlert, pageAccountAlerts, pageFailureAlerts, type AccountAlertItem, type FailureAlertItem } from '../../db/statusQueries.js';
 import { DomainError } from '../../domain/errors.js';
-import { ID_RULE, isId } from '../../common/ids.js';
+import { ID_RULE, isId } from '../../workflow-safe/ids.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { decodeCursor, pageOf, pageQuerySchema } from '../pagination.js';

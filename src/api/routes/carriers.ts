@@ -7,7 +7,7 @@
  * shows such a rebuild's progress (`rebuild`).
  */
 import { createCarrier, getCarrier, listCarriers, updateCarrier } from '../../db/carriers.js';
-import { notifyConfigChanged } from '../../polling/temporalControl.js';
+import { notifyConfigChanged } from '../../app/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { notifyIfRunning } from '../workflowCalls.js';

@@ -4,10 +4,10 @@
  * around the orchestration.
  */
 import { getCard } from '../../db/cards.js';
-import type { RequestCheckInput } from '../../common/orchestration.js';
-import { validateRequestCheck } from '../../common/requestCheckValidation.js';
-import { schedulerWorkflowId } from '../../common/orchestration.js';
-import { requestCheck } from '../../polling/temporalControl.js';
+import type { RequestCheckInput } from '../../workflow-safe/orchestration.js';
+import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
+import { schedulerWorkflowId } from '../../workflow-safe/orchestration.js';
+import { requestCheck } from '../../app/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { requireRunning } from '../workflowCalls.js';

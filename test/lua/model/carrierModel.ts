@@ -3,7 +3,7 @@
  * used by the randomized test to predict Redis state step by step. Deliberately plain: maps and
  * loops, no cleverness, so a disagreement points at the scripts.
  */
-import { GATEWAY_CHECK_TYPES } from '../../../src/common/checkTypes.js';
+import { GATEWAY_CHECK_TYPES } from '../../../src/workflow-safe/checkTypes.js';
 import type { ClaimArgs } from '../../../src/redis/carrierScripts.js';
 
 export type Hash = Map<string, string>;

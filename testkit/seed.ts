@@ -1,9 +1,9 @@
 /** Seeds accounts, polling configs and cards for orchestration tests, and mirrors them in the simulator. */
-import { createCarrier } from '../../src/db/carriers.js';
-import { createPollingConfig } from '../../src/db/pollingConfigs.js';
-import type { Carrier, NewCarrier } from '../../src/domain/carrier.js';
-import type { ScopedCard } from '../../src/domain/card.js';
-import type { Intervals } from '../../src/domain/pollingConfig.js';
+import { createCarrier } from '../src/db/carriers.js';
+import { createPollingConfig } from '../src/db/pollingConfigs.js';
+import type { Carrier, NewCarrier } from '../src/domain/carrier.js';
+import type { ScopedCard } from '../src/domain/card.js';
+import type { Intervals } from '../src/domain/pollingConfig.js';
 import type { Stack } from './orchestration.js';
 
 export interface SeedAccount {

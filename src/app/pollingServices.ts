@@ -21,8 +21,8 @@ import { isDomainError } from '../domain/errors.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../activities/control.js';
 import { globalKeys } from '../redis/keys.js';
 import type { PriorityClaims, PriorityTransitions } from './priorityTransitions.js';
-import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../common/orchestration.js';
-import type { CheckType } from '../common/checkTypes.js';
+import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../workflow-safe/orchestration.js';
+import type { CheckType } from '../workflow-safe/checkTypes.js';
 import { findCards } from '../db/cards.js';
 
 /** Error classes after which retrying a priority item cannot help: the same request would fail the same way. */

@@ -24,8 +24,8 @@ import {
   cardWorkflowId,
   type CardRunPlacement,
   type ClaimedCard,
-} from '../common/orchestration.js';
-import { cardBatches, cardBatchWorkflowId, type CardBatch, type CardRunShape } from '../common/cardBatches.js';
+} from '../workflow-safe/orchestration.js';
+import { cardBatches, cardBatchWorkflowId, type CardBatch, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { CardCheckArgs } from '../workflows/cardCheck.js';
 import type { CardBatchArgs } from '../workflows/cardBatch.js';
 

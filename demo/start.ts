@@ -7,23 +7,23 @@
  * running; `npm run services:down` stops them).
  */
 import { Client, Connection } from '@temporalio/client';
-import { loadConfigOrExit, taskQueues } from '../config/index.js';
-import { servicesUp } from '../services/index.js';
-import { createPool } from '../db/pool.js';
-import { migrate } from '../db/migrate.js';
-import { startSimulatorProcess, type SimulatorProcess } from '../simulator/childProcess.js';
-import { startWorkers } from '../workers/run.js';
-import { WORKER_KINDS } from '../workers/createWorker.js';
-import { createPollingServices } from '../polling/pollingServices.js';
-import { ensurePollingControl, schedulerStatus } from '../polling/temporalControl.js';
-import { cardRunsQuery, type SchedulerStatus } from '../common/orchestration.js';
+import { loadConfigOrExit, taskQueues } from '../src/config/index.js';
+import { servicesUp } from '../devstack/index.js';
+import { createPool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../src/simulator/childProcess.js';
+import { startWorkers } from '../src/workers/run.js';
+import { WORKER_KINDS } from '../src/workers/createWorker.js';
+import { createPollingServices } from '../src/app/pollingServices.js';
+import { ensurePollingControl, schedulerStatus } from '../src/app/temporalControl.js';
+import { cardRunsQuery, type SchedulerStatus } from '../src/workflow-safe/orchestration.js';
 import { DEMO_RUN_SHAPE, configureSimulator, loadDemoIfEmpty } from './demo.js';
 import { startLiveLine } from './liveLine.js';
 import { createCpuMeter, pidFromFile } from './cpuMeter.js';
-import { dataDir } from '../services/paths.js';
+import { dataDir } from '../devstack/paths.js';
 import { join } from 'node:path';
-import { startApiServer } from '../api/start.js';
-import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
+import { startApiServer } from '../src/api/start.js';
+import { rebuild, RebuildLockedError } from '../src/lifecycle/rebuild.js';
 
 const HELP = `usage: npm start
 

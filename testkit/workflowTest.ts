@@ -5,11 +5,11 @@
 import { Context } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import type { BookkeepingActivities } from '../../src/activities/bookkeepingBatch.js';
-import type { ControlActivities } from '../../src/activities/control.js';
-import type { GatewayActivities } from '../../src/activities/gateway.js';
-import type { TaskQueueNames } from '../../src/common/orchestration.js';
-import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
+import type { BookkeepingActivities } from '../src/activities/bookkeepingBatch.js';
+import type { ControlActivities } from '../src/activities/control.js';
+import type { GatewayActivities } from '../src/activities/gateway.js';
+import type { TaskQueueNames } from '../src/workflow-safe/orchestration.js';
+import { WORKFLOWS_PATH } from '../src/workers/workflowBundle.js';
 import { installQuietWorkerRuntime } from './isolatedStack.js';
 import { bundleOnce, uniqueName } from './temporal.js';
 

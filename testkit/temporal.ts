@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../src/config/index.js';
 
 export async function connectTestEnv(): Promise<TestWorkflowEnvironment> {
   const config = loadConfig();

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCarrier } from '../../src/db/carriers.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { startLiveLine } from '../../src/main/liveLine.js';
-import type { SchedulerStatus } from '../../src/common/orchestration.js';
-import { createTestDb } from '../helpers/db.js';
-import { createTestRedis } from '../helpers/redis.js';
+import { startLiveLine } from '../../demo/liveLine.js';
+import type { SchedulerStatus } from '../../src/workflow-safe/orchestration.js';
+import { createTestDb } from '../../testkit/db.js';
+import { createTestRedis } from '../../testkit/redis.js';
 
 const EVERY_MS = 50;
 const HANG_MS = 600;

@@ -10,7 +10,7 @@ import { userInfo } from 'node:os';
 import type { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { execFileAsync, isTcpOpen, waitUntil } from './process.js';
-import { logConnectionErrors } from '../db/connectionErrors.js';
+import { logConnectionErrors } from '../src/runtime/connectionErrors.js';
 
 export interface PostgresOptions {
   readonly host: string;

@@ -4,7 +4,7 @@
  * is started for it and the URL is used as it is.
  */
 import { join } from 'node:path';
-import type { Config } from '../config/index.js';
+import type { Config } from '../src/config/index.js';
 import { dataDir } from './paths.js';
 import { parseHostPort, startTemporal, stopTemporal, type TemporalEndpoint } from './temporal.js';
 import { startRedis, stopRedis } from './redis.js';

@@ -16,8 +16,8 @@ import proto from '@temporalio/proto';
 import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Runtime } from '@temporalio/worker';
-import { isTcpOpen, waitUntil } from '../../src/services/process.js';
-import { SEARCH_ATTRIBUTES } from '../../src/services/temporal.js';
+import { isTcpOpen, waitUntil } from '../devstack/process.js';
+import { SEARCH_ATTRIBUTES } from '../devstack/temporal.js';
 import { TEST_SERVER_JVM_OPTIONS, TEST_SERVER_MAIN_CLASS, ensureTestServer } from './testServer.js';
 import { installQuietWorkerRuntime } from './isolatedStack.js';
 

@@ -5,17 +5,17 @@
  */
 import type { Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig, type Config, type TaskQueues } from '../../src/config/index.js';
-import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
-import { WORKER_KINDS, type WorkerKind } from '../../src/workers/createWorker.js';
-import { createPollingServices } from '../../src/polling/pollingServices.js';
-import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
+import { loadConfig, type Config, type TaskQueues } from '../src/config/index.js';
+import { createRuntimeDeps, type RuntimeDeps } from '../src/runtime/deps.js';
+import { WORKER_KINDS, type WorkerKind } from '../src/workers/createWorker.js';
+import { createPollingServices } from '../src/app/pollingServices.js';
+import { startSimulatorProcess, type SimulatorProcess } from '../src/simulator/childProcess.js';
 import { createTestDb, type TestDb } from './db.js';
 import { createTestRedis, type TestRedis } from './redis.js';
 import { uniqueName } from './temporal.js';
-import { createControlActivities, type ControlActivityDeps } from '../../src/activities/control.js';
-import { createCardActivities, type CardActivities } from '../../src/activities/card.js';
-import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
+import { createControlActivities, type ControlActivityDeps } from '../src/activities/control.js';
+import { createCardActivities, type CardActivities } from '../src/activities/card.js';
+import { createPackageEvaluator } from '../src/activities/packageEvaluation.js';
 import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
 
 export interface Stack {

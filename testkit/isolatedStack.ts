@@ -1,15 +1,15 @@
 /**
  * The parts every in-process orchestration stack on the shared services is made of, for the tests'
- * stack (test/helpers/orchestration.ts) and the bench's (bench/lib/stack.ts): task queues, Redis
+ * stack (testkit/orchestration.ts) and the bench's (bench/lib/stack.ts): task queues, Redis
  * namespace, schema and workflow ids unique to the stack, the four workers from one workflow bundle
  * per process, and the sweep that leaves nothing of the stack running on the shared Temporal server.
  */
 import { NativeConnection, Runtime, DefaultLogger, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
-import type { Config, TaskQueues } from '../../src/config/index.js';
-import type { RuntimeDeps } from '../../src/runtime/deps.js';
-import { bundleWorkflows, createWorkers, type WorkerKind } from '../../src/workers/createWorker.js';
-import type { PollingServices } from '../../src/polling/pollingServices.js';
+import type { Config, TaskQueues } from '../src/config/index.js';
+import type { RuntimeDeps } from '../src/runtime/deps.js';
+import { bundleWorkflows, createWorkers, type WorkerKind } from '../src/workers/createWorker.js';
+import type { PollingServices } from '../src/app/pollingServices.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;

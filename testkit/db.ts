@@ -3,9 +3,9 @@
  * schema, migrates it and drops it on close, so test files never see each other's rows.
  */
 import { randomUUID } from 'node:crypto';
-import { loadConfig } from '../../src/config/index.js';
-import { createPool, type Pool } from '../../src/db/pool.js';
-import { migrate } from '../../src/db/migrate.js';
+import { loadConfig } from '../src/config/index.js';
+import { createPool, type Pool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
 
 export interface TestDb {
   readonly pool: Pool;

@@ -2,11 +2,11 @@
  * The line `npm start` prints every few seconds: per account checks/s, budget use, lateness p99,
  * in-flight against its adaptive limit, what limits the account now, open alerts.
  */
-import type { Pool } from '../db/pool.js';
-import { listCarriers } from '../db/carriers.js';
-import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { SimulatorControl } from '../simulator/control.js';
-import type { SchedulerStatus } from '../common/orchestration.js';
+import type { Pool } from '../src/db/pool.js';
+import { listCarriers } from '../src/db/carriers.js';
+import type { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
+import type { SimulatorControl } from '../src/simulator/control.js';
+import type { SchedulerStatus } from '../src/workflow-safe/orchestration.js';
 import type { CpuWindow } from './cpuMeter.js';
 import { availableParallelism } from 'node:os';
 

@@ -4,9 +4,9 @@
  * tests sharing one Redis never see each other's keys.
  */
 import { randomUUID } from 'node:crypto';
-import { connectRedisFromConfig } from '../../src/redis/connect.js';
-import { deleteMatching, type RedisConnection } from '../../src/redis/connection.js';
-import { loadConfig } from '../../src/config/index.js';
+import { connectRedisFromConfig } from '../src/redis/connect.js';
+import { deleteMatching, type RedisConnection } from '../src/redis/connection.js';
+import { loadConfig } from '../src/config/index.js';
 
 export interface TestRedis {
   readonly redis: RedisConnection;

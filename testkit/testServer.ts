@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT, TOOLS_DIR } from '../../src/services/paths.js';
+import { PROJECT_ROOT, TOOLS_DIR } from '../devstack/paths.js';
 
 const execFileAsync = promisify(execFile);
 

@@ -28,7 +28,7 @@ import {
   type RequestCheckResult,
   type SchedulerStatus,
   type TaskQueueNames,
-} from '../common/orchestration.js';
+} from '../workflow-safe/orchestration.js';
 
 export interface OrchestrationRef {
   readonly client: Client;

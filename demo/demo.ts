@@ -2,13 +2,13 @@
  * The demo data `npm start` loads into an empty database: three carrier accounts with different
  * QPS budgets and group maps, a few thousand cards, polling configs with short intervals.
  */
-import type { Pool } from '../db/pool.js';
-import { createCarrier, listCarriers } from '../db/carriers.js';
-import { createPollingConfig } from '../db/pollingConfigs.js';
-import type { NewCarrier } from '../domain/carrier.js';
-import type { LifecycleService } from '../lifecycle/service.js';
-import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { SimulatorControl } from '../simulator/control.js';
+import type { Pool } from '../src/db/pool.js';
+import { createCarrier, listCarriers } from '../src/db/carriers.js';
+import { createPollingConfig } from '../src/db/pollingConfigs.js';
+import type { NewCarrier } from '../src/domain/carrier.js';
+import type { LifecycleService } from '../src/lifecycle/service.js';
+import type { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
+import type { SimulatorControl } from '../src/simulator/control.js';
 
 interface DemoAccount {
   readonly carrier: NewCarrier;
@@ -68,7 +68,7 @@ export const DEMO_ACCOUNTS: readonly DemoAccount[] = [
   },
 ];
 
-/** The run shape `npm start` uses when CARD_RUN_SHAPE is not set (see src/main/start.ts). */
+/** The run shape `npm start` uses when CARD_RUN_SHAPE is not set (see demo/start.ts). */
 export const DEMO_RUN_SHAPE = 'batch';
 
 /** Intervals (seconds): with 3 000 cards spread over them, checks flow continuously. */
