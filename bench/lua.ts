@@ -1,22 +1,23 @@
 /**
  * `npm run bench:lua [-- --cards N --out DIR --allow-busy]`: our carrier queue scripts beside the
- * seed's (read at run time from ../shared/seeds/001_*.txt, see bench/lua/seedScripts.ts), in the
- * same run, against the local Redis, with the same client settings (ioredis, auto-pipelining on
- * both) and the same work:
+ * seed's (the Go service's scripts this project was derived from, kept as a baseline in
+ * bench/lua/seed/ and read by bench/lua/seedScripts.ts), in the same run, against the local Redis,
+ * with the same client settings (ioredis, auto-pipelining on both) and the same work:
  *
  * - claim + acquireExec + finish cycles per second for N due cards (default 100 000) in one
  *   account, and the same N cards spread over 50 accounts (claimed concurrently, 8 connections);
  * - p50/p99 latency of one claim round of 200 cards;
- * - ours ÷ seed cycles/s per scenario (issue 11 target ≥ 1.0×).
+ * - ours ÷ seed cycles/s per scenario (target ≥ 1.0×: our scripts at least as fast as the seed's).
  *
  * Each scenario runs --rounds times per implementation (default 3), alternating which goes first;
  * the ratio is of the two medians. Each run's keys are deleted before the next one. Writes <out>/lua.json and lua.md (default bench/results) and prints the Markdown.
  * Refused on a busy machine unless --allow-busy (then marked invalid), like `npm run bench`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { PROJECT_ROOT } from '../devstack/paths.js';
 import { loadConfig } from '../src/config/index.js';
 import { readEvictionPolicy } from '../src/redis/connect.js';
 import { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
@@ -274,7 +275,7 @@ function markdown(input: {
     '| --- | ---: | ---: | ---: |',
     ...input.ratios.map((r) => `| ${r.scenario} | ${r.ours} | ${r.seed} | ${r.ratio} |`),
     '',
-    '## Targets (issue 11)',
+    '## Targets',
     '',
     ...input.verdicts.map((v) => `- ${renderVerdict(v, input.valid)}`),
     '',
@@ -366,12 +367,12 @@ async function main(): Promise<void> {
     const load: MachineLoad = { beforeRun: gate, during: monitor.summary(started, Date.now()) };
     const reasons = invalidReasons(gate, load.during);
     const seedNotes = [
-      `Read at run time from ${scripts.file} (declares ${scripts.declared.map((name) => `${name}Lua`).join(', ')}); claimLua, acquireExecLua and finishLua run here, with KEYS/ARGV as the seed's carrierqueue/store.go passes them.`,
+      `Read at run time from ${relative(PROJECT_ROOT, scripts.file)} (declares ${scripts.declared.map((name) => `${name}Lua`).join(', ')}); claimLua, acquireExecLua and finishLua run here, with KEYS/ARGV as the seed's carrierqueue/store.go passed them (restated in bench/lua/seedStore.ts).`,
       ...Object.entries(scripts.commentEndsRestored).map(
         ([name, n]) =>
           `The document is flattened onto one line: ${name}Lua's ${n} \`--\` comment(s) would have swallowed the rest of the script, so a line break was put back where each comment's prose ends; the code is unchanged.`,
       ),
-      `Not in the seed documents, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
+      `Not in the seed's scripts, so chosen here: the account key names (constants.RedisCarrierPriorityQueueKey / RedisCarrierQueueKey / RedisCarrierRunningKey → seed:carrier:<id>:prio|queue|running) and the exec key (constants.RedisCardExecKey → ${scripts.cardKeyPrefix}<id>:exec). The due and claim keys (${scripts.cardKeyPrefix}<id>${scripts.dueSuffix}, …${scripts.claimSuffix}) are the ones its claim script hard-codes; the seed's Upsert is Go code (HSET + ZADD), done here the same way.`,
       "The seed's card keys carry no namespace or hash tag (its claim script builds them, so it would not run on Redis Cluster); card ids unique to this run keep them apart from anyone else's on the shared Redis, and both implementations use the same ids.",
       "Ours runs with no key namespace, as deployed (its keys `poll:{c<account>}:…`); account ids carry the run's id instead, as the card ids do for the seed's keys.",
     ];
@@ -384,7 +385,7 @@ async function main(): Promise<void> {
       redisVersion,
       clientSettings: { library: 'ioredis', enableAutoPipelining: true, connections: CONNECTIONS },
       rounds,
-      seed: { file: scripts.file, declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored },
+      seed: { file: relative(PROJECT_ROOT, scripts.file), declared: scripts.declared, commentEndsRestored: scripts.commentEndsRestored },
       results,
       ratios,
       verdicts,

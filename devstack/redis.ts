@@ -42,7 +42,7 @@ export async function startRedis(options: RedisOptions, dir: string, log: (line:
     String(options.port),
     '--dir',
     dir,
-    // Leases and due scores must never be evicted (DESIGN §3).
+    // Leases and due scores must never be evicted (docs/design.md, 'Failure handling').
     '--maxmemory-policy',
     'noeviction',
     '--save',

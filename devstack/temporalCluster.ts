@@ -1,10 +1,10 @@
 /**
- * A real multi-service Temporal server on loopback (issue 16), next to the dev server: the server
- * and its SQL schema tool built from the Go module `go.temporal.io/server` (pinned), PostgreSQL
- * persistence and visibility on the project's PostgreSQL, 16 history shards, and frontend,
- * history, matching and worker as four processes. Binaries are cached by version outside the
- * clone (a second clone reuses them); data, generated config and logs live under
- * `<DATA_DIR>/temporal-cluster/`.
+ * A real multi-service Temporal server on loopback (docs/design.md, 'Operating it': on a Temporal
+ * cluster), next to the dev server: the server and its SQL schema tool built from the Go module
+ * `go.temporal.io/server` (pinned), PostgreSQL persistence and visibility on the project's
+ * PostgreSQL, 16 history shards, and frontend, history, matching and worker as four processes.
+ * Binaries are cached by version outside the clone (a second clone reuses them); data, generated
+ * config and logs live under `<DATA_DIR>/temporal-cluster/`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs';

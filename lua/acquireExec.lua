@@ -1,4 +1,4 @@
--- acquireExec: take the execution right of a claimed card (DESIGN §4.2).
+-- acquireExec: take the execution right of a claimed card (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] exec     STRING execution right `<token>|<executorId>`
@@ -15,7 +15,8 @@
 --
 -- "The claim is this token's" is read from the running ZSET alone (see leaseExpiry in
 -- includes/lease.lua): a live running entry implies the claim key names the token, so the claim
--- key need not be read — the hot path is one ZSCORE and one SET, as in the seed.
+-- key need not be read — the hot path is one ZSCORE and one SET, as in the seed's script (the Go
+-- service this project was derived from; its scripts are kept in bench/lua/seed/ as a baseline).
 --@include now
 --@include lease
 

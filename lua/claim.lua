@@ -1,4 +1,4 @@
--- claim: one dispatch round of a carrier account (DESIGN §4.1).
+-- claim: one dispatch round of a carrier account (docs/design.md, 'Lua scripts').
 --
 -- Reclaims expired leases, then claims due cards in lane order (priority up to its quota, normal,
 -- priority again) within the in-flight capacity and the rate-limit groups' remaining budgets.

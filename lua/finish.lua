@@ -1,4 +1,5 @@
--- finish: write an execution's business result and hand the card back to its lane (DESIGN §4.4).
+-- finish: write an execution's business result and hand the card back to its lane
+-- (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] due      HASH card state
@@ -34,7 +35,8 @@
 -- (a retried activity that recomputed its result from the already updated hash) gets that back
 -- instead of counting a failure twice. One key per card: a newer token's finish replaces it.
 --
--- Fixes over the seed:
+-- Fixes over the seed's finish (the Go service this project was derived from; its scripts are
+-- kept in bench/lua/seed/ as a baseline):
 --  * a card in no lane (or without a due hash) was removed from polling: the result is not
 --    written, so a stale hash is never recreated, and the card is not re-added;
 --  * a request-check made after the claim (req:t >= the claim's instant, which its token carries:

@@ -1,5 +1,5 @@
 --[[
-  rateLimit — shared limiter of one (carrier account, rate-limit group), DESIGN §5.
+  rateLimit — shared limiter of one (carrier account, rate-limit group); docs/design.md, 'Limiter'.
 
   Sliding window with reservations, at arrival: every granted call is a ZSET member scored with
   the latest time it may reach the carrier — its slot (now, or a reserved time in the future) plus

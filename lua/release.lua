@@ -1,4 +1,5 @@
--- release: give a claim back when the card cannot be started or fails before finish (DESIGN §4.5).
+-- release: give a claim back when the card cannot be started or fails before finish
+-- (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] claim    STRING claim token

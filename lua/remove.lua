@@ -1,4 +1,4 @@
--- remove: take a card out of polling in this account (DESIGN §4.8).
+-- remove: take a card out of polling in this account (docs/design.md, 'Lua scripts').
 -- An executing card keeps its claim; its finish then finds the card in no lane and neither
 -- writes the result back nor re-adds it.
 --

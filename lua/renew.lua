@@ -1,4 +1,4 @@
--- renew: extend the lease of an executing card (DESIGN §4.3).
+-- renew: extend the lease of an executing card (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] claim    STRING claim token

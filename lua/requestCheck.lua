@@ -1,4 +1,4 @@
--- requestCheck: make check types of a polled card due now (DESIGN §4.6).
+-- requestCheck: make check types of a polled card due now (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] due      HASH card state

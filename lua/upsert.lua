@@ -1,4 +1,5 @@
--- upsert: put a card under polling in this account with its due times, in one step (DESIGN §4.7).
+-- upsert: put a card under polling in this account with its due times, in one step
+-- (docs/design.md, 'Lua scripts').
 --
 -- Input:
 --   KEYS[1] due      HASH card state

@@ -1,4 +1,5 @@
--- System-wide settings (DESIGN §7): polling.mode (carrier | legacy), polling.ingest.mode (sync | async).
+-- System-wide settings (docs/design.md, 'PostgreSQL and records'): polling.mode (carrier | legacy),
+-- polling.ingest.mode (sync | async).
 CREATE TABLE system_config (
   key        text PRIMARY KEY,
   value      jsonb NOT NULL,

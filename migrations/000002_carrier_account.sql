@@ -1,4 +1,5 @@
--- Carrier accounts and their rate-limit layout (DESIGN §1, §7, §10 "carrier").
+-- Carrier accounts and their rate-limit layout (docs/design.md, 'The job' and 'PostgreSQL and
+-- records'; the API's carrier fields: src/api/schemas.ts).
 CREATE TABLE carrier_account (
   id                       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   name                     text NOT NULL,

@@ -1,4 +1,5 @@
--- Devices, cards and the bindings between them (DESIGN §7; seed 002).
+-- Devices, cards and the bindings between them (docs/design.md, 'PostgreSQL and records': when a
+-- card is polled).
 CREATE TABLE device (
   id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   device_no       text NOT NULL,

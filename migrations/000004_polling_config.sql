@@ -1,5 +1,6 @@
--- Polling configs (DESIGN §6, §7): match rules → interval per check type. For each type the
--- highest-priority enabled matching rule that sets an interval wins; no interval = not polled.
+-- Polling configs (docs/design.md, 'PostgreSQL and records'): match rules → interval per check
+-- type. For each type the highest-priority enabled matching rule that sets an interval wins; no
+-- interval = not polled.
 CREATE TABLE polling_config (
   id                     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   name                   text NOT NULL,

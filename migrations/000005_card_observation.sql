@@ -1,4 +1,5 @@
--- Observations (DESIGN §7): one row per gateway answer or local evaluation.
+-- Observations (docs/design.md, 'PostgreSQL and records'): one row per gateway answer or local
+-- evaluation.
 --
 -- Layout for billions of rows: declaratively RANGE-partitioned by observed_at (monthly). Retention
 -- is DROP/DETACH of old partitions instead of DELETE, and "one card's recent history" prunes to the

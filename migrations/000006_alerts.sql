@@ -1,4 +1,5 @@
--- Failure alerts per (card, type) and account-level alerts (DESIGN §1, §6).
+-- Failure alerts per (card, type) and account-level alerts (docs/design.md, 'PostgreSQL and records':
+-- the record).
 CREATE TABLE polling_failure_alert (
   id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   card_id          bigint NOT NULL REFERENCES iot_card (id) ON DELETE CASCADE,

@@ -1,4 +1,5 @@
--- Durable request-check items and their audit trail (DESIGN §9; seed 004).
+-- Durable request-check items and their audit trail (docs/design.md, 'Request-check and priority
+-- items').
 CREATE TABLE polling_priority_item (
   id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   card_id            bigint NOT NULL REFERENCES iot_card (id) ON DELETE CASCADE,

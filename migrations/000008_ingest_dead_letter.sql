@@ -1,6 +1,7 @@
--- Asynchronous ingest (DESIGN §7): records that can never be written (a constraint violation that
--- is not a duplicate, invalid data) are kept here with the reason instead of being dropped, so an
--- operator can see, fix and replay them. One row per record: a redelivered dead letter is one row.
+-- Asynchronous ingest (docs/design.md, 'PostgreSQL and records'): records that can never be written
+-- (a constraint violation that is not a duplicate, invalid data) are kept here with the reason
+-- instead of being dropped, so an operator can see, fix and replay them. One row per record: a
+-- redelivered dead letter is one row.
 CREATE TABLE ingest_dead_letter (
   id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   record_id    text NOT NULL,

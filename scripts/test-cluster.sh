@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm run test:cluster`: the suite against the distributed setup (issue 16), test/cluster/*.test.ts.
+# `npm run test:cluster`: the suite against the distributed setup (README.md, 'Cluster setup'),
+# test/cluster/*.test.ts.
 #
 # Every connection of the run goes to the cluster setup:
 # - Redis: a local Redis Cluster on 127.0.0.1:7000-7005 (`scripts/services.ts up --test --cluster`,

@@ -1,6 +1,6 @@
 /**
  * The worked example of docs/capacity.md (f) — 5 M cards at the production intervals, 471 checks/s —
- * recomputed in both run shapes from one throughput run's figures, so the lead can paste them:
+ * recomputed in both run shapes from one throughput run's figures, ready to paste into that document:
  * actions/day, the cost per day at Temporal Cloud's list prices, and cores.
  *
  * What a batch carries is what one claim round of one account holds: at 471 checks/s over A

@@ -1,7 +1,7 @@
 /**
  * Claim round latency on Redis Cluster beside single Redis, with the same scripts, client settings
- * (ioredis, auto-pipelining, one connection) and work (issue 16). Used by the `cluster` scenario and
- * bench/cluster-redis.ts:
+ * (ioredis, auto-pipelining, one connection) and work (docs/design.md, 'Operating it': on a Redis
+ * Cluster). Used by the `cluster` scenario and bench/cluster-redis.ts:
  *
  * - `one account`: N due cards in one account, claim rounds of 200 + acquireExec + finish per
  *   card, one account at a time: the round's own latency (the script plus one round trip);

@@ -74,9 +74,9 @@ export async function ensureServices(config: Config, log: (line: string) => void
 
 /**
  * Restarts the dev server on an empty database, so a scenario does not inherit the file the
- * previous one grew (the dev server slows as its SQLite file grows: DESIGN §11.1). Only a server
- * this project runs (TEMPORAL_ADDRESS not set in the environment); returns the size it had in MB,
- * or null when the server is external and was left alone.
+ * previous one grew (the dev server slows as its SQLite file grows: README.md, 'Benchmarks'). Only
+ * a server this project runs (TEMPORAL_ADDRESS not set in the environment); returns the size it had
+ * in MB, or null when the server is external and was left alone.
  */
 export async function freshTemporalDatabase(config: Config, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<number | null> {
   if ((env.TEMPORAL_ADDRESS ?? '') !== '') return null;

@@ -3,7 +3,7 @@
  * included), each claim round being the `claimRound` local activity's marker, timed by the
  * completion time the SDK records in it. The longest gap between two rounds is how long the
  * account's cards waited for no reason but the scheduler (a failed or timed-out workflow task, a
- * slow replay, a continue-as-new) — issue 23's stall.
+ * slow replay, a continue-as-new) — the stall the `overload` scenario looks for.
  */
 import type { Client } from '@temporalio/client';
 import { countEvents, emptyCounts, eventMs, runChain, type EventCounts, type HistoryEvent } from './actions.js';

@@ -93,8 +93,8 @@ export async function addCards(
 /**
  * Spreads the cards' first dues evenly over one interval from `leadMs` on: a fleet in its steady
  * state, its cards created at different times. The lifecycle path gives new cards dues jittered over
- * max(interval/10, 2 s) (DESIGN §7), and each card keeps its phase (§6), so cards created in one
- * batch stay a burst every interval for good.
+ * max(interval/10, 2 s) (docs/design.md, 'Lifecycle'), and each card keeps its phase ('Finish
+ * rules'), so cards created in one batch stay a burst every interval for good.
  */
 export async function spreadDues(stack: BenchStack, account: SeededAccount, type: CheckType, intervalMs: number, leadMs = 1000): Promise<void> {
   const now = await stack.deps.store.clockNow();

@@ -1,7 +1,8 @@
 /**
- * The seed's Lua scripts, read at run time from the seed document (../shared/seeds/001_*.txt, a
- * flattened carrierqueue/scripts.go) — never copied into this repository. Scripts are the bodies of
- * its `const <name>Lua = \`…\`` declarations. The seed's claim script spells the card keys itself
+ * The seed's Lua scripts — those of the Go service this project was derived from — read at run
+ * time from the copy kept as a benchmark baseline, bench/lua/seed/carrierqueue-scripts.go.txt (its
+ * carrierqueue/scripts.go, flattened; origin in bench/lua/seed/README.md). Scripts are the bodies
+ * of its `const <name>Lua = \`…\`` declarations. The seed's claim script spells the card keys itself
  * ('<prefix>' .. cardId .. ':due' / ':claim'); those spellings are read from it too, so the data
  * seeded for it is where it looks.
  *
@@ -9,11 +10,12 @@
  * swallow the rest of its script. Such comments are ended where the code resumes (see
  * {@link restoreCommentEnds}); the count is reported, the code itself is left byte for byte.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PROJECT_ROOT } from '../../devstack/paths.js';
 
-export const SEED_DIR = resolve(PROJECT_ROOT, '..', 'shared', 'seeds');
+const SEED_DIR = resolve(PROJECT_ROOT, 'bench', 'lua', 'seed');
+const SEED_DOCUMENT = 'carrierqueue-scripts.go.txt';
 const NEEDED = ['claim', 'acquireExec', 'finish'] as const;
 export type SeedScriptName = (typeof NEEDED)[number];
 
@@ -34,10 +36,10 @@ export class SeedDocumentError extends Error {
   override readonly name = 'SeedDocumentError';
 }
 
-export function findSeedDocument(): string {
-  const matches = readdirSync(SEED_DIR).filter((name) => /^001_.*\.txt$/.test(name));
-  if (matches.length !== 1) throw new SeedDocumentError(`expected one ${SEED_DIR}/001_*.txt, found ${matches.length}`);
-  return join(SEED_DIR, matches[0]!);
+function findSeedDocument(): string {
+  const file = join(SEED_DIR, SEED_DOCUMENT);
+  if (!existsSync(file)) throw new SeedDocumentError(`${file} is missing (see bench/lua/seed/README.md)`);
+  return file;
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
- * Calls the seed's scripts the way its Go store (seeds/000, carrierqueue/store.go) does — KEYS and
- * ARGV in the same order and format — on an ioredis connection, by SHA (defineCommand: EVALSHA,
- * EVAL once when unknown), as our store runs ours.
+ * Calls the seed's scripts (bench/lua/seed/) the way the Go service's store, carrierqueue/store.go,
+ * called them — KEYS and ARGV in the same order and format — on an ioredis connection, by SHA
+ * (defineCommand: EVALSHA, EVAL once when unknown), as our store runs ours. That Go file is not
+ * copied into this repository (only the scripts are, as a benchmark baseline): this file is where
+ * its calling convention is written down.
  *
- * Not in the seed documents, so chosen here: the names behind constants.RedisCarrier{Priority,}
- * QueueKey / RedisCarrierRunningKey / RedisCardExecKey (pkg/constants is not among them). The
+ * Not in the seed's scripts, so chosen here: the names behind constants.RedisCarrier{Priority,}
+ * QueueKey / RedisCarrierRunningKey / RedisCardExecKey (that service's pkg/constants). The
  * account keys live under the run's namespace; the exec key follows the claim script's card key
  * spelling with ':exec'. The claim and due keys are the ones the claim script hard-codes.
  */

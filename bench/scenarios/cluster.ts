@@ -1,5 +1,6 @@
 /**
- * cluster (issue 16): what the distributed setup costs against the single-process one, in one run.
+ * cluster (README.md, 'Cluster setup'): what the distributed setup costs against the single-process
+ * one, in one run.
  *
  * 1. The throughput workload (bench/scenarios/throughputLoad.ts, through measureCardExecutions)
  *    against the Temporal dev server and against the local Temporal cluster (four service

@@ -23,7 +23,7 @@ import type { StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
 import { round, sleep } from '../lib/stats.js';
 
-/** Cards per account of the Redis measurement (the brief: ~5 000 over 3–4 check types). */
+/** Cards per account of the Redis measurement, polled for 1 or 4 check types: docs/capacity.md's per-card figures. */
 const REDIS_CARDS = 5000;
 /** Short intervals: the jitter window is then 2 s, so the cards are claimable right after seeding. */
 const REDIS_INTERVAL_SEC = 10;

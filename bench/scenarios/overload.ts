@@ -1,8 +1,9 @@
 /**
- * overload (issue 23): cards due at twice the orchestration capacity measured in this invocation,
- * for 10 minutes per start mode (CARD_START_MODE child and client, card run shape), with
- * request-checks throughout. The engine, not the budget, is the limit: each account's budget is
- * 2.5 × its share of the capacity and its cards ask for 0.8 of it. Reported per start mode:
+ * overload (README.md, 'Claiming bounded by the engine'; docs/design.md, 'In-flight limit'): cards
+ * due at twice the orchestration capacity measured in this invocation, for 10 minutes per start mode
+ * (CARD_START_MODE child and client, card run shape), with request-checks throughout. The engine,
+ * not the budget, is the limit: each account's budget is 2.5 × its share of the capacity and its
+ * cards ask for 0.8 of it. Reported per start mode:
  *
  * - the longest gap between two claim rounds of any scheduler, from the `claimRound` markers of
  *   every scheduler run (continue-as-new included: bench/lib/schedulerRounds.ts);
@@ -56,7 +57,7 @@ const RSS_EVERY_MS = 10_000;
 /** Requests still unanswered this long after the window are reported as unanswered. */
 const DRAIN_MS = 15_000;
 
-/** Issue 23 targets. */
+/** Targets with the engine as the limit: no claim-round stall longer than this, the priority lane still fast. */
 const ROUND_GAP_MAX_MS = 3000;
 const PRIORITY_P99_MAX_MS = 2000;
 /** An account's share of the executions ÷ its share of the budgets: within 1 ± this. */

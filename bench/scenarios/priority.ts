@@ -21,7 +21,7 @@ import { accountKeys } from '../../src/redis/keys.js';
 import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 
-/** Issue 11 target for request-check → gateway call while the normal lane has a backlog. */
+/** Target for request-check → gateway call while the normal lane has a backlog. */
 const PRIORITY_P99_LIMIT_MS = 2000;
 /** Normal-lane load ÷ feasible load: above 1, so the normal lane keeps a backlog. */
 const NORMAL_LOAD = 1.5;

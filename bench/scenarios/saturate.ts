@@ -22,7 +22,7 @@ const OVERLOAD = 3;
 const LATENCY = { p50: 5, p99: 20 };
 const TYPE_GROUPS = { card_status: 'status', carddata: 'data' } as const;
 
-/** Issue 11 target: utilisation of every group under backlog, budgets below the engine's capacity. */
+/** Target: utilisation of every group under backlog, budgets below the engine's capacity. */
 const UTILISATION_TARGET = 0.9;
 /** Budgets are scaled so their sum is at most this share of the capacity: the engine keeps headroom. */
 const CAPACITY_HEADROOM = 0.8;

@@ -18,7 +18,7 @@ import { settledExecutionsBetween } from '../lib/checkCost.js';
 import { atLeast, atMost, none, percent, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 import { STEADY_INTERVAL_SEC, STEADY_LOAD, feasibleLoad, steadySpecs, type FeasibleLoad } from './steadyLoad.js';
 
-/** Issue 11 target for lateness at 70 % of the feasible load (issue 24: the same in the batch run shape). */
+/** Target for lateness at 70 % of the feasible load, the same in both run shapes. */
 export const LATENESS_P99_LIMIT_MS = 2000;
 /** Executions in the window ÷ executions due: below this the orchestration fell behind. */
 const KEEP_UP_SHARE = 0.95;

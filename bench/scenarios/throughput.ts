@@ -18,12 +18,15 @@ import { atLeast, atMost, notChecked, perSecond, plain, times, type Verdict } fr
 import { EXAMPLE, PRICE_USD_PER_MILLION_ACTIONS, exampleRows, exampleTable } from '../lib/capacityExample.js';
 import { THROUGHPUT_CONFIG, THROUGHPUT_INFLIGHT, THROUGHPUT_ACCOUNTS, typesPerExecution } from './throughputLoad.js';
 
-/** Issue 11 targets for single-type executions/s on the dev server, per start mode (card run shape). */
+/** Targets for single-type executions/s on the dev server, per start mode (card run shape). */
 const TARGET_PER_SECOND: Record<StartMode, number> = { child: 30, client: 40 };
-/** Issue 11 item 1: a single-type execution is one workflow task, ≤ 10 events; each further type adds ≤ 1 event, no task. */
+/**
+ * A single-type execution is one workflow task, ≤ 10 events; each further type adds ≤ 1 event, no
+ * task (docs/design.md, 'Execution shape').
+ */
 const SINGLE_EVENTS_MAX = 10;
 const SINGLE_TASKS_MAX = 1;
-/** Issue 24 targets for the batch run shape (single type): × the card shape (client starts), × the direct loop, per check. */
+/** Targets for the batch run shape (single type): × the card shape (client starts), × the direct loop, per check. */
 const BATCH_OVER_CARD_MIN = 10;
 const BATCH_OVER_DIRECT_MIN = 0.2;
 const BATCH_ACTIONS_PER_CHECK_MAX = 0.15;
@@ -65,7 +68,7 @@ function rateVerdicts(runs: readonly Run[], modes: readonly StartMode[], ceiling
   });
 }
 
-/** Issue 11's history targets, for cardCheck runs (a batch run's history grows with its cards). */
+/** The history targets ('Execution shape'), for cardCheck runs (a batch run's history grows with its cards). */
 function shapeVerdicts(runs: readonly Run[]): Verdict[] {
   const verdicts: Verdict[] = [];
   for (const mode of new Set(runs.map((run) => run.startMode))) {
@@ -135,7 +138,7 @@ function comparisons(runs: readonly Run[], directPerSecond: number | undefined):
   return out;
 }
 
-/** Issue 24's targets: batch against card and the direct loop (client, single type), and its cost per check in either mode. */
+/** The batch run shape's targets: batch against card and the direct loop (client, single type), and its cost per check in either mode. */
 function batchVerdicts(compared: readonly Comparison[], directPerSecond: number | undefined): Verdict[] {
   const verdicts: Verdict[] = [];
   const client = compared.find((c) => c.startMode === 'client' && c.shape === 'single');
@@ -200,7 +203,8 @@ export const throughput: Scenario = async (context) => {
         `${run.checkCost.perCheck.workflowTasks} workflow tasks, ${run.checkCost.perCheck.actions} actions`,
     );
   }
-  // The direct loop is the reference the batch shape is held against (issue 24): measured here when direct has not run yet.
+  // The direct loop is the reference the batch shape is held against: measured here when direct has
+  // not run yet.
   const direct = runShapes.includes('batch') ? await directLoop(context) : context.measured.direct;
   const directPerSecond = direct?.executionsPerSecond;
   const compared = comparisons(runs, directPerSecond);
@@ -339,7 +343,7 @@ export const throughput: Scenario = async (context) => {
         ]),
       },
       {
-        // batch ÷ card and ÷ the direct loop: the figures issue 24's targets read.
+        // batch ÷ card and ÷ the direct loop: the figures the batch run shape's targets read.
         headers: [
           'start',
           'types',

@@ -23,7 +23,10 @@ import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
 import type { PriorityClaims } from '../app/priorityTransitions.js';
 
-/** Order in which due types run within one execution (DESIGN §6: configured order). */
+/**
+ * Order in which due types run within one execution: fixed, not configured (docs/design.md,
+ * 'cardCheck' and 'Differences from the product spec').
+ */
 export const EXECUTION_ORDER: readonly CheckType[] = CHECK_TYPES;
 
 export interface CardActivityDeps {
@@ -46,8 +49,8 @@ export interface CardActivityDeps {
 
 /**
  * What an execution needs of its card row, remembered from the last successful read, for when
- * PostgreSQL cannot be reached (issue 15: polling continues through a database outage in async
- * ingest mode).
+ * PostgreSQL cannot be reached (docs/design.md, 'PostgreSQL and records': polling continues through
+ * a database outage in async ingest mode).
  *
  * Why an in-process cache and not a copy in Redis (e.g. the iccid in the due hash): the due hash
  * belongs to the Lua scripts, whose exact state the model test checks against its model (I1: a
@@ -98,7 +101,8 @@ export interface PrepareInput {
 export interface CardFinishInput extends FinishInput {
   /**
    * The lease was lost before the remaining steps: what the completed ones learned is written as
-   * a stale finish (no due moved later, no claim released, no lane touched: DESIGN §4.4).
+   * a stale finish (no due moved later, no claim released, no lane touched: docs/design.md, 'Lua
+   * scripts', finish).
    */
   readonly leaseLost?: boolean;
 }
@@ -218,7 +222,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         iccid: card.iccid,
         gatewayAccount: carrier.gatewayAccount,
         types,
-        // realname takes a limiter slot only under real-name control (DESIGN §1), as the claim assumes
+        // realname takes a limiter slot only under real-name control, as the claim assumes
+        // (docs/design.md, 'The job')
         typeGroups: Object.fromEntries(Object.entries(carrier.typeGroups).filter(([type]) => type !== 'realname' || carrier.realnameControl)),
         stepTimeoutMs: carrier.stepTimeoutMs,
         totalTimeoutMs: carrier.totalTimeoutMs,
@@ -245,7 +250,7 @@ export function createCardActivities(deps: CardActivityDeps) {
       } catch (error) {
         // PostgreSQL unreachable (a stale "account gone" answered the preparation): nothing is
         // removed on a guess. The claim is given back for a while; the first run after the
-        // outage decides with PostgreSQL, as here (issue 15).
+        // outage decides with PostgreSQL, as here (docs/design.md, 'PostgreSQL and records').
         if (!isDatabaseUnreachable(error)) throw error;
         await deps.store.release(input.carrierId, input.cardId, input.token, undefined, UNREACHABLE_RETRY_MS);
         return;
@@ -280,7 +285,8 @@ export function createCardActivities(deps: CardActivityDeps) {
         try {
           evaluated = await deps.packages.evaluate(input.cardId, results);
         } catch (error) {
-          // PostgreSQL unreachable (issue 15): the execution is not held up by the local check.
+          // PostgreSQL unreachable (docs/design.md, 'PostgreSQL and records'): the execution is not
+          // held up by the local check.
           // A due `package` is deferred (no failure counted, evaluated at a later execution once
           // the database answers); a carddata-triggered one is skipped (it is recorded only).
           // The deferral is the execution's package result: recorded, and replayed by a retried finish.

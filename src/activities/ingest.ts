@@ -1,6 +1,7 @@
 /**
- * Ingest activities of an execution's durable record (DESIGN §7): observations with out-of-order
- * protection, the execution row, failure alerts opened/recovered, the priority item's transition.
+ * Ingest activities of an execution's durable record (docs/design.md, 'PostgreSQL and records'):
+ * observations with out-of-order protection, the execution row, failure alerts opened/recovered,
+ * the priority item's transition.
  *
  * - `recordExecution` (sync ingest): the card worker writes the record itself, as a local
  *   activity. Every write is idempotent (unique keys + ON CONFLICT), so a retry lands on the same rows.

@@ -1,7 +1,7 @@
 /**
- * The local `package` check (DESIGN §1): evaluates the card's active plan from stored data — data
- * used vs. quota, expiry — without calling the gateway. Usage observed by `carddata` in the same
- * execution wins over the stored value, which may be older.
+ * The local `package` check (docs/design.md, 'The job' and 'Finish rules'): evaluates the card's
+ * active plan from stored data — data used vs. quota, expiry — without calling the gateway. Usage
+ * observed by `carddata` in the same execution wins over the stored value, which may be older.
  */
 import type { Pool } from '../db/pool.js';
 import type { StepResult } from '../workflow-safe/orchestration.js';

@@ -1,7 +1,7 @@
 /**
- * Cards with their polling scope (DESIGN §7; seed 002). Every read returns `polled`: the card's
- * own switch and, unless standalone, its bound device's switch — computed in SQL so batch
- * lifecycle operations need one statement, not one per card.
+ * Cards with their polling scope (docs/design.md, 'PostgreSQL and records'). Every read returns
+ * `polled`: the card's own switch and, unless standalone, its bound device's switch — computed in
+ * SQL so batch lifecycle operations need one statement, not one per card.
  */
 import type { Card, CardLatest, CardStatus, ScopedCard } from '../domain/card.js';
 import type { CardRow, CardUpdateRow } from '../domain/cardInput.js';

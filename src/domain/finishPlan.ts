@@ -1,8 +1,9 @@
 /**
- * What finishing an execution writes into the card's due hash (DESIGN §6): next due per type
- * keeping the card's phase, failure streaks with jittered backoff, rate-limit deferrals, delayed
- * confirmation. Pure: inputs in, field changes out, so every rule is unit-tested directly.
- * Also the finish record: the result stored with the Redis finish so that a retry replays it.
+ * What finishing an execution writes into the card's due hash (docs/design.md, 'Finish rules'):
+ * next due per type keeping the card's phase, failure streaks with jittered backoff, rate-limit
+ * deferrals, delayed confirmation. Pure: inputs in, field changes out, so every rule is unit-tested
+ * directly. Also the finish record: the result stored with the Redis finish so that a retry replays
+ * it.
  */
 import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { ExecutionOutcome, StepResult } from '../workflow-safe/orchestration.js';

@@ -1,8 +1,8 @@
 /**
- * The ingest worker loop (DESIGN §7 async ingest). One reader per process takes records from the
- * stream whenever one of `concurrency` writer slots is free, so under load a batch holds whatever
- * arrived — across many executions — while the previous batches were being written, up to
- * `batchSize`; when idle a record is written as soon as it arrives.
+ * The ingest worker loop (docs/design.md, 'PostgreSQL and records': async). One reader per process
+ * takes records from the stream whenever one of `concurrency` writer slots is free, so under load a
+ * batch holds whatever arrived — across many executions — while the previous batches were being
+ * written, up to `batchSize`; when idle a record is written as soon as it arrives.
  *
  * A batch is acknowledged only after it committed. A retryable failure (database away,
  * deadlock, timeout …) retries the whole batch with backoff, without limit, the batch staying

@@ -1,4 +1,4 @@
-/** Prometheus metrics of the ingest (DESIGN §10: ingest backlog), on the process' registry. */
+/** Prometheus metrics of the ingest (docs/design.md, 'Operating it': metrics), on the process' registry. */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { IngestBacklog } from './stream.js';
 

@@ -1,9 +1,10 @@
 /**
- * Switching `polling.ingest.mode` at run time (DESIGN §7). Nothing has to drain first: each
- * execution reads the mode when it is prepared (card workers cache it a couple of seconds) and
- * then writes its record itself (sync) or hands it to the stream (async); the ingest workers keep
- * consuming the stream in both modes, and every write is idempotent and ordered by observation
- * time, so records of either path may land in any order without loss or rollback.
+ * Switching `polling.ingest.mode` at run time (docs/design.md, 'PostgreSQL and records'). Nothing
+ * has to drain first: each execution reads the mode when it is prepared (card workers cache it a
+ * couple of seconds) and then writes its record itself (sync) or hands it to the stream (async);
+ * the ingest workers keep consuming the stream in both modes, and every write is idempotent and
+ * ordered by observation time, so records of either path may land in any order without loss or
+ * rollback.
  */
 import type { Pool } from '../db/pool.js';
 import { writeAudit } from '../db/audit.js';

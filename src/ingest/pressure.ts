@@ -1,9 +1,10 @@
 /**
- * Backpressure from the ingest onto claiming (DESIGN §7): polling must never outrun what
- * PostgreSQL absorbs. The backlog — records handed over and not committed — is read from Redis
- * (it must be readable while PostgreSQL is away) and compared with two thresholds, a count and an
- * age; above either, each account's in-flight limit shrinks in proportion to how far over it is,
- * down to one card, so polling goes on (slowly) while the backlog drains.
+ * Backpressure from the ingest onto claiming (docs/design.md, 'PostgreSQL and records'): polling
+ * must never outrun what PostgreSQL absorbs. The backlog — records handed over and not committed —
+ * is read from Redis (it must be readable while PostgreSQL is away) and compared with two
+ * thresholds, a count and an age; above either, each account's in-flight limit shrinks in
+ * proportion to how far over it is, down to one card, so polling goes on (slowly) while the backlog
+ * drains.
  */
 import type { IngestBacklog, IngestStream } from './stream.js';
 

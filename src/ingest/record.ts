@@ -1,8 +1,9 @@
 /**
- * The durable record of one card execution (DESIGN §7): everything PostgreSQL learns from it —
- * observations, the execution row, failure alerts opened or recovered, the priority item's
- * transition. Written by the card worker itself (sync ingest) or handed to the ingest stream and
- * written in batches (async ingest); both paths derive the same rows from it (src/ingest/rows.ts).
+ * The durable record of one card execution (docs/design.md, 'PostgreSQL and records'): everything
+ * PostgreSQL learns from it — observations, the execution row, failure alerts opened or recovered,
+ * the priority item's transition. Written by the card worker itself (sync ingest) or handed to the
+ * ingest stream and written in batches (async ingest); both paths derive the same rows from it
+ * (src/ingest/rows.ts).
  */
 import { typeFinishesOf, type ExecutionOutcome, type FinishInput, type StepResult } from '../workflow-safe/orchestration.js';
 import type { TypeFinish } from '../domain/finishPlan.js';

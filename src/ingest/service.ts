@@ -57,7 +57,8 @@ const POOL_HEADROOM = 4;
  * PostgreSQL (locked tables, a stalled server) holds its connection: without the headroom, the
  * ingest of a process that also runs card and control workers (src/workers/all.ts, the benches)
  * takes every connection, and the reads polling needs — reference data, card rows — queue behind
- * it, so polling stops exactly when the async ingest should let it go on (issue 15).
+ * it, so polling stops exactly when the async ingest should let it go on (docs/design.md,
+ * 'PostgreSQL and records').
  */
 export function writerSlots(pool: Pool, concurrency: number): number {
   const max = (pool as { options?: { max?: unknown } }).options?.max;

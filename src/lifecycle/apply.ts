@@ -1,6 +1,6 @@
 /**
  * Brings the Redis keys of (card, account) pairs in line with PostgreSQL — the one write path of
- * lifecycle events, the outbox relay and the reconcile (docs/design.md §10.1).
+ * lifecycle events, the outbox relay and the reconcile (docs/design.md, 'Lifecycle').
  *
  * What is written is derived from the card as PostgreSQL has it, never carried along: applying a
  * pair twice, late or out of order writes the same thing. Writers race (the event's own writer,

@@ -1,5 +1,5 @@
 /**
- * Initial due times for new or re-enabled cards (DESIGN §7; seed 002): each type due at
+ * Initial due times for new or re-enabled cards (docs/design.md, 'Lifecycle'): each type due at
  * now + jitter in [0, max(interval / 10, 2 s)) so a batch import does not hit the gateway at once.
  */
 import { CHECK_TYPES } from '../workflow-safe/checkTypes.js';

@@ -1,10 +1,11 @@
 /**
- * Rebuild (DESIGN §7, §8, §9): reconstructs accounts' Redis structures from PostgreSQL, in
- * batches, under a global lock. Idempotent: due times still in Redis are kept (the card keeps
- * its phase), missing ones get the initial jitter, cards Redis holds but PostgreSQL no longer
- * polls under the account are removed, and pending priority items are requested again.
- * Safe beside live lifecycle traffic: see rebuildCarrier. {@link requestRebuild} is the entry for
- * configuration changes: a request while a rebuild runs gets one more full pass after it.
+ * Rebuild (docs/design.md, 'Rebuild and the Redis-flush guard' and 'Modes'): reconstructs accounts'
+ * Redis structures from PostgreSQL, in batches, under a global lock. Idempotent: due times still in
+ * Redis are kept (the card keeps its phase), missing ones get the initial jitter, cards Redis holds
+ * but PostgreSQL no longer polls under the account are removed, and pending priority items are
+ * requested again. Safe beside live lifecycle traffic: see rebuildCarrier. {@link requestRebuild}
+ * is the entry for configuration changes: a request while a rebuild runs gets one more full pass
+ * after it.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -228,7 +229,8 @@ function pollingIntervals(card: ScopedCard | undefined, carrierId: string, inter
 /**
  * Takes out of the account's Redis the cards PostgreSQL does not poll under it *now*. A lifecycle
  * event that lands between that read and the removal wrote PostgreSQL first, so a second read
- * after the removal sees it: those cards are put back (a card briefly in no lane is fine, §3).
+ * after the removal sees it: those cards are put back (a card briefly in no lane is fine, one in
+ * two is not: docs/design.md, 'Lifecycle').
  */
 async function settle(pass: CarrierPass, cardIds: readonly string[]): Promise<void> {
   if (cardIds.length === 0) return;

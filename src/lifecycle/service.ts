@@ -1,5 +1,5 @@
 /**
- * Card lifecycle (docs/design.md §10.1): each event writes PostgreSQL and, in the same
+ * Card lifecycle (docs/design.md, 'Lifecycle'): each event writes PostgreSQL and, in the same
  * transaction, its rows of the lifecycle outbox (the (card, account) pairs whose Redis keys it
  * changes); after the commit it applies them to Redis itself and deletes them. When Redis fails
  * or the process dies in between, the rows stay and the outbox relay (src/lifecycle/outboxRelay.ts)
@@ -195,7 +195,7 @@ export class LifecycleService {
 
   /**
    * Moves a card to another account: removed from the old account's keys first, then upserted
-   * under the new one (briefly in neither, never in both — DESIGN §3).
+   * under the new one (briefly in neither, never in both — docs/design.md, 'Lifecycle').
    */
   async changeCarrier(cardId: string, carrierId: string): Promise<ScopedCard> {
     return this.event(async (client) => {

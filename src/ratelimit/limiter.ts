@@ -1,7 +1,7 @@
 /**
- * Shared rate limiter: one per (carrier account, rate-limit group), state in Redis (DESIGN §5,
- * lua/rateLimit.lua). Any number of processes using it together never exceed the group's QPS in
- * any sliding one-second window.
+ * Shared rate limiter: one per (carrier account, rate-limit group), state in Redis (docs/design.md,
+ * 'Limiter'; lua/rateLimit.lua). Any number of processes using it together never exceed the group's
+ * QPS in any sliding one-second window.
  *
  * Wait mode: {@link RedisRateLimiter.acquire} reserves the earliest slot before the caller's deadline
  * and sleeps exactly until it (no polling); when the earliest slot lies beyond the deadline it

@@ -1,7 +1,7 @@
 /**
- * Typed store over the carrier queue Lua scripts (DESIGN §3–§4). Redis (through the scripts) is
- * the authority on claims, leases, due times and lanes; this class only builds calls, runs them
- * by SHA and parses replies (all in `carrierScripts.ts`).
+ * Typed store over the carrier queue Lua scripts (docs/design.md, 'Redis model' and 'Lua scripts').
+ * Redis (through the scripts) is the authority on claims, leases, due times and lanes; this class
+ * only builds calls, runs them by SHA and parses replies (all in `carrierScripts.ts`).
  *
  * Time: every method takes "now" (ms). When omitted it is `Date.now()`, or Redis' own clock when
  * the store is built with `{ clock: 'redis' }` (one clock for all processes, no skew).
@@ -246,7 +246,7 @@ export class CarrierQueueStore {
 
   /**
    * Moves a card to another account: removed from the old one first, then upserted under the new
-   * one (two slots, so two steps: briefly in neither, never in both — DESIGN §3).
+   * one (two slots, so two steps: briefly in neither, never in both — docs/design.md, 'Lifecycle').
    */
   async moveCarrier(input: UpsertInput & { readonly fromCarrierId: CarrierId }): Promise<void> {
     await this.remove(input.fromCarrierId, input.cardId);

@@ -1,7 +1,7 @@
 /**
- * The Lua scripts of the carrier queue (DESIGN §4): their definitions, and the one place that
- * builds their KEYS/ARGV and parses their replies. Pure functions, so tests can inspect the keys
- * a script receives (cluster slot check) without Redis.
+ * The Lua scripts of the carrier queue (docs/design.md, 'Lua scripts'): their definitions, and the
+ * one place that builds their KEYS/ARGV and parses their replies. Pure functions, so tests can
+ * inspect the keys a script receives (cluster slot check) without Redis.
  */
 import { GATEWAY_CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { AccountKeys } from './keys.js';

@@ -8,9 +8,9 @@
  *   {@link masterNodes} / {@link allNodes} and ask each.
  * - Multi-key commands, MULTI and pipelines must stay within one slot on a cluster (ioredis sends a
  *   whole pipeline to one node); {@link groupBySlot} splits a batch across accounts.
- * - TIME goes to any node of a cluster. The one-clock rule (DESIGN §5.2) then assumes the nodes'
- *   clocks agree: true for nodes on one host, and within NTP accuracy (ms) for NTP-synced hosts,
- *   far below the ±1.5 s skew the model test shows to matter.
+ * - TIME goes to any node of a cluster. The one-clock rule (docs/design.md, 'Leases, claims, one
+ *   clock') then assumes the nodes' clocks agree: true for nodes on one host, and within NTP
+ *   accuracy (ms) for NTP-synced hosts, far below the ±1.5 s skew the model test shows to matter.
  */
 import { Cluster, type Redis } from 'ioredis';
 import { keySlot } from './slot.js';

@@ -1,5 +1,5 @@
 /**
- * Field names of a card's due hash (DESIGN §3). The Lua scripts spell the same names in
+ * Field names of a card's due hash (docs/design.md, 'Keys'). The Lua scripts spell the same names in
  * `lua/includes/dueHash.lua`; finish logic elsewhere builds its `set` / `del` lists from here.
  */
 import type { CheckType } from '../workflow-safe/checkTypes.js';

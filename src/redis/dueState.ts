@@ -1,5 +1,5 @@
 /**
- * Typed view of a card's due hash (DESIGN §3), parsed in one place.
+ * Typed view of a card's due hash (docs/design.md, 'Keys'), parsed in one place.
  */
 import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_CLAIMED_AT, FIELD_DEFERRED, FIELD_PRIORITY, dueField } from './dueFields.js';

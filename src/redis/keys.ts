@@ -1,5 +1,5 @@
 /**
- * The only place that spells Redis key names (DESIGN §3).
+ * The only place that spells Redis key names (docs/design.md, 'Keys').
  *
  * Every key of one carrier account carries the hash tag `{c<carrierId>}` so that each Lua script
  * touches a single slot and the layout runs unchanged on Redis Cluster. `namespace` is prepended

@@ -59,7 +59,8 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
   const stops: Array<() => Promise<void>> = [];
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  // Every process on Redis' clock (DESIGN §4): leases, due times and request stamps compare across hosts.
+  // Every process on Redis' clock (docs/design.md, 'Leases, claims, one clock'): leases, due times
+  // and request stamps compare across hosts.
   const store = new CarrierQueueStore(redis, namespace, { clock: 'redis' });
   const limiter = new RedisRateLimiter({
     redis,

@@ -6,9 +6,10 @@
  * Stale-if-error (optional): when a reload fails with an error `staleIfError` accepts (the
  * database unreachable), the last good value is served instead, for another TTL before the next
  * reload is tried — polling must not stop because reference data that changes a few times a day
- * could not be re-read for a minute (issue 15). Errors it does not accept are thrown as before,
- * and a key that never loaded has nothing to fall back on. `onStale` hears each key go stale once
- * and come back once, so an outage is logged in two lines, not one per call.
+ * could not be re-read for a minute (docs/design.md, 'PostgreSQL and records'). Errors it does not
+ * accept are thrown as before, and a key that never loaded has nothing to fall back on. `onStale`
+ * hears each key go stale once and come back once, so an outage is logged in two lines, not one per
+ * call.
  */
 export interface LoadingCacheOptions<K> {
   readonly now?: () => number;

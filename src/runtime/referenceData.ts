@@ -3,11 +3,12 @@
  * (carrier accounts, polling configs, the global modes). A few seconds of staleness is harmless and
  * saves one PostgreSQL round trip per card; `configChanged` / `refresh` bypass it.
  *
- * Stale-if-error (issue 15): when PostgreSQL cannot be reached, a reload answers the last good
- * value instead of failing, so claim rounds and card executions go on through a database outage
- * (async ingest hands their records to Redis meanwhile). The value is re-read every TTL and the
- * fresh one replaces it as soon as PostgreSQL answers. Going stale and coming back are logged once
- * per cache, not per call. A process that never read a value has none to serve and fails as before.
+ * Stale-if-error (docs/design.md, 'PostgreSQL and records'): when PostgreSQL cannot be reached, a
+ * reload answers the last good value instead of failing, so claim rounds and card executions go on
+ * through a database outage (async ingest hands their records to Redis meanwhile). The value is
+ * re-read every TTL and the fresh one replaces it as soon as PostgreSQL answers. Going stale and
+ * coming back are logged once per cache, not per call. A process that never read a value has none
+ * to serve and fails as before.
  */
 import type { Pool } from '../db/pool.js';
 import { findCarrier } from '../db/carriers.js';

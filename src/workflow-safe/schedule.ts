@@ -1,6 +1,6 @@
 /**
- * Due-time arithmetic of DESIGN §6. Pure functions (randomness is passed in), so workflows,
- * activities and tests share one definition.
+ * Due-time arithmetic (docs/design.md, 'Finish rules' and 'Lifecycle'). Pure functions (randomness
+ * is passed in), so workflows, activities and tests share one definition.
  */
 import { CHECK_TYPES, type CheckType } from './checkTypes.js';
 import type { DueState } from '../redis/dueState.js';
@@ -56,7 +56,7 @@ export function backoffDelay(failCount: number, policy: BackoffPolicy, random: (
   return Math.max(1, Math.round(raw / 2 + (raw / 2) * random()));
 }
 
-/** Jitter for a card that enters polling: [0, max(interval/10, 2 s)) (DESIGN §7). */
+/** Jitter for a card that enters polling: [0, max(interval/10, 2 s)) (docs/design.md, 'Lifecycle'). */
 export function initialJitter(intervalMs: number, random: () => number): number {
   return Math.floor(Math.max(intervalMs / 10, 2000) * random());
 }

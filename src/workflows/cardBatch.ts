@@ -4,7 +4,7 @@
  * Every card goes through `executeCard`, exactly as in `cardCheck`, all cards at once: their local
  * activities run concurrently, so a batch usually completes in one or two workflow tasks, and the
  * run's fixed cost (start, workflow tasks, completion) is paid once for all of them
- * (docs/design.md §4.4).
+ * (docs/design.md, 'The batched run shape: cardBatch').
  *
  * Each card is its own executor in Redis (`<run id>/<card id>`): Redis exec rights, not the workflow
  * id, keep one executor per card across batches, shapes and a rolling switch between them. One

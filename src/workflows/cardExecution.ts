@@ -1,6 +1,6 @@
 /**
  * The execution of one claimed card — the one copy of the rules both run shapes follow
- * (docs/design.md §4.3): `cardCheck` runs it for its one card, `cardBatch` for each
+ * (docs/design.md, 'cardCheck'): `cardCheck` runs it for its one card, `cardBatch` for each
  * card it carries, concurrently. Workflow code: every step is a (local) activity.
  *
  * Redis stays the authority: the execution right is acquired from it first (under the executor id

@@ -5,7 +5,7 @@
  *
  * Left out: test/lua/move.test.ts, whose observer reads two accounts' lanes in one MULTI to prove
  * a moving card is never seen in both. Two accounts are two slots: a cluster refuses that MULTI
- * (CROSSSLOT), which is why a move is two steps in the first place (DESIGN §3).
+ * (CROSSSLOT), which is why a move is two steps in the first place (docs/design.md, 'Lifecycle').
  */
 import './env.js';
 import '../lua/claim.test.js';

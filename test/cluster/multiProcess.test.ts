@@ -1,9 +1,10 @@
 /**
- * Several processes per task queue on the cluster setup (issue 16): the real worker entry points
- * (src/workers/*.ts) as separate processes — 2 card workers, 2 control workers, 1 gateway worker
- * (GATEWAY_STEPS=queue, so gateway calls run there) and 1 ingest worker (async ingest, so the
- * records are written there) — poll 24 cards over 8 accounts with short intervals while
- * request-checks arrive. Mid-run one card worker and one control worker are killed with SIGKILL.
+ * Several processes per task queue on the cluster setup (docs/design.md, 'Operating it': on a
+ * Temporal cluster): the real worker entry points (src/workers/*.ts) as separate processes — 2 card
+ * workers, 2 control workers, 1 gateway worker (GATEWAY_STEPS=queue, so gateway calls run there)
+ * and 1 ingest worker (async ingest, so the records are written there) — poll 24 cards over 8
+ * accounts with short intervals while request-checks arrive. Mid-run one card worker and one
+ * control worker are killed with SIGKILL.
  *
  * The single-executor and no-loss guarantees must hold across the processes: every card keeps
  * being checked, no card ever has two gateway calls at once, every request-check is served, no run

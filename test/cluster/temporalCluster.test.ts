@@ -1,7 +1,7 @@
 /**
- * The orchestration on the multi-service Temporal server on PostgreSQL (issue 16,
- * devstack/temporalCluster.ts): cards are polled through it; then the history service
- * process is killed (-9) and started again, and polling resumes with no card lost.
+ * The orchestration on the multi-service Temporal server on PostgreSQL (docs/design.md, 'Operating
+ * it'; devstack/temporalCluster.ts): cards are polled through it; then the history service process
+ * is killed (-9) and started again, and polling resumes with no card lost.
  *
  * In `npm run test:cluster` every file runs on this server (TEMPORAL_ADDRESS) and on the Redis
  * Cluster; this one kills and restarts a service of it, so the files after it see a server that

@@ -1,11 +1,12 @@
 /**
- * Fault-injection suite (issue 12): one running system — control, card, gateway and ingest workers
- * as processes of their own from their entry points, gateway steps on the queue, async ingest, the
- * simulator as gateway behind a relay — on a private PostgreSQL, Redis and Temporal dev server
- * (test/faults/privateServices.ts), never the shared ones. Each test injects one fault and then
- * checks what must hold after any fault: polling resumes by itself within a minute, every card is
- * in exactly one lane or running, no duplicate observations, the simulator saw no card executed
- * twice at once and no window over budget, and every priority item is terminal or has a next run.
+ * Fault-injection suite (`npm run test:faults`, README.md 'Two commands'): one running system —
+ * control, card, gateway and ingest workers as processes of their own from their entry points,
+ * gateway steps on the queue, async ingest, the simulator as gateway behind a relay — on a private
+ * PostgreSQL, Redis and Temporal dev server (test/faults/privateServices.ts), never the shared
+ * ones. Each test injects one fault and then checks what must hold after any fault: polling resumes
+ * by itself within a minute, every card is in exactly one lane or running, no duplicate
+ * observations, the simulator saw no card executed twice at once and no window over budget, and
+ * every priority item is terminal or has a next run.
  *
  * The faults share the system so setup is paid once; the 3-minute PostgreSQL outage runs last.
  */
@@ -39,7 +40,7 @@ const TEMPORAL_UI_PORT = 18233;
 const CARDS = 8;
 const QPS = { main: 30 };
 const GATEWAY_ACCOUNT = 'faults1-gw';
-/** Issue 12: polling resumes by itself within a minute. */
+/** Polling resumes by itself within a minute (docs/design.md, 'Failure handling': loops resume by themselves). */
 const RESUME_MS = 60_000;
 const STEP_TIMEOUT_MS = 1500;
 const PG_OUTAGE_MS = Number(process.env.FAULTS_PG_OUTAGE_MS ?? 180_000);

@@ -1,7 +1,7 @@
 /**
- * Shared pieces of the fault-injection suite (issue 12): the project's entry points as processes of
- * their own, a TCP cut-off in front of the simulator, the invariants checked after every fault, and
- * the summary table.
+ * Shared pieces of the fault-injection suite (`npm run test:faults`): the project's entry points as
+ * processes of their own, a TCP cut-off in front of the simulator, the invariants checked after
+ * every fault, and the summary table.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -149,7 +149,10 @@ export interface Invariants {
   readonly strandedItems: string[];
 }
 
-/** Everything issue 12 asks to hold after a fault, read from Redis, PostgreSQL and the simulator. */
+/**
+ * Everything that must hold after a fault (the checks README.md lists for `npm run test:faults`),
+ * read from Redis, PostgreSQL and the simulator.
+ */
 export async function readInvariants(
   stack: Stack,
   carrierId: string,

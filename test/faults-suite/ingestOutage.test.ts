@@ -1,10 +1,11 @@
 /**
- * Issue 15: PostgreSQL stopped for 60 s under a running system in async ingest mode. Polling must
- * go on through the outage (claim rounds on the last good reference data, card rows remembered by
- * the card worker, records handed to the Redis stream), nothing may be lost (every finished run's
- * record lands in PostgreSQL exactly once afterwards), the backlog metric rises and falls, the
- * `ingest_backlog` alert opens (written once PostgreSQL is back) and resolves, and claiming is
- * tightened by the backlog without stopping, then recovers.
+ * PostgreSQL stopped for 60 s under a running system in async ingest mode (docs/design.md,
+ * 'PostgreSQL and records': PostgreSQL unreachable in async mode). Polling must go on through the
+ * outage (claim rounds on the last good reference data, card rows remembered by the card worker,
+ * records handed to the Redis stream), nothing may be lost (every finished run's record lands in
+ * PostgreSQL exactly once afterwards), the backlog metric rises and falls, the `ingest_backlog`
+ * alert opens (written once PostgreSQL is back) and resolves, and claiming is tightened by the
+ * backlog without stopping, then recovers.
  *
  * Runs against a PostgreSQL of its own (test/faults/privateServices.ts, its own port and data
  * folder), the shared Temporal dev server and Redis (a namespace of its own); all four workers run

@@ -1,7 +1,8 @@
 /**
- * Service outages (issue 18): PostgreSQL, then Redis, is stopped under a running system and
- * started again. Every process must survive (no unhandled 'error' event, no unhandled rejection),
- * report the outage as handled errors, and poll again once the service is back.
+ * Service outages (docs/design.md, 'Failure handling'; README.md, 'Outages'): PostgreSQL, then
+ * Redis, is stopped under a running system and started again. Every process must survive (no
+ * unhandled 'error' event, no unhandled rejection), report the outage as handled errors, and poll
+ * again once the service is back.
  *
  * The system runs against a private PostgreSQL and Redis (test/faults/privateServices.ts), never
  * the shared ones other test files use. This process hosts the control, card and ingest workers

@@ -1,8 +1,9 @@
 /**
- * Issue 15, piece by piece: what a card execution does when PostgreSQL cannot be reached. Real
- * Redis and PostgreSQL, no workers: the activities are called directly, over a pool that can be
- * made to fail as an unreachable database does (ECONNREFUSED), while the test's own pool still
- * reads and writes. The whole system through a real 60 s outage is test/faults-suite/ingestOutage.test.ts.
+ * Piece by piece, what a card execution does when PostgreSQL cannot be reached (docs/design.md,
+ * 'PostgreSQL and records': PostgreSQL unreachable in async mode). Real Redis and PostgreSQL, no
+ * workers: the activities are called directly, over a pool that can be made to fail as an
+ * unreachable database does (ECONNREFUSED), while the test's own pool still reads and writes. The
+ * whole system through a real 60 s outage is test/faults-suite/ingestOutage.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,7 @@
 /**
- * Issue 12, defect 8: a polling-config change made while a rebuild runs must still be applied.
- * The running rebuild read the configuration before the change, so one more pass has to follow it.
+ * A polling-config change made while a rebuild runs must still be applied (docs/design.md, 'Rebuild
+ * and the Redis-flush guard': requestRebuild). The running rebuild read the configuration before
+ * the change, so one more pass has to follow it.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

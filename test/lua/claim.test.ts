@@ -1,5 +1,5 @@
 /**
- * claim (DESIGN §4.1): one case per branch.
+ * claim (docs/design.md, 'Lua scripts'): one case per branch.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

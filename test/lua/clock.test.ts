@@ -1,7 +1,7 @@
 /**
- * One clock (DESIGN §4): the processes' store runs on Redis' clock, so a host whose own clock is
- * off neither claims early, nor schedules from a wrong "now", nor stamps a request on another
- * timeline than the finish that may serve it.
+ * One clock (docs/design.md, 'Leases, claims, one clock'): the processes' store runs on Redis'
+ * clock, so a host whose own clock is off neither claims early, nor schedules from a wrong "now",
+ * nor stamps a request on another timeline than the finish that may serve it.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,7 @@
 /**
- * finish (DESIGN §4.4), including the fixes: no resurrection of a removed card's hash, and a
- * request-check landing during execution is never lost.
+ * finish (docs/design.md, 'Lua scripts'), including the fixes over the seed's finish that
+ * lua/finish.lua's header lists: no resurrection of a removed card's hash, and a request-check
+ * landing during execution is never lost.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -292,8 +293,9 @@ describe('finish', () => {
 });
 
 /**
- * Issue 12 (defect 3): finishExecution runs as a retried local activity. A retry after the first
- * finish landed must get the first reply back and apply nothing, however the caller recomputed.
+ * At most once per token (docs/design.md, 'Finish rules': idempotent): finishExecution runs as a
+ * retried local activity. A retry after the first finish landed must get the first reply back and
+ * apply nothing, however the caller recomputed.
  */
 describe('finish with a result record (at most once per token)', () => {
   const failing = (count: number): Partial<FinishInput> => ({
@@ -342,9 +344,9 @@ describe('finish with a result record (at most once per token)', () => {
 });
 
 /**
- * Issue 12 (defect 4): an execution that lost its lease mid-way records what its completed steps
- * learned through the stale path, and never touches the claim or lanes, even when its token still
- * looks like the owner (the exec right went elsewhere).
+ * A lost lease (docs/design.md, 'cardCheck', step 4): an execution that lost its lease mid-way
+ * records what its completed steps learned through the stale path, and never touches the claim or
+ * lanes, even when its token still looks like the owner (the exec right went elsewhere).
  */
 describe('finish after a lost lease', () => {
   test("writes the completed steps' fields as a stale finish, leaves claim, running and lane as they are", async () => {

@@ -1,5 +1,5 @@
 /**
- * acquireExec, renew and release (DESIGN §4.2, §4.3, §4.5): one case per branch.
+ * acquireExec, renew and release (docs/design.md, 'Lua scripts'): one case per branch.
  * Leases are judged against the "now" passed in, so expiry is exercised by moving that clock.
  */
 import { describe, test, before, after } from 'node:test';

@@ -5,7 +5,7 @@
  * acquireExec / renew / finish (with a result record, after a lost lease, retried) / release /
  * lease expiry over several cards and two accounts, run against the real scripts with a virtual clock, and after
  * every step compared with the in-memory model (exact Redis state and every reply) and checked
- * against the invariants I1–I6 of DESIGN §4.
+ * against the invariants I1–I6 (docs/design.md, 'Lua scripts').
  *
  * LUA_MODEL_SEED replays a run (the seed is printed on failure); LUA_MODEL_STEPS sets its length.
  */

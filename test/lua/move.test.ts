@@ -1,7 +1,7 @@
 /**
- * A card moving to another carrier account (DESIGN §3): removed from the old account first, then
- * upserted under the new one — briefly in neither, never in both, and an execution still running
- * under the old account never puts it back there.
+ * A card moving to another carrier account (docs/design.md, 'Lifecycle'): removed from the old
+ * account first, then upserted under the new one — briefly in neither, never in both, and an
+ * execution still running under the old account never puts it back there.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

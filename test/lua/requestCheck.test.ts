@@ -1,5 +1,5 @@
 /**
- * requestCheck (DESIGN §4.6), upsert (§4.7) and remove (§4.8): one case per branch.
+ * requestCheck, upsert and remove (docs/design.md, 'Lua scripts'): one case per branch.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,8 +1,8 @@
 /**
- * The claim round's budget (DESIGN §4.1, §5): a round plans for the group's rate over the coming
- * second, minus calls already waiting for a slot — not for what the limiter's sliding window has
- * left, which still holds the previous round's calls and would settle every account near half its
- * budget.
+ * The claim round's budget (docs/design.md, 'Claim budget'): a round plans for the group's rate
+ * over the coming second, minus calls already waiting for a slot — not for what the limiter's
+ * sliding window has left, which still holds the previous round's calls and would settle every
+ * account near half its budget.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,8 +1,9 @@
 /**
- * Issue 12, defect 3: `finishExecution` is a retried local activity. A retry that comes after the
- * first attempt's Redis finish landed must return what the first attempt returned — not recompute
- * from the updated due hash (failure streak counted twice, recovery lost, `owned` false).
- * Real Redis and PostgreSQL, no workers: the activities are called directly.
+ * A retried finish (docs/design.md, 'Finish rules': idempotent): `finishExecution` is a retried
+ * local activity. A retry that comes after the first attempt's Redis finish landed must return what
+ * the first attempt returned — not recompute from the updated due hash (failure streak counted
+ * twice, recovery lost, `owned` false). Real Redis and PostgreSQL, no workers: the activities are
+ * called directly.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,8 +1,9 @@
 /**
- * Issue 12, defect 4: a cardCheck whose lease is lost between two steps keeps what the finished
- * step learned: `ok:t` in Redis (through finish's stale path, leaving the new owner's claim and
- * lane alone) and the observation in the durable record, whose outcome is `lease_lost`.
- * Real Temporal (card + ingest workers only, no scheduler), Redis, PostgreSQL and simulator.
+ * A lost lease (docs/design.md, 'cardCheck', step 4): a cardCheck whose lease is lost between two
+ * steps keeps what the finished step learned: `ok:t` in Redis (through finish's stale path, leaving
+ * the new owner's claim and lane alone) and the observation in the durable record, whose outcome is
+ * `lease_lost`. Real Temporal (card + ingest workers only, no scheduler), Redis, PostgreSQL and
+ * simulator.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
- * In-memory model of the carrier queue (DESIGN §4), written from the spec and the script headers,
- * used by the randomized test to predict Redis state step by step. Deliberately plain: maps and
- * loops, no cleverness, so a disagreement points at the scripts.
+ * In-memory model of the carrier queue, written from docs/design.md ('Lua scripts') and the script
+ * headers, used by the randomized test to predict Redis state step by step. Deliberately plain:
+ * maps and loops, no cleverness, so a disagreement points at the scripts.
  */
 import { GATEWAY_CHECK_TYPES } from '../../../src/workflow-safe/checkTypes.js';
 import type { ClaimArgs } from '../../../src/redis/carrierScripts.js';
