@@ -5,6 +5,10 @@
  * The mode lives in PostgreSQL (`system_config`); schedulers read it every round, so switching to
  * `legacy` stops claiming at the next tick while in-flight cards finish, and switching to
  * `carrier` rebuilds Redis from PostgreSQL under a lock before claiming resumes.
+ *
+ * The loop's state and decisions are ControlState's (control/controlState.ts, unit-tested); this
+ * file wires them to the activities, child starts, timers, signals and updates, in an order the
+ * recorded histories (test/replay) pin down: the commands it emits must not change.
  */
 import {
   ParentClosePolicy,
@@ -16,7 +20,6 @@ import {
   setHandler,
   startChild,
   workflowInfo,
-  ApplicationFailure,
   sleep,
   patched,
 } from '@temporalio/workflow';
@@ -24,23 +27,12 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
-import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../workflow-safe/orchestration.js';
-import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
+import { schedulerWorkflowId, type PollingMode } from '../workflow-safe/orchestration.js';
+import { carrierScheduler } from './carrierScheduler.js';
 import { controlStatusQuery, reconcileSignal, reconcileUpdate, setModeSignal, setModeUpdate } from './messages.js';
+import { ControlState, type PollingControlArgs } from './control/controlState.js';
 
-export interface PollingControlArgs {
-  readonly taskQueues: TaskQueueNames;
-  readonly workflowIdPrefix?: string;
-  /** Options passed to every scheduler (tests shorten them). */
-  readonly scheduler?: Pick<CarrierSchedulerArgs, 'maxHistoryEvents' | 'tickMs'>;
-  /** How often accounts are re-read even without a reconcile request. */
-  readonly reconcileEveryMs?: number;
-  readonly maxHistoryEvents?: number;
-  /** setMode signals not yet applied, carried over continue-as-new. */
-  readonly queuedModes?: readonly PollingMode[];
-  /** Heartbeat timeout of the mode switch (tests shorten it); {@link SWITCH_HEARTBEAT_TIMEOUT_MS} when absent. */
-  readonly switchHeartbeatTimeoutMs?: number;
-}
+export type { PollingControlArgs } from './control/controlState.js';
 
 /**
  * The mode switch heartbeats at each step and at every page of its Redis rebuild (pages extend a
@@ -49,20 +41,8 @@ export interface PollingControlArgs {
  * 30-minute start-to-close timeout.
  */
 const SWITCH_HEARTBEAT_TIMEOUT_MS = 2 * 60_000;
-
-/**
- * Continue-as-new once the history has this many events (unless the args set another) or bytes:
- * small enough that replaying it (after a worker restart or a cache eviction) stays far inside
- * the workflow task timeout on a busy machine, as for the schedulers.
- */
-const DEFAULT_MAX_HISTORY_EVENTS = 2000;
-const DEFAULT_MAX_HISTORY_BYTES = 2 * 1024 * 1024;
-const PREVIOUS_MAX_HISTORY_EVENTS = 5000;
+/** Runs from this patch on continue as new at 2 000 events or 2 MiB (before: 5 000 events). */
 const SMALLER_HISTORY_PATCH = 'control-smaller-history';
-/** Accounts are re-read this often even when nobody asks for a reconcile (an account enabled in SQL). */
-const DEFAULT_RECONCILE_EVERY_MS = 60_000;
-/** Backoff base of this loop's failed activities: base × 2^consecutive failures, at most 30 s (loopFailures). */
-const FAILURE_BACKOFF_BASE_MS = 1000;
 
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
   const control = proxyActivities<ControlActivities>({
@@ -78,116 +58,104 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
     heartbeatTimeout: args.switchHeartbeatTimeoutMs ?? SWITCH_HEARTBEAT_TIMEOUT_MS,
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
+  const state = new ControlState(args);
   // Like the schedulers, this loop outlives any outage of what its activities need.
-  const failures = loopFailures('pollingControl', 'singleton', FAILURE_BACKOFF_BASE_MS);
-  let mode: PollingMode | undefined;
-  while (mode === undefined) {
+  const failures = loopFailures('pollingControl', 'singleton', state.failures);
+  while (!state.modeKnown) {
     try {
-      mode = await control.readMode();
+      state.modeRead(await control.readMode());
     } catch (error) {
       failures.record('readMode', error);
-      await sleep(failures.backoffMs() ?? FAILURE_BACKOFF_BASE_MS);
+      await sleep(state.readRetryMs());
     }
   }
   failures.succeeded('readMode');
-  // Decided at the start of the run: a run of the previous release keeps its 5 000-event rollover.
-  const smallerHistory = patched(SMALLER_HISTORY_PATCH);
-  const maxHistory = args.maxHistoryEvents ?? (smallerHistory ? DEFAULT_MAX_HISTORY_EVENTS : PREVIOUS_MAX_HISTORY_EVENTS);
-  const maxHistoryBytes = smallerHistory ? DEFAULT_MAX_HISTORY_BYTES : Number.POSITIVE_INFINITY;
-  let carriers: string[] = [];
-  let switching = false;
-  let reconcileRequested = true;
-  const queuedModes: PollingMode[] = [...(args.queuedModes ?? [])];
+  // Decided at the start of the run (after the mode read, where the marker has always been): a run
+  // of the previous release keeps its 5 000-event rollover.
+  state.useHistoryLimits(patched(SMALLER_HISTORY_PATCH));
 
   const switchMode = async (target: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> => {
     // One switch at a time: a second request waits for the first to complete.
-    await condition(() => !switching);
-    switching = true;
+    await condition(() => state.switchFree);
+    state.switchBegun();
     try {
       const result = await switchModeActivity({ mode: target, actor: 'pollingControl' });
-      mode = target;
-      reconcileRequested = true;
+      state.switched(target);
       return { mode: target, changed: result.changed };
     } finally {
-      switching = false;
+      state.switchEnded();
     }
   };
 
-  setHandler(setModeUpdate, switchMode, {
-    validator: (target: PollingMode) => {
-      if (!POLLING_MODES.includes(target))
-        throw ApplicationFailure.nonRetryable(`mode must be "carrier" or "legacy", got ${JSON.stringify(target)}`, 'invalid_mode');
-    },
-  });
+  /** Starts a scheduler for every enabled account that has none running. Returns the enabled ids. */
+  const reconcile = async (): Promise<string[]> => {
+    // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
+    if (await control.ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
+    const enabled = await control.listEnabledCarriers();
+    await Promise.all(
+      enabled.map(async (carrierId: string) => {
+        try {
+          await startChild(carrierScheduler, {
+            workflowId: schedulerWorkflowId(carrierId, args.workflowIdPrefix),
+            taskQueue: args.taskQueues.control,
+            args: [state.schedulerArgs(carrierId)],
+            parentClosePolicy: ParentClosePolicy.ABANDON,
+            workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          });
+        } catch (error) {
+          // Already running is the normal case: schedulers outlive control's continue-as-new.
+          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
+            log.warn('could not start carrierScheduler', { carrierId, error: String(error) });
+          }
+        }
+      }),
+    );
+    return enabled;
+  };
+
+  setHandler(setModeUpdate, switchMode, { validator: (target: PollingMode) => state.admitMode(target) });
   setHandler(setModeSignal, (target) => {
-    if (POLLING_MODES.includes(target)) queuedModes.push(target);
-    else log.warn('dropping invalid setMode signal', { mode: String(target) });
+    if (!state.queueMode(target)) log.warn('dropping invalid setMode signal', { mode: String(target) });
   });
-  setHandler(reconcileUpdate, async () => ({ carriers: (carriers = await reconcile(args, control)) }));
-  setHandler(reconcileSignal, () => void (reconcileRequested = true));
-  setHandler(controlStatusQuery, () => ({ mode: mode ?? 'carrier', carriers, switching, ...failures.view() }));
+  setHandler(reconcileUpdate, async () => {
+    const carriers = await reconcile();
+    state.reconciled(carriers);
+    return { carriers };
+  });
+  setHandler(reconcileSignal, () => state.requestReconcile());
+  setHandler(controlStatusQuery, () => state.status());
 
   for (;;) {
-    while (queuedModes.length > 0 && failures.backoffMs() === undefined) {
-      const target = queuedModes[0];
-      if (!target) break;
+    for (let target = state.nextQueuedMode(); target !== undefined; target = state.nextQueuedMode()) {
       try {
         await switchMode(target);
-        queuedModes.shift();
+        state.queuedModeApplied();
         failures.succeeded('switchMode');
       } catch (error) {
         // Kept at the head of the queue: the switch is tried again after the backoff.
         failures.record('switchMode', error);
       }
     }
-    if (reconcileRequested) {
-      reconcileRequested = false;
+    if (state.takeReconcileRequest()) {
       try {
-        carriers = await reconcile(args, control);
+        state.reconciled(await reconcile());
         failures.succeeded('reconcile');
       } catch (error) {
-        reconcileRequested = true;
+        state.reconcileFailed();
         failures.record('reconcile', error);
       }
     }
-    const info = workflowInfo();
-    if (info.historyLength >= maxHistory || info.historySize >= maxHistoryBytes || info.continueAsNewSuggested || targetVersionChanged()) {
+    const { historyLength, historySize, continueAsNewSuggested } = workflowInfo();
+    if (state.shouldContinueAsNew({ historyLength, historySize, continueAsNewSuggested, targetVersionChanged: targetVersionChanged() })) {
       await condition(allHandlersFinished);
       // The next run starts on the current worker-deployment version (src/workflows/versionUpgrade.ts).
-      await continueAsNewToCurrentVersion<typeof pollingControl>({ ...args, queuedModes: [...queuedModes] });
+      await continueAsNewToCurrentVersion<typeof pollingControl>(state.nextRunArgs());
     }
-    const backoff = failures.backoffMs();
-    if (backoff !== undefined) {
-      await sleep(backoff);
+    const wait = state.wait();
+    if (wait.kind === 'backoff') {
+      await sleep(wait.ms);
       continue;
     }
-    const woke = await condition(() => reconcileRequested || queuedModes.length > 0, args.reconcileEveryMs ?? DEFAULT_RECONCILE_EVERY_MS);
-    if (!woke) reconcileRequested = true;
+    if (!(await condition(() => state.asked(), wait.ms))) state.waitedOut();
   }
-}
-
-/** Starts a scheduler for every enabled account that has none running. Returns the enabled ids. */
-async function reconcile(args: PollingControlArgs, control: ControlActivities): Promise<string[]> {
-  // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
-  if (await control.ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
-  const enabled = await control.listEnabledCarriers();
-  await Promise.all(
-    enabled.map(async (carrierId: string) => {
-      try {
-        await startChild(carrierScheduler, {
-          workflowId: schedulerWorkflowId(carrierId, args.workflowIdPrefix),
-          taskQueue: args.taskQueues.control,
-          args: [{ carrierId, taskQueues: args.taskQueues, workflowIdPrefix: args.workflowIdPrefix ?? '', ...args.scheduler }],
-          parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-        });
-      } catch (error) {
-        // Already running is the normal case: schedulers outlive control's continue-as-new.
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
-          log.warn('could not start carrierScheduler', { carrierId, error: String(error) });
-        }
-      }
-    }),
-  );
-  return enabled;
 }

@@ -1,0 +1,76 @@
+/**
+ * The card runs a carrierScheduler run started as children: starts under way, children not yet
+ * completed, and the claims of cards whose run could not start, to release. Pure: the workflow
+ * reports each start's outcome; the run continues as new only once these have settled.
+ */
+import type { ClaimedCard } from '../../workflow-safe/orchestration.js';
+
+export class ChildStarts {
+  private inFlight = 0;
+  // Children of this run that have not completed: an abandoned child still reports its completion
+  // to this run, and a completion that arrives while the run's task continues as new makes the
+  // server refuse that task (UNHANDLED_COMMAND), which evicts the run and replays its history.
+  private open = 0;
+  private readonly toRelease: ClaimedCard[] = [];
+  private failed = 0;
+
+  /** `failures`: start failures counted by the previous runs (carried over continue-as-new). */
+  constructor(failures: number) {
+    this.failed = failures;
+  }
+
+  /** Cards whose run could not start, in this run and the ones before (status and next run's counter). */
+  get failures(): number {
+    return this.failed;
+  }
+
+  /** Starts requested and not yet answered. */
+  get startsInFlight(): number {
+    return this.inFlight;
+  }
+
+  get childrenOpen(): number {
+    return this.open;
+  }
+
+  /** Every child started has completed and no start is under way: the run may continue as new. */
+  get drained(): boolean {
+    return this.open === 0 && this.inFlight === 0;
+  }
+
+  starting(): void {
+    this.inFlight += 1;
+  }
+
+  /** A start succeeded: the child is counted open until it reports its completion. */
+  started(): void {
+    this.inFlight -= 1;
+    this.open += 1;
+  }
+
+  closed(): void {
+    this.open -= 1;
+  }
+
+  /** A start failed: its cards' claims are to be released. */
+  startFailed(cards: readonly ClaimedCard[]): void {
+    this.inFlight -= 1;
+    this.failed += cards.length;
+    this.toRelease.push(...cards);
+  }
+
+  /** Runs the claim activity could not start (client start mode); it released their claims itself. */
+  refusedByClaim(count: number): void {
+    this.failed += count;
+  }
+
+  /** The claims to release now (all of them; none is kept back). */
+  takeReleases(): ClaimedCard[] {
+    return this.toRelease.splice(0, this.toRelease.length);
+  }
+
+  /** A release that failed: its cards are released with the next ones. */
+  releaseFailed(cards: readonly ClaimedCard[]): void {
+    this.toRelease.push(...cards);
+  }
+}

@@ -1,0 +1,52 @@
+/** Inputs for the scheduler state's unit tests: args, claim results, requests. */
+import type { ClaimRoundResult, ClaimedCard, RequestCheckInput, TaskQueueNames } from '../../../src/workflow-safe/orchestration.js';
+import { SchedulerState, type HistoryInfo } from '../../../src/workflows/scheduler/schedulerState.js';
+import type { CarrierSchedulerArgs, SchedulerPatches } from '../../../src/workflows/scheduler/schedulerSettings.js';
+
+export const QUEUES: TaskQueueNames = { control: 'ctl', card: 'card', cardPriority: 'card-prio', gateway: 'gw', ingest: 'ing' };
+export const RUN = { workflowId: 'carrier-scheduler-7', runId: 'run1' };
+/** Runs of the current release: both patches taken. */
+export const CURRENT: SchedulerPatches = { drainsChildren: true, claimsFirst: true };
+/** Runs started before both patches. */
+export const UNPATCHED: SchedulerPatches = { drainsChildren: false, claimsFirst: false };
+
+export const schedulerArgs = (extra: Partial<CarrierSchedulerArgs> = {}): CarrierSchedulerArgs => ({ carrierId: '7', taskQueues: QUEUES, ...extra });
+
+export const newState = (extra: Partial<CarrierSchedulerArgs> = {}, patches: SchedulerPatches = CURRENT): SchedulerState =>
+  new SchedulerState(schedulerArgs(extra), RUN, patches);
+
+export const card = (id: string, fromPriority = false): ClaimedCard => ({ cardId: id, token: `run1.1@0:${id}`, fromPriority });
+
+export const request = (cardId: string, actor = 'test'): RequestCheckInput => ({ cardId, types: ['card_status'], lane: 'priority', actor });
+
+/** A claim round's answer with `cards` claimed (child start mode, one card per run unless `extra` says otherwise). */
+export function claimed(cards: readonly ClaimedCard[], extra: Partial<Extract<ClaimRoundResult, { kind: 'claimed' }>> = {}): ClaimRoundResult {
+  return {
+    kind: 'claimed',
+    claimed: cards,
+    expired: 0,
+    running: cards.length,
+    lanes: { priority: 0, normal: cards.length },
+    groups: [],
+    startedByClaim: false,
+    startFailures: 0,
+    engine: { starts: 0, lagSumMs: 0 },
+    limitedBy: 'none',
+    maxInflightLimit: 100,
+    budgetQps: 10,
+    leaseMs: 20_000,
+    dueHorizonMs: 0,
+    runShape: 'card',
+    batchSize: 50,
+    ...extra,
+  };
+}
+
+/** A history below every limit, with `extra` changed. */
+export const history = (extra: Partial<HistoryInfo> = {}): HistoryInfo => ({
+  historyLength: 100,
+  historySize: 10_000,
+  continueAsNewSuggested: false,
+  targetVersionChanged: false,
+  ...extra,
+});
