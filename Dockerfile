@@ -28,6 +28,8 @@ COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080 8700 9464
 # The default entry runs the workers of all four task queues; compose runs one per service.
+# Liveness (/livez): an orchestrator that replaces unhealthy containers must not replace them all
+# during a PostgreSQL, Redis or Temporal outage. compose probes readiness (/readyz) instead.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:9464/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9464/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/src/workers/all.js"]

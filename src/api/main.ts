@@ -18,7 +18,7 @@ try {
   process.exit(2);
 }
 const deps = await createRuntimeDeps(config, { name: 'card-poller-api' });
-// Lazy: the API starts (and /healthz reports Temporal down) even when Temporal is unreachable.
+// Lazy: the API starts (and /readyz reports Temporal down) even when Temporal is unreachable.
 const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 const services = createPollingServices({ deps });

@@ -177,9 +177,9 @@ const schema = z.object({
   RETENTION_MONTHS: z.coerce.number().int().min(1).max(120).default(3),
   /** Time in-flight activities get to finish when a worker shuts down. */
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
-  /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
+  /** Where a worker process serves `/metrics`, `/livez` and `/readyz`; port 0 picks a free one (printed at start). */
   WORKER_METRICS_HOST: nonEmpty.default('127.0.0.1'),
-  /** Port of a worker process' `/metrics` and `/healthz`; 0 picks a free one (printed at start). */
+  /** Port of a worker process' `/metrics`, `/livez` and `/readyz`; 0 picks a free one (printed at start). */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /**
    * Temporal worker versioning: `on` makes every worker poll as version

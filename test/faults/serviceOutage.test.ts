@@ -119,7 +119,7 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
   });
 
   async function health(): Promise<{ status: number; failed: string[] }> {
-    const response = await fetch(`${apiUrl}/healthz`);
+    const response = await fetch(`${apiUrl}/readyz`);
     const body = (await response.json()) as { failed?: string[] };
     return { status: response.status, failed: body.failed ?? [] };
   }

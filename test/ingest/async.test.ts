@@ -6,10 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { cuttableRelay } from '../../testkit/relay.js';
 import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { IngestStream } from '../../src/ingest/stream.js';
@@ -122,42 +121,6 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
     await stack.close();
   }
 });
-
-/** A TCP relay to PostgreSQL that can be cut: refused connections and dropped sessions, as when the database goes away. */
-async function cuttableRelay(target: {
-  host: string;
-  port: number;
-}): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let port = 0;
-  const listen = (): Promise<void> =>
-    new Promise((resolve) => {
-      server = createServer((client) => {
-        const upstream = connect(target.port, target.host);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('close', () => sockets.delete(socket));
-          socket.on('error', () => undefined);
-        }
-        client.pipe(upstream).pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-      });
-      server.listen(port, '127.0.0.1', () => {
-        port = (server!.address() as AddressInfo).port;
-        resolve();
-      });
-    });
-  const cut = async (): Promise<void> => {
-    const closing = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    for (const socket of sockets) socket.destroy();
-    await closing;
-    server = undefined;
-  };
-  await listen();
-  return { port, cut, restore: listen, close: cut };
-}
 
 test('ingest database away in async mode: polling goes on, the backlog alert opens and claiming tightens, then all is written and both recover', async (t) => {
   const stack = await createStack('ingest-outage', { config: { INGEST_BACKLOG_THRESHOLD: 15, INGEST_BACKLOG_MAX_AGE_MS: 5000 } });
