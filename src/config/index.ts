@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
 import { MAX_CARD_BATCH_SIZE } from '../workflow-safe/orchestration.js';
+import { defaultLogger } from '../runtime/logger.js';
 
 /** The API token of loopback development setups (refused off loopback); the CLI uses it when API_TOKEN is unset and API_URL is loopback. */
 export const DEV_API_TOKEN = 'dev-token-change-me';
@@ -280,13 +281,16 @@ export function taskQueues(config: Config): TaskQueues {
   };
 }
 
-/** Loads the configuration or exits the process with the error on stderr (for entry points). */
+/**
+ * Loads the configuration or exits the process (status 2) with the error as a JSON log line at
+ * `fatal` (for entry points; LOG_LEVEL is not known yet, so the default logger writes it).
+ */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     return loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
+      defaultLogger().fatal({ variable: error.variable, reason: error.reason }, error.message);
       process.exit(2);
     }
     throw error;

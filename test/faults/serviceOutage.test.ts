@@ -42,9 +42,12 @@ function spawnEntry(name: string, script: string, stack: Stack, extraEnv: Record
 
 const waitUntilReady = (entry: EntryProcess, line: string): Promise<void> => waitUntilPrinted(entry, line);
 
-/** Lines in which a process reported a Redis connection error event (handled or not). */
+/**
+ * Lines in which a process reported a Redis connection error event: unhandled (ioredis' own
+ * console line), or handled (a JSON log line of src/runtime/connectionErrors.ts).
+ */
 function redisErrorLines(output: string): string[] {
-  return output.split('\n').filter((line) => /\[ioredis\] Unhandled error event|^redis\(.*connection error/.test(line));
+  return output.split('\n').filter((line) => /\[ioredis\] Unhandled error event|"msg":"redis\([^"]*\): connection error/.test(line));
 }
 
 /** A live line with figures (`[live] 12:34:56 name: …`), not an error report. */

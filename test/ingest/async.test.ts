@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { cuttableRelay } from '../../testkit/relay.js';
+import { captureLogs } from '../../testkit/logs.js';
 import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { IngestStream } from '../../src/ingest/stream.js';
@@ -129,7 +130,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
   const relayed = new URL(stack.config.DATABASE_URL);
   relayed.port = String(relay.port);
   const ingestPool = createPool({ url: relayed.toString(), schema: stack.db.schema, max: 5, applicationName: 'test-ingest-relayed' });
-  const log: string[] = [];
+  const logs = captureLogs();
   try {
     const account = await seedAccount(stack, {
       name: 'out1',
@@ -149,7 +150,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
       settings: ingestSettings(stack.config),
       reclaimIdleMs: 5000,
       monitorIntervalMs: 250,
-      log: (line) => void log.push(line),
+      logger: logs.logger,
     });
     await ensurePollingControl(ref(stack), { reconcileEveryMs: 2000 });
     const pressure = createIngestPressure(ingest.stream, ingestSettings(stack.config).thresholds, { cacheMs: 0 });
@@ -194,7 +195,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     assert.ok(resolved.opened_at.getTime() >= cutAt - 1000, 'opened when the backlog went over, during the outage');
     assert.equal((await pressure.state()).tightened, false, 'claiming back to normal');
     assert.ok(
-      log.some((line) => /retrying/.test(line)),
+      logs.lines().some((line) => line.level === 'warn' && /retrying/.test(line.msg)),
       'batches were retried while the database was away',
     );
 

@@ -3,7 +3,8 @@
  * worker process (src/workers/gateway.ts, its metrics server) and the API (src/api/main.ts). Each
  * reaches PostgreSQL, Redis and Temporal through a TCP relay of its own (testkit/relay.ts), which
  * the test cuts and restores one at a time: `/readyz` (and its alias `/healthz`) answers 503 naming
- * the cut dependency while `/livez` stays 200, and 200 again once the dependency is back.
+ * the cut dependency while `/livez` stays 200, and 200 again once the dependency is back. Every
+ * line the process wrote meanwhile (start, connection errors, recoveries) is a JSON log line.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -104,6 +105,26 @@ async function checkContract(t: TestContext, entry: EntryProcess, baseUrl: strin
     await relays[dependency].restore();
     await ready(`once ${dependency} is back`);
   }
+  assertJsonLines(entry);
+}
+
+const isJson = (line: string): boolean => {
+  try {
+    return typeof JSON.parse(line) === 'object';
+  } catch {
+    return false;
+  }
+};
+
+/** Every line went through the process' logger; Node's own runtime warnings are not ours to format. */
+function assertJsonLines(entry: EntryProcess): void {
+  const lines = entry.output().split('\n');
+  const plain = lines.filter((line) => line.trim() !== '' && !isJson(line) && !/^\(node:\d+\) |^\(Use `node --trace-/.test(line));
+  assert.deepEqual(plain, [], `${entry.name}: lines not written through its JSON logger`);
+  assert.ok(
+    lines.some((line) => /"msg":"(postgres|redis)\([^"]*\): connection error/.test(line)),
+    `${entry.name} logged the cut connections`,
+  );
 }
 
 test('health: a worker process is unready while PostgreSQL, Redis or Temporal is unreachable, alive throughout, and ready again when it is back', async (t) => {
