@@ -29,7 +29,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   });
   // pg.Pool removes an idle client whose connection fails and re-emits the error on the pool;
   // with no listener that event would throw and end the process.
-  const errors = logConnectionErrors(pool, `postgres(${applicationName})`, options.logger ? { logger: options.logger } : {});
+  const errors = logConnectionErrors(pool, `postgres(${applicationName})`, { logger: options.logger });
   pool.on('connect', (client) => {
     // A checked-out client emits 'error' on its own (e.g. between two statements of a
     // transaction), where the pool listens to idle clients only. Its caller learns of it from the

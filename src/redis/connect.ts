@@ -90,7 +90,7 @@ export async function connectRedis(url: string, options: ConnectOptions = {}): P
     // this connection, and one write per batch instead of one per command saves round trips.
     enableAutoPipelining: true,
   });
-  const errors = logConnectionErrors(redis, `redis(${options.connectionName ?? 'card-poller'})`, options.logger ? { logger: options.logger } : {});
+  const errors = logConnectionErrors(redis, `redis(${options.connectionName ?? 'card-poller'})`, { logger: options.logger });
   redis.on('ready', () => errors.recovered());
   try {
     await redis.connect();
@@ -125,7 +125,7 @@ export async function connectRedisCluster(nodes: readonly ClusterNode[], options
       redisOptions: { connectionName: options.connectionName, maxRetriesPerRequest: 3 },
     },
   );
-  const errors = logConnectionErrors(cluster, label, options.logger ? { logger: options.logger } : {});
+  const errors = logConnectionErrors(cluster, label, { logger: options.logger });
   // A node's errors arrive as 'node error', not 'error': log them alike (one node down is an outage too).
   cluster.on('node error', (error: unknown) => errors.error(error));
   cluster.on('ready', () => errors.recovered());
