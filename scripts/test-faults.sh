@@ -5,6 +5,8 @@
 # kills and restarts services under a running system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
+source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts

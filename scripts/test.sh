@@ -2,6 +2,8 @@
 # `npm test`: install what is missing, start (or reuse) the services, migrate, run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
+source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts

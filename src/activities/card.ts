@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { findCards } from '../db/cards.js';
 import { describeConnectionError } from '../runtime/connectionErrors.js';
+import { defaultLogger } from '../runtime/logger.js';
 import type { ScopedCard } from '../domain/card.js';
 import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_LEASE_MS } from '../domain/carrier.js';
 import { DueField } from '../redis/dueFields.js';
@@ -41,7 +42,7 @@ export interface CardActivityDeps {
   readonly gatewaySteps?: GatewayStepPlacement;
   /** The card rows this process remembers for a PostgreSQL outage (see {@link RememberedCard}). */
   readonly rememberedCards?: BoundedCache<string, RememberedCard>;
-  /** Where the outage's two lines go (stderr by default). */
+  /** Where the outage's two lines go (default: {@link defaultLogger} at `warn`; workers pass their process logger). */
   readonly log?: (line: string) => void;
   /** How runs retry their finish while Redis is away (handed to them in the plan). */
   readonly finishRetry?: FinishRetrySettings;
@@ -125,7 +126,7 @@ function intervalsMs(intervals: Intervals): Partial<Record<CheckType, number>> {
 export function createCardActivities(deps: CardActivityDeps) {
   const random = deps.random ?? Math.random;
   const remembered = deps.rememberedCards ?? new BoundedCache<string, RememberedCard>(REMEMBERED_CARDS);
-  const log = deps.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const log = deps.log ?? ((line: string) => defaultLogger().warn(line));
   const custom = deps.finishRetry;
   const finishRetry =
     custom &&

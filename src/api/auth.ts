@@ -7,9 +7,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { errorBody } from './errors.js';
+import { HEALTH_PATHS } from '../runtime/health.js';
 
 /** Paths scraped or probed by infrastructure that holds no token. */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/metrics']);
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set([...Object.keys(HEALTH_PATHS), '/metrics']);
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
 

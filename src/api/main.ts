@@ -8,27 +8,32 @@ import { createPollingServices } from '../app/pollingServices.js';
 import { createRuntimeDeps } from '../runtime/deps.js';
 import { startApiServer } from './start.js';
 import { assertSafeApiBinding, UnsafeApiBindingError } from './bindCheck.js';
+import { createProcessLogger, lifecycleLogger } from '../runtime/logger.js';
 
+const SERVICE = 'card-poller-api';
 const config = loadConfigOrExit();
+// Lines of the process itself; requests are logged by Fastify's logger, with the same service name.
+const lifecycle = lifecycleLogger(createProcessLogger(config, SERVICE));
 try {
   assertSafeApiBinding(config);
 } catch (error) {
   if (!(error instanceof UnsafeApiBindingError)) throw error;
-  process.stderr.write(`${error.message}\n`);
+  lifecycle.fatal(error.message);
   process.exit(2);
 }
-const deps = await createRuntimeDeps(config, { name: 'card-poller-api' });
-// Lazy: the API starts (and /healthz reports Temporal down) even when Temporal is unreachable.
+const deps = await createRuntimeDeps(config, { name: SERVICE });
+// Lazy: the API starts (and /readyz reports Temporal down) even when Temporal is unreachable.
 const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 const services = createPollingServices({ deps });
 const api = await startApiServer(config, deps, services, { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX });
-process.stderr.write(`card-poller API on ${api.url} (docs at ${api.url}/docs)\n`);
+lifecycle.info({ url: api.url, docs: `${api.url}/docs` }, `card-poller API on ${api.url} (docs at ${api.url}/docs)`);
 
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
   stopping = true;
+  lifecycle.info('API stopping');
   await api.close();
   await connection.close();
   await deps.close();

@@ -39,7 +39,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       info: {
         title: 'card-poller operations API',
         version: '1',
-        description: 'Bearer token on everything but /healthz and /metrics. Errors are { error: { code, message, field? } }.',
+        description: 'Bearer token on everything but /livez, /readyz, /healthz and /metrics. Errors are { error: { code, message, field? } }.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],

@@ -300,9 +300,9 @@ export const COMMANDS: readonly Command[] = [
   {
     name: 'health',
     usage: 'health',
-    summary: 'liveness of the API and its dependencies',
+    summary: "the API's readiness: whether PostgreSQL, Redis and Temporal answer it (/readyz)",
     options: {},
     positionals: 0,
-    run: (client) => client.request('GET', '/healthz'),
+    run: (client) => client.request('GET', '/readyz'),
   },
 ];

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
 import { MAX_CARD_BATCH_SIZE } from '../workflow-safe/orchestration.js';
+import { defaultLogger } from '../runtime/logger.js';
 
 /** The API token of loopback development setups (refused off loopback); the CLI uses it when API_TOKEN is unset and API_URL is loopback. */
 export const DEV_API_TOKEN = 'dev-token-change-me';
@@ -177,9 +178,9 @@ const schema = z.object({
   RETENTION_MONTHS: z.coerce.number().int().min(1).max(120).default(3),
   /** Time in-flight activities get to finish when a worker shuts down. */
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
-  /** Where a worker process serves `/metrics` and `/healthz`; port 0 picks a free one (printed at start). */
+  /** Where a worker process serves `/metrics`, `/livez` and `/readyz`; port 0 picks a free one (printed at start). */
   WORKER_METRICS_HOST: nonEmpty.default('127.0.0.1'),
-  /** Port of a worker process' `/metrics` and `/healthz`; 0 picks a free one (printed at start). */
+  /** Port of a worker process' `/metrics`, `/livez` and `/readyz`; 0 picks a free one (printed at start). */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   /**
    * Temporal worker versioning: `on` makes every worker poll as version
@@ -280,13 +281,16 @@ export function taskQueues(config: Config): TaskQueues {
   };
 }
 
-/** Loads the configuration or exits the process with the error on stderr (for entry points). */
+/**
+ * Loads the configuration or exits the process (status 2) with the error as a JSON log line at
+ * `fatal` (for entry points; LOG_LEVEL is not known yet, so the default logger writes it).
+ */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     return loadConfig(env);
   } catch (error) {
     if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
+      defaultLogger().fatal({ variable: error.variable, reason: error.reason }, error.message);
       process.exit(2);
     }
     throw error;

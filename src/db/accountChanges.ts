@@ -5,7 +5,7 @@
  * notifications sent meanwhile are lost with it, every re-established LISTEN counts as a change.
  */
 import pg from 'pg';
-import { ConnectionErrorLog } from '../runtime/connectionErrors.js';
+import { ConnectionErrorLog, type ConnectionLogger } from '../runtime/connectionErrors.js';
 
 export const ACCOUNT_CHANGES_CHANNEL = 'card_poller_carrier_account';
 
@@ -16,7 +16,8 @@ export interface AccountChangesOptions {
   readonly applicationName?: string;
   /** Called for each notification of `schema`, and after each reconnect (`missed`). */
   readonly onChange: (reason: 'notified' | 'missed') => void;
-  readonly log: (line: string) => void;
+  /** Where the connection's errors and recovery go: the process' logger. */
+  readonly logger: ConnectionLogger;
   /** First reconnect delay; doubled per failed attempt up to `maxBackoffMs`. */
   readonly backoffMs?: number;
   readonly maxBackoffMs?: number;
@@ -32,7 +33,7 @@ const DEFAULT_BACKOFF_MS = 250;
 const DEFAULT_MAX_BACKOFF_MS = 30_000;
 
 export function followAccountChanges(options: AccountChangesOptions): AccountChanges {
-  const errors = new ConnectionErrorLog(`postgres(${options.applicationName ?? 'account-changes'})`, { write: options.log });
+  const errors = new ConnectionErrorLog(`postgres(${options.applicationName ?? 'account-changes'})`, { logger: options.logger });
   let stopped = false;
   let client: pg.Client | undefined;
   let wake: (() => void) | undefined;

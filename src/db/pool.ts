@@ -1,6 +1,6 @@
 /** PostgreSQL connection pool bound to the configured schema. */
 import pg from 'pg';
-import { logConnectionErrors } from '../runtime/connectionErrors.js';
+import { logConnectionErrors, type ConnectionLogger } from '../runtime/connectionErrors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -10,6 +10,8 @@ export interface PoolOptions {
   readonly schema: string;
   readonly max?: number;
   readonly applicationName?: string;
+  /** Where lost connections are reported: the process' logger. */
+  readonly logger?: ConnectionLogger;
 }
 
 /**
@@ -27,7 +29,7 @@ export function createPool(options: PoolOptions): pg.Pool {
   });
   // pg.Pool removes an idle client whose connection fails and re-emits the error on the pool;
   // with no listener that event would throw and end the process.
-  const errors = logConnectionErrors(pool, `postgres(${applicationName})`);
+  const errors = logConnectionErrors(pool, `postgres(${applicationName})`, { logger: options.logger });
   pool.on('connect', (client) => {
     // A checked-out client emits 'error' on its own (e.g. between two statements of a
     // transaction), where the pool listens to idle clients only. Its caller learns of it from the

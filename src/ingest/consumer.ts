@@ -19,6 +19,7 @@ import type { IngestMetrics } from './metrics.js';
 import { parseIngestRecord, type IngestRecord } from './record.js';
 import type { IngestStream, StreamEntry } from './stream.js';
 import { writeRecords, type RecordWriterDeps, type WriteResult } from './writer.js';
+import { defaultLogger } from '../runtime/logger.js';
 
 export interface IngestConsumerOptions {
   readonly stream: IngestStream;
@@ -88,7 +89,7 @@ export class IngestConsumer {
     this.write = options.write ?? ((records) => writeRecords(options.writer, records));
     this.reclaimIdleMs = options.reclaimIdleMs ?? DEFAULT_RECLAIM_IDLE_MS;
     this.blockMs = options.blockMs ?? DEFAULT_BLOCK_MS;
-    this.log = options.log ?? ((line) => void process.stderr.write(`${line}\n`));
+    this.log = options.log ?? ((line) => defaultLogger().warn(line));
   }
 
   start(): void {

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import { logConnectionErrors } from '../runtime/connectionErrors.js';
+import { defaultLogger, type LogSink } from '../runtime/logger.js';
 import type { PriorityTransitions } from '../app/priorityTransitions.js';
 import { IngestConsumer } from './consumer.js';
 import { createIngestMetrics } from './metrics.js';
@@ -39,7 +40,8 @@ export interface IngestServiceInput {
   readonly registry?: Registry;
   readonly reclaimIdleMs?: number;
   readonly monitorIntervalMs?: number;
-  readonly log?: (line: string) => void;
+  /** The process' logger: the consumer's and monitor's lines at `warn`, the read connection's errors (default: {@link defaultLogger}). */
+  readonly logger?: Pick<LogSink, 'error' | 'warn' | 'info'>;
 }
 
 export interface IngestService {
@@ -67,12 +69,13 @@ export function writerSlots(pool: Pool, concurrency: number): number {
 }
 
 export function startIngest(input: IngestServiceInput): IngestService {
-  const log = input.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const logger = input.logger ?? defaultLogger();
+  const log = (line: string): void => logger.warn(line);
   const stream = new IngestStream(input.redis, input.namespace);
   const metrics = input.registry ? createIngestMetrics(input.registry) : undefined;
   // The blocking read holds a connection: its own, so other commands never queue behind it.
   const readConnection = input.redis.duplicate();
-  logConnectionErrors(readConnection, 'redis(ingest-read)', { write: log });
+  logConnectionErrors(readConnection, 'redis(ingest-read)', { logger });
   const consumer = new IngestConsumer({
     stream,
     readConnection,

@@ -23,6 +23,7 @@ import { applyRefs, type ApplyDeps } from './apply.js';
 import { deleteOutboxRows, insertOutboxRows, type OutboxRef } from './outboxRows.js';
 import { loadPollingContext } from './pollingContext.js';
 import type { LifecycleStore } from './queueStore.js';
+import { defaultLogger } from '../runtime/logger.js';
 
 /** How long the relay leaves an event's rows to the event's own writer before taking them. */
 export const DEFAULT_OUTBOX_GRACE_MS = 5000;
@@ -73,7 +74,7 @@ export class LifecycleService {
       ...(deps.random ? { random: deps.random } : {}),
     };
     this.graceMs = deps.outboxGraceMs ?? DEFAULT_OUTBOX_GRACE_MS;
-    this.log = deps.log ?? ((line) => void process.stderr.write(`${line}\n`));
+    this.log = deps.log ?? ((line) => defaultLogger().warn(line));
   }
 
   /** One card; bad input throws DomainError naming the field (nothing written). */

@@ -5,6 +5,7 @@
  */
 import { Cluster, Redis } from 'ioredis';
 import { logConnectionErrors } from '../runtime/connectionErrors.js';
+import { defaultLogger, type LogSink } from '../runtime/logger.js';
 import type { ClusterNode } from '../config/index.js';
 import { allNodes, isCluster, nodeAddress, type RedisConnection } from './connection.js';
 
@@ -41,8 +42,8 @@ export interface ConnectOptions {
    * `CONFIG GET`. Skipping is logged, as nothing then guards against an evicting policy.
    */
   readonly evictionCheck?: 'on' | 'off';
-  /** Where the skipped check is reported (default: stderr). */
-  readonly log?: (line: string) => void;
+  /** The process' logger: connection errors, and the skipped check (default: {@link defaultLogger}). */
+  readonly logger?: Pick<LogSink, 'error' | 'warn' | 'info'>;
 }
 
 /** What {@link connectRedisFromConfig} needs of the configuration. */
@@ -54,8 +55,7 @@ export interface RedisTarget {
 
 async function ensureNoEviction(redis: RedisConnection, options: ConnectOptions): Promise<void> {
   if (options.evictionCheck === 'off') {
-    const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
-    log(
+    (options.logger ?? defaultLogger()).warn(
       `redis(${options.connectionName ?? 'card-poller'}): maxmemory-policy check skipped (REDIS_EVICTION_CHECK=off); the policy must be "noeviction" or leases and due scores may be evicted`,
     );
     return;
@@ -78,7 +78,7 @@ async function ensureNoEviction(redis: RedisConnection, options: ConnectOptions)
  * Connects, or throws when the server cannot be reached now. Once connected, the connection
  * outlives Redis outages: ioredis reconnects by itself (its default retry strategy: every ≤ 2 s,
  * for ever), commands meanwhile fail with an error their caller handles, and the outage is logged
- * on stderr, rate-limited (see src/runtime/connectionErrors.ts).
+ * through the process' logger, rate-limited (see src/runtime/connectionErrors.ts).
  */
 export async function connectRedis(url: string, options: ConnectOptions = {}): Promise<Redis> {
   const redis = new Redis(url, {
@@ -90,7 +90,7 @@ export async function connectRedis(url: string, options: ConnectOptions = {}): P
     // this connection, and one write per batch instead of one per command saves round trips.
     enableAutoPipelining: true,
   });
-  const errors = logConnectionErrors(redis, `redis(${options.connectionName ?? 'card-poller'})`);
+  const errors = logConnectionErrors(redis, `redis(${options.connectionName ?? 'card-poller'})`, { logger: options.logger });
   redis.on('ready', () => errors.recovered());
   try {
     await redis.connect();
@@ -125,7 +125,7 @@ export async function connectRedisCluster(nodes: readonly ClusterNode[], options
       redisOptions: { connectionName: options.connectionName, maxRetriesPerRequest: 3 },
     },
   );
-  const errors = logConnectionErrors(cluster, label);
+  const errors = logConnectionErrors(cluster, label, { logger: options.logger });
   // A node's errors arrive as 'node error', not 'error': log them alike (one node down is an outage too).
   cluster.on('node error', (error: unknown) => errors.error(error));
   cluster.on('ready', () => errors.recovered());

@@ -9,13 +9,19 @@
  * reconnect attempt (one every ≤ 2 s for as long as the outage lasts) and a pool reports every
  * connection it loses, so one line is written per interval and the rest are counted.
  *
- * It lives with the pool but serves Redis too (src/redis/connect.ts): one wording for both.
+ * The lines go through the process' logger: an error at `error`, the recovery at `info`, each with
+ * the connection's label and the count of errors not shown. One wording for PostgreSQL and Redis.
  */
+import { defaultLogger, type LogSink } from './logger.js';
+
+/** What a connection error log writes through (a process logger or a child of it). */
+export type ConnectionLogger = Pick<LogSink, 'error' | 'info'>;
 
 export interface ConnectionErrorLogOptions {
   /** At most one line per this many milliseconds (the first error is always written at once). */
   readonly everyMs?: number;
-  readonly write?: (line: string) => void;
+  /** The process' logger (default: {@link defaultLogger}). */
+  readonly logger?: ConnectionLogger;
   readonly now?: () => number;
 }
 
@@ -38,7 +44,7 @@ export function describeConnectionError(error: unknown): string {
 
 export class ConnectionErrorLog {
   private readonly everyMs: number;
-  private readonly write: (line: string) => void;
+  private readonly logger: ConnectionLogger;
   private readonly now: () => number;
   private lastWrittenAt = Number.NEGATIVE_INFINITY;
   private unreported = 0;
@@ -50,7 +56,7 @@ export class ConnectionErrorLog {
     options: ConnectionErrorLogOptions = {},
   ) {
     this.everyMs = options.everyMs ?? DEFAULT_EVERY_MS;
-    this.write = options.write ?? ((line) => void process.stderr.write(`${line}\n`));
+    this.logger = options.logger ?? defaultLogger();
     this.now = options.now ?? Date.now;
   }
 
@@ -63,24 +69,29 @@ export class ConnectionErrorLog {
       return;
     }
     this.lastWrittenAt = now;
-    this.write(`${this.label}: connection error: ${describeConnectionError(error)}${this.takeUnreported()}`);
+    const description = describeConnectionError(error);
+    const unreported = this.takeUnreported();
+    this.logger.error({ connection: this.label, error: description, unreported }, `${this.label}: connection error: ${description}${notShown(unreported)}`);
   }
 
   /** A connection works again: one line after errors, none otherwise. */
   recovered(): void {
     if (!this.failing) return;
     this.failing = false;
-    this.write(`${this.label}: connected again${this.takeUnreported()}`);
+    const unreported = this.takeUnreported();
+    this.logger.info({ connection: this.label, unreported }, `${this.label}: connected again${notShown(unreported)}`);
     // The next outage's first error is news: write it at once.
     this.lastWrittenAt = Number.NEGATIVE_INFINITY;
   }
 
-  private takeUnreported(): string {
+  private takeUnreported(): number {
     const count = this.unreported;
     this.unreported = 0;
-    return count === 0 ? '' : ` (${count} more error${count === 1 ? '' : 's'} not shown)`;
+    return count;
   }
 }
+
+const notShown = (count: number): string => (count === 0 ? '' : ` (${count} more error${count === 1 ? '' : 's'} not shown)`);
 
 /** Attaches a rate-limited logging 'error' handler to `emitter` and returns its log. */
 export function logConnectionErrors(emitter: ErrorEmitter, label: string, options: ConnectionErrorLogOptions = {}): ConnectionErrorLog {

@@ -47,12 +47,13 @@ export interface RuntimeOptions {
 export async function createRuntimeDeps(config: Config, options: RuntimeOptions = {}): Promise<RuntimeDeps> {
   const namespace = options.namespace ?? config.REDIS_KEY_PREFIX;
   const logger = createProcessLogger(config, options.name ?? 'card-poller');
-  const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller', log: (line) => logger.warn(line) });
+  const redis = await connectRedisFromConfig(config, { connectionName: options.name ?? 'card-poller', logger });
   const pool = createPool({
     url: config.DATABASE_URL,
     schema: options.schema ?? config.DATABASE_SCHEMA,
     max: options.poolSize ?? config.DATABASE_POOL_SIZE,
     applicationName: options.name ?? 'card-poller',
+    logger,
   });
   // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
   const reference = new ReferenceData(pool, { log: (line) => logger.warn(line) });

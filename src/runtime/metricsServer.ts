@@ -1,16 +1,13 @@
 /**
  * A small HTTP server for processes that have no API of their own (the workers): `/metrics` in
  * the Prometheus text format — the process' prom-client registry followed by any other sources
- * (the Temporal SDK's exporter) — and `/healthz`, 200 or 503 with a JSON body.
+ * (the Temporal SDK's exporter) — and the health contract of src/runtime/health.ts: `/livez`,
+ * `/readyz` and its alias `/healthz`, 200 or 503 with a JSON body.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-
-export interface HealthReport {
-  readonly ok: boolean;
-  readonly [field: string]: unknown;
-}
+import { HEALTH_PATHS, healthStatusCode, isHealthPath, type HealthKind, type HealthReport } from './health.js';
 
 export interface MetricsServerOptions {
   readonly host: string;
@@ -19,7 +16,8 @@ export interface MetricsServerOptions {
   readonly registry: Registry;
   /** More exposition text appended to the registry's (names must not collide with it). */
   readonly extraMetrics?: readonly (() => Promise<string>)[];
-  readonly health: () => Promise<HealthReport>;
+  /** The process' answers to `/livez` (live) and `/readyz` (ready). */
+  readonly health: Readonly<Record<HealthKind, () => HealthReport | Promise<HealthReport>>>;
   /** Reports a source that could not be read; the scrape still answers with the rest. */
   readonly onError?: (what: string, error: unknown) => void;
 }
@@ -42,15 +40,15 @@ async function metricsText(options: MetricsServerOptions): Promise<string> {
 }
 
 async function handle(options: MetricsServerOptions, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const path = (request.url ?? '/').split('?')[0];
+  const path = (request.url ?? '/').split('?')[0] ?? '/';
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     response.writeHead(405, { allow: 'GET, HEAD' }).end();
   } else if (path === '/metrics') {
     const body = await metricsText(options);
     response.writeHead(200, { 'content-type': options.registry.contentType }).end(body);
-  } else if (path === '/healthz') {
-    const report = await options.health();
-    response.writeHead(report.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(report));
+  } else if (isHealthPath(path)) {
+    const report = await options.health[HEALTH_PATHS[path]]();
+    response.writeHead(healthStatusCode(report), { 'content-type': 'application/json' }).end(JSON.stringify(report));
   } else {
     response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'not_found', message: `no route ${path}` } }));
   }

@@ -20,10 +20,11 @@ import type { PollingMode } from '../workflow-safe/orchestration.js';
 import { LoadingCache } from './loadingCache.js';
 import { isDatabaseUnreachable } from './databaseErrors.js';
 import { describeConnectionError } from '../runtime/connectionErrors.js';
+import { defaultLogger } from './logger.js';
 
 export interface ReferenceDataOptions {
   readonly ttlMs?: number;
-  /** Where the stale / fresh-again lines go (stderr by default). */
+  /** Where the stale / fresh-again lines go (default: {@link defaultLogger} at `warn`). */
   readonly log?: (line: string) => void;
 }
 
@@ -37,7 +38,7 @@ export class ReferenceData {
     private readonly pool: Pool,
     options: ReferenceDataOptions | number = {},
   ) {
-    const { ttlMs = 2000, log = (line: string) => void process.stderr.write(`${line}\n`) } = typeof options === 'number' ? { ttlMs: options } : options;
+    const { ttlMs = 2000, log = (line: string) => defaultLogger().warn(line) } = typeof options === 'number' ? { ttlMs: options } : options;
     // One line per cache when it goes stale (whichever key first) and one when all its keys are fresh again.
     const cacheOf = <K, V>(what: string): LoadingCache<K, V> => {
       const stale = new Set<K>();

@@ -12,6 +12,7 @@ import { dirname, extname, join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { simulatorControl, type SimulatorControl } from './control.js';
+import { defaultLogger, type LogSink } from '../runtime/logger.js';
 
 /** A child that has not reported its URL by then is killed (tsx start-up on a loaded machine takes seconds). */
 const READY_TIMEOUT_MS = 60_000;
@@ -38,6 +39,8 @@ export interface SimulatorProcessOptions {
   readonly seed?: number;
   /** The child's LOG_LEVEL (default: this process' environment). */
   readonly logLevel?: string;
+  /** Where this process reports the child's unexpected exit (default: {@link defaultLogger}). */
+  readonly logger?: Pick<LogSink, 'error'>;
 }
 
 export interface SimulatorProcess extends SimulatorControl {
@@ -77,7 +80,11 @@ export async function startSimulatorProcess(options: SimulatorProcessOptions = {
   child.channel?.unref();
   let closing = false;
   child.once('exit', (code, signal) => {
-    if (!closing) process.stderr.write(`[simulator] process ${child.pid} exited unexpectedly (${signal ?? `code ${code}`})\n`);
+    if (!closing)
+      (options.logger ?? defaultLogger()).error(
+        { pid: child.pid, code, signal },
+        `simulator process ${child.pid} exited unexpectedly (${signal ?? `code ${code}`})`,
+      );
   });
   return {
     ...simulatorControl(url),

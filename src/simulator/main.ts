@@ -6,13 +6,13 @@
  * Started by another process with an IPC channel (src/simulator/childProcess.ts), it sends that
  * process its URL once it listens and exits when the channel closes (its parent is gone).
  */
-import { pino } from 'pino';
 import { loadConfigOrExit } from '../config/index.js';
+import { createProcessLogger } from '../runtime/logger.js';
 import { startSimulator } from './server.js';
 import type { SimulatorListening } from './childProcess.js';
 
 const config = loadConfigOrExit();
-const logger = pino({ level: config.LOG_LEVEL, name: 'simulator' });
+const logger = createProcessLogger(config, 'simulator');
 
 /** The value of `--<name>=<value>`, or undefined when absent. */
 const flag = (name: string): string | undefined => process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -23,7 +23,7 @@ function integerFlag(name: string, min: number, max: number): number | undefined
   if (text === undefined) return undefined;
   const value = Number(text);
   if (text === '' || !Number.isInteger(value) || value < min || value > max) {
-    process.stderr.write(`--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}\n`);
+    logger.fatal({ flag: name, value: text }, `--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
     process.exit(2);
   }
   return value;

@@ -138,6 +138,7 @@ function cardWorkerActivities(setup: WorkerSetup) {
     priority: setup.services.priority,
     metrics: deps.metrics,
     gatewaySteps: config.GATEWAY_STEPS,
+    log: (line) => deps.logger.warn({ component: 'cardActivities' }, line),
     finishRetry: {
       initialIntervalMs: config.CARD_FINISH_RETRY_INITIAL_MS,
       maximumIntervalMs: config.CARD_FINISH_RETRY_MAX_INTERVAL_MS,
@@ -205,8 +206,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         workflowIdPrefix: config.WORKFLOW_ID_PREFIX,
         databaseUrl: config.DATABASE_URL,
         schema: config.DATABASE_SCHEMA,
-        warn: (line) => deps.logger.warn({ component: 'accountChanges' }, line),
-        debug: (line) => deps.logger.debug({ component: 'accountChanges' }, line),
+        logger: deps.logger.child({ component: 'accountChanges' }),
       });
       deps.beforeClose(() => accountChanges.stop());
       return worker;
@@ -247,7 +247,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         priority: setup.services.priority,
         settings: ingestSettings(config),
         registry: deps.registry,
-        log: (line) => deps.logger.warn({ component: 'ingest' }, line),
+        logger: deps.logger.child({ component: 'ingest' }),
       });
       deps.beforeClose(() => ingest.stop());
       return worker;

@@ -1,34 +1,39 @@
 /**
- * `/healthz` of a worker process: healthy while every worker is RUNNING. PostgreSQL and Redis are
- * probed and reported, but do not fail the check: the workers ride out their outages (activities
- * retry), and a supervisor restarting them would not bring a database back.
+ * The health contract (src/runtime/health.ts) of a worker process, served by its metrics server:
+ *
+ * - live: every worker is starting or running, or the process is stopping on a signal. A worker
+ *   that failed, or stopped on its own while the others go on, makes it 503: a restart helps.
+ * - ready: every worker RUNNING, and PostgreSQL, Redis and Temporal answer. The workers ride out
+ *   a dependency's outage (activities retry), so an outage makes the process unready, never dead.
  */
 import type { Worker } from '@temporalio/worker';
-import type { HealthReport } from '../runtime/metricsServer.js';
+import { dependencyProbes, probeDependencies, type HealthReport, type TemporalService } from '../runtime/health.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
 
-const PROBE_TIMEOUT_MS = 2000;
-
-async function probe(fn: () => Promise<unknown>): Promise<{ ok: boolean; error?: string }> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      fn(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
-      }),
-    ]);
-    return { ok: true };
-  } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
-  } finally {
-    clearTimeout(timer);
-  }
+export interface WorkerHealthSources {
+  readonly workers: readonly Pick<Worker, 'getState' | 'options'>[];
+  readonly deps: Pick<RuntimeDeps, 'pool' | 'redis'>;
+  /** The workers' connection to Temporal. */
+  readonly temporal: TemporalService;
+  /** True once SIGINT/SIGTERM asked the workers to stop (their states then leave RUNNING on purpose). */
+  readonly stopping: () => boolean;
 }
 
-export async function workerHealth(workers: readonly Worker[], deps: Pick<RuntimeDeps, 'pool' | 'redis'>): Promise<HealthReport> {
-  const states = workers.map((worker) => ({ taskQueue: worker.options.taskQueue, state: worker.getState() }));
-  const [postgres, redis] = await Promise.all([probe(() => deps.pool.query('SELECT 1')), probe(() => deps.redis.ping())]);
-  const ok = states.every((s) => s.state === 'RUNNING');
-  return { ok, status: ok ? 'ok' : 'unavailable', workers: states, dependencies: { postgres, redis } };
+/** States of a worker that has not ended: it polls, or is about to. */
+const ALIVE = new Set(['INITIALIZED', 'RUNNING']);
+
+const workerStates = (sources: WorkerHealthSources): { taskQueue: string; state: string }[] =>
+  sources.workers.map((worker) => ({ taskQueue: worker.options.taskQueue, state: worker.getState() }));
+
+export function workerLiveness(sources: WorkerHealthSources): HealthReport {
+  const workers = workerStates(sources);
+  const alive = sources.stopping() || workers.every((worker) => ALIVE.has(worker.state));
+  return alive ? { status: 'ok', workers } : { status: 'unavailable', failed: ['workers'], workers };
+}
+
+export async function workerReadiness(sources: WorkerHealthSources): Promise<HealthReport> {
+  const workers = workerStates(sources);
+  const running = !sources.stopping() && workers.every((worker) => worker.state === 'RUNNING');
+  const report = await probeDependencies(dependencyProbes(sources.deps, sources.temporal), running ? [] : ['workers']);
+  return { ...report, workers };
 }

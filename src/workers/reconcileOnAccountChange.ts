@@ -10,6 +10,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { followAccountChanges, type AccountChanges } from '../db/accountChanges.js';
 import { pollingControlWorkflowId } from '../workflow-safe/orchestration.js';
 import { reconcileSignal } from '../workflows/messages.js';
+import type { LogSink } from '../runtime/logger.js';
 
 /** Notifications within this long of the first become one signal (a burst of account writes). */
 export const COALESCE_MS = 200;
@@ -22,8 +23,8 @@ export interface ReconcileOnAccountChangeOptions {
   readonly workflowIdPrefix: string;
   readonly databaseUrl: string;
   readonly schema: string;
-  readonly warn: (line: string) => void;
-  readonly debug: (line: string) => void;
+  /** The process' logger: failed signals, and the LISTEN connection's errors. */
+  readonly logger: Pick<LogSink, 'error' | 'warn' | 'info' | 'debug'>;
 }
 
 export function reconcileOnAccountChange(worker: Pick<Worker, 'getState'>, options: ReconcileOnAccountChangeOptions): AccountChanges {
@@ -46,10 +47,10 @@ export function reconcileOnAccountChange(worker: Pick<Worker, 'getState'>, optio
       () => void (lastError = ''),
       (error: unknown) => {
         // pollingControl not running: nothing to reconcile, its next start reconciles anyway.
-        if (error instanceof WorkflowNotFoundError) return options.debug(`account change not signalled: ${String(error)}`);
+        if (error instanceof WorkflowNotFoundError) return options.logger.debug(`account change not signalled: ${String(error)}`);
         const message = String(error);
         // A signal failure is not fatal (the periodic reconcile follows): one line per distinct error.
-        if (message !== lastError) options.warn(`account change could not be signalled to pollingControl: ${message}`);
+        if (message !== lastError) options.logger.warn(`account change could not be signalled to pollingControl: ${message}`);
         lastError = message;
       },
     );
@@ -71,7 +72,7 @@ export function reconcileOnAccountChange(worker: Pick<Worker, 'getState'>, optio
     schema: options.schema,
     applicationName: `account-changes(${options.schema})`.slice(0, 63),
     onChange: schedule,
-    log: options.warn,
+    logger: options.logger,
   });
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {

@@ -12,7 +12,7 @@ import { freePort, startMetricsServer } from '../runtime/metricsServer.js';
 import { createPollingServices } from '../app/pollingServices.js';
 import { createWorkers, type WorkerKind } from './createWorker.js';
 import { loadProcessBundle } from './workflowBundle.js';
-import { workerHealth } from './health.js';
+import { workerLiveness, workerReadiness } from './health.js';
 import { keepPollingControlRunning } from './keepPollingControl.js';
 import { taskQueues } from '../config/index.js';
 import { keepLifecycleConverged } from '../lifecycle/convergenceLoop.js';
@@ -21,6 +21,8 @@ import { createLifecycleMetrics } from '../lifecycle/metrics.js';
 export interface RunningWorkerSet {
   readonly workers: readonly Worker[];
   readonly deps: RuntimeDeps;
+  /** The workers' connection to Temporal (its readiness probe asks it too). */
+  readonly connection: NativeConnection;
   /** The worker-deployment version the workers poll as, when versioning is on. */
   readonly deploymentVersion: WorkerDeploymentVersion | undefined;
   /** Resolves when every worker has stopped. */
@@ -121,6 +123,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   return {
     workers,
     deps,
+    connection,
     deploymentVersion: version,
     done,
     shutdown() {
@@ -134,7 +137,8 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
 }
 
 /**
- * Entry-point helper: start, serve `/metrics` and `/healthz`, stop on the first SIGINT/SIGTERM,
+ * Entry-point helper: start, serve `/metrics` and the health contract (`/livez`, `/readyz`,
+ * `/healthz`; src/workers/health.ts), stop on the first SIGINT/SIGTERM,
  * exit non-zero if a worker failed or stopped on its own.
  *
  * PostgreSQL and Redis outages do not stop the workers (their connections log and recover; the
@@ -146,6 +150,8 @@ export async function runWorkersUntilSignal(config: Config, kinds: readonly Work
   // The SDK exporter listens on loopback only: its text is served merged into our /metrics.
   const sdkMetricsAddress = `127.0.0.1:${await freePort('127.0.0.1')}`;
   const running = await startWorkers(config, kinds, { logger, sdkMetricsAddress });
+  let signalled = false;
+  const healthSources = { workers: running.workers, deps: running.deps, temporal: running.connection, stopping: () => signalled };
   // A port already taken stops the process (after its workers), instead of running unobserved.
   const metrics = await startMetricsServer({
     host: config.WORKER_METRICS_HOST,
@@ -158,7 +164,7 @@ export async function runWorkersUntilSignal(config: Config, kinds: readonly Work
         return response.text();
       },
     ],
-    health: () => workerHealth(running.workers, running.deps),
+    health: { live: () => workerLiveness(healthSources), ready: () => workerReadiness(healthSources) },
     onError: (what, error) => logger.warn({ err: error }, `metrics server: ${what} failed`),
   }).catch(async (error: unknown) => {
     await running.shutdown();
@@ -170,12 +176,12 @@ export async function runWorkersUntilSignal(config: Config, kinds: readonly Work
       temporal: config.TEMPORAL_ADDRESS,
       namespace: config.TEMPORAL_NAMESPACE,
       metrics: `${metrics.url}/metrics`,
-      health: `${metrics.url}/healthz`,
+      live: `${metrics.url}/livez`,
+      ready: `${metrics.url}/readyz`,
       ...(running.deploymentVersion ? { deploymentName: running.deploymentVersion.deploymentName, buildId: running.deploymentVersion.buildId } : {}),
     },
     `workers running: ${kinds.join(', ')} (Temporal ${config.TEMPORAL_ADDRESS}, namespace ${config.TEMPORAL_NAMESPACE}, metrics ${metrics.url}/metrics)`,
   );
-  let signalled = false;
   const stop = (signal: NodeJS.Signals): void => {
     signalled = true;
     lifecycle.info({ signal }, 'workers stopping');

@@ -210,6 +210,6 @@ test('auth: missing, malformed or wrong token is 401 without detail; health and 
   }
   assert.equal((await api.call('POST', '/v1/carriers', carrierBody('noauth'), { token: null })).status, 401);
   assert.equal((await api.call('GET', '/docs', undefined, { token: null })).status, 401);
-  assert.equal((await api.call('GET', '/healthz', undefined, { token: null })).status, 200);
+  for (const path of ['/livez', '/readyz', '/healthz']) assert.equal((await api.call('GET', path, undefined, { token: null })).status, 200, path);
   assert.equal((await api.call('GET', '/metrics', undefined, { token: null })).status, 200);
 });

@@ -74,7 +74,7 @@ test('the document carries the API field names: request and answer schemas of a 
   const answer = importOperation?.responses['200']?.content?.['application/json']?.schema as { properties?: Record<string, unknown> } | undefined;
   assert.deepEqual(Object.keys(answer?.properties ?? {}).sort(), ['accepted', 'notLanded', 'rejected', 'skipped', 'updated']);
   // Health and metrics are open; everything else needs the token.
-  assert.deepEqual(document.paths['/healthz']?.get?.security, []);
+  for (const path of ['/livez', '/readyz', '/healthz', '/metrics']) assert.deepEqual(document.paths[path]?.get?.security, [], path);
   assert.equal(document.paths['/v1/carriers']?.get?.security, undefined);
 });
 

@@ -124,7 +124,7 @@ test('e2e over the API: checks flow, request-check, status, alerts, mode switch'
 
     // A carrier change reaches the running scheduler (configChanged) without error.
     assert.equal((await api.call('PATCH', `/v1/carriers/${healthy.id}`, { inflightLimit: 10 })).status, 200);
-    const health = await api.call('GET', '/healthz', undefined, { token: null });
+    const health = await api.call('GET', '/readyz', undefined, { token: null });
     assert.equal(health.status, 200);
     await workers.stop();
   } finally {

@@ -123,11 +123,15 @@ test('alerts: list failure and account alerts with paging and filters, ack both 
   }
 });
 
-test('healthz reports every dependency; metrics serve the registry with HTTP request metrics', async () => {
-  const health = await api.call<{ status: string; checks: Record<string, { ok: boolean }> }>('GET', '/healthz', undefined, { token: null });
-  assert.equal(health.status, 200);
-  assert.equal(health.body.status, 'ok');
-  assert.deepEqual(Object.keys(health.body.checks).sort(), ['postgres', 'redis', 'temporal']);
+test('livez answers; readyz and its alias healthz report every dependency; metrics serve the registry with HTTP request metrics', async () => {
+  const live = await api.call('GET', '/livez', undefined, { token: null });
+  assert.deepEqual([live.status, live.body], [200, { status: 'ok' }]);
+  for (const path of ['/readyz', '/healthz']) {
+    const health = await api.call<{ status: string; checks: Record<string, { ok: boolean }> }>('GET', path, undefined, { token: null });
+    assert.equal(health.status, 200, path);
+    assert.equal(health.body.status, 'ok', path);
+    assert.deepEqual(Object.keys(health.body.checks).sort(), ['postgres', 'redis', 'temporal'], path);
+  }
   const metrics = await api.call<string>('GET', '/metrics', undefined, { token: null });
   assert.equal(metrics.status, 200);
   assert.match(String(metrics.headers['content-type']), /text\/plain/);
@@ -162,6 +166,8 @@ test('unknown routes answer 404 in the error shape; /docs/json lists every /v1 p
     'PUT /v1/mode',
     'GET /v1/alerts',
     'POST /v1/alerts/{id}/ack',
+    'GET /livez',
+    'GET /readyz',
     'GET /healthz',
     'GET /metrics',
   ];

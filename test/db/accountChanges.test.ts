@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { followAccountChanges, type AccountChanges } from '../../src/db/accountChanges.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { waitFor } from '../../testkit/seed.js';
+import { captureLogs } from '../../testkit/logs.js';
 
 let mine: TestDb;
 let other: TestDb;
@@ -27,7 +28,7 @@ before(async () => {
     schema: mine.schema,
     applicationName: applicationName(),
     onChange: (reason) => heard.push(reason),
-    log: () => undefined,
+    logger: captureLogs('silent').logger,
     backoffMs: 50,
   });
   await follower.listening;

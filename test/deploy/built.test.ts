@@ -2,7 +2,7 @@
  * The build as production runs it: `scripts/build.ts` compiles into a fresh folder, every entry
  * the container files name is there, and the compiled worker entry (plain `node`, prebuilt
  * workflow bundle) runs a stack's cards, writes JSON logs with each activity's card, account,
- * token and workflow id, and serves `/metrics` (our counters and the SDK's) and `/healthz`.
+ * token and workflow id, and serves `/metrics` (our counters and the SDK's), `/livez` and `/readyz`.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,7 +37,7 @@ async function stop(entry: EntryProcess): Promise<{ code: number | null; signal:
   return entry.exited;
 }
 
-test('deploy: the built entries exist and the compiled worker runs cards with JSON logs, /metrics and /healthz', async (t) => {
+test('deploy: the built entries exist and the compiled worker runs cards with JSON logs, /metrics, /livez and /readyz', async (t) => {
   const build = buildInto('deploy');
   t.after(() => build.remove());
   const compose = readCompose();
@@ -105,11 +105,13 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
     assert.match(metrics, /^temporal_workflow_completed\{[^}]*workflow_type="cardCheck"/m, 'the SDK metrics are served on the same endpoint');
     assert.match(metrics, /^temporal_num_pollers\{/m);
 
-    const health = await fetch(metricsUrl.replace(/\/metrics$/, '/healthz'));
-    assert.equal(health.status, 200);
-    const report = (await health.json()) as { ok: boolean; workers: { taskQueue: string; state: string }[] };
-    assert.equal(report.ok, true);
-    assert.deepEqual(report.workers.map((w) => w.taskQueue).sort(), Object.values(stack.taskQueues).sort());
+    assert.equal(ready.live, metricsUrl.replace(/\/metrics$/, '/livez'));
+    for (const url of [String(ready.live), String(ready.ready)]) {
+      const health = await fetch(url);
+      const report = (await health.json()) as { status: string; workers: { taskQueue: string; state: string }[] };
+      assert.deepEqual([health.status, report.status], [200, 'ok'], `${url}: ${JSON.stringify(report)}`);
+      assert.deepEqual(report.workers.map((w) => w.taskQueue).sort(), Object.values(stack.taskQueues).sort());
+    }
 
     // Every line is JSON; the lines of a card's activities carry its card, account, token and run.
     // A run's execution row can land before its process has written the activity's log line.

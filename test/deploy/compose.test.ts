@@ -116,13 +116,17 @@ test('compose gives our processes only variables the config schema knows, with v
   const apiHost = /API_HOST=(\S+)/.exec(readDockerfile())?.[1];
   assert.equal(apiHost, '0.0.0.0');
   assert.doesNotThrow(() => assertSafeApiBinding(loadConfig({ ...apiEnv, API_HOST: apiHost })), 'compose API: a token other than the development one');
-  // Worker health checks probe the port the image configures.
+  // Worker health checks probe readiness on the port the image configures; the image's own check,
+  // liveness (an orchestrator replacing unhealthy containers must not do so in an outage).
   const image = readDockerfile();
   const port = /WORKER_METRICS_PORT=(\d+)/.exec(image)?.[1];
   assert.ok(port, 'the image sets WORKER_METRICS_PORT');
   for (const name of Object.keys(WORKER_SERVICES)) {
-    assert.ok(JSON.stringify(compose.services[name]?.healthcheck?.test).includes(`:${port}/healthz`), `${name} probes /healthz on ${port}`);
+    assert.ok(JSON.stringify(compose.services[name]?.healthcheck?.test).includes(`:${port}/readyz`), `${name} probes /readyz on ${port}`);
   }
+  assert.ok(JSON.stringify(compose.services.api?.healthcheck?.test).includes(':8080/readyz'), 'the API probes /readyz');
+  const healthcheck = /^HEALTHCHECK (?:.*\\\n)*.*$/m.exec(image)?.[0] ?? '';
+  assert.ok(healthcheck.includes(`:${port}/livez`), `the image checks /livez on ${port}: ${healthcheck}`);
 });
 
 test('the Dockerfile builds in one stage and runs from a slim stage as a non-root user', () => {

@@ -19,7 +19,8 @@ interface Container {
   name: string;
   command: string[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  livenessProbe?: unknown;
+  startupProbe?: { httpGet?: { path: string } };
+  livenessProbe?: { httpGet?: { path: string } };
   readinessProbe?: { httpGet?: { path: string } };
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
 }
@@ -108,8 +109,10 @@ test('one Deployment per worker kind and the API, each with resources, probes an
       const entry = name === 'api' ? 'dist/src/api/main.js' : `dist/src/workers/${name.slice('worker-'.length)}.js`;
       assert.deepEqual(container.command, ['node', entry], `${set} ${name}: runs ${entry}`);
       assert.ok(container.resources?.requests?.cpu && container.resources.requests.memory && container.resources.limits?.memory, `${set} ${name}: resources`);
-      assert.ok(container.livenessProbe, `${set} ${name}: liveness probe`);
-      assert.equal(container.readinessProbe?.httpGet?.path, '/healthz', `${set} ${name}: readiness on /healthz`);
+      assert.equal(container.livenessProbe?.httpGet?.path, '/livez', `${set} ${name}: liveness on /livez`);
+      assert.equal(container.readinessProbe?.httpGet?.path, '/readyz', `${set} ${name}: readiness on /readyz`);
+      // Workers wait through their start (bundle, connections) on liveness; the API starts at once.
+      assert.equal(container.startupProbe?.httpGet?.path, name === 'api' ? undefined : '/livez', `${set} ${name}: start-up probe`);
       assert.deepEqual(
         container.envFrom?.map((source) => Object.keys(source)[0]),
         ['configMapRef', 'secretRef'],

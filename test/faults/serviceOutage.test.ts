@@ -43,9 +43,12 @@ function spawnEntry(name: string, script: string, stack: Stack, extraEnv: Record
 
 const waitUntilReady = (entry: EntryProcess, line: string): Promise<void> => waitUntilPrinted(entry, line);
 
-/** Lines in which a process reported a Redis connection error event (handled or not). */
+/**
+ * Lines in which a process reported a Redis connection error event: unhandled (ioredis' own
+ * console line), or handled (a JSON log line of src/runtime/connectionErrors.ts).
+ */
 function redisErrorLines(output: string): string[] {
-  return output.split('\n').filter((line) => /\[ioredis\] Unhandled error event|^redis\(.*connection error/.test(line));
+  return output.split('\n').filter((line) => /\[ioredis\] Unhandled error event|"msg":"redis\([^"]*\): connection error/.test(line));
 }
 
 /** A live line with figures (`[live] 12:34:56 name: …`), not an error report. */
@@ -120,7 +123,7 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
   });
 
   async function health(): Promise<{ status: number; failed: string[] }> {
-    const response = await fetch(`${apiUrl}/healthz`);
+    const response = await fetch(`${apiUrl}/readyz`);
     const body = (await response.json()) as { failed?: string[] };
     return { status: response.status, failed: body.failed ?? [] };
   }

@@ -6,10 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { cuttableRelay } from '../../testkit/relay.js';
+import { captureLogs } from '../../testkit/logs.js';
 import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { IngestStream } from '../../src/ingest/stream.js';
@@ -123,42 +123,6 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
   }
 });
 
-/** A TCP relay to PostgreSQL that can be cut: refused connections and dropped sessions, as when the database goes away. */
-async function cuttableRelay(target: {
-  host: string;
-  port: number;
-}): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let port = 0;
-  const listen = (): Promise<void> =>
-    new Promise((resolve) => {
-      server = createServer((client) => {
-        const upstream = connect(target.port, target.host);
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('close', () => sockets.delete(socket));
-          socket.on('error', () => undefined);
-        }
-        client.pipe(upstream).pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-      });
-      server.listen(port, '127.0.0.1', () => {
-        port = (server!.address() as AddressInfo).port;
-        resolve();
-      });
-    });
-  const cut = async (): Promise<void> => {
-    const closing = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    for (const socket of sockets) socket.destroy();
-    await closing;
-    server = undefined;
-  };
-  await listen();
-  return { port, cut, restore: listen, close: cut };
-}
-
 test('ingest database away in async mode: polling goes on, the backlog alert opens and claiming tightens, then all is written and both recover', async (t) => {
   const stack = await createStack('ingest-outage', { config: { INGEST_BACKLOG_THRESHOLD: 15, INGEST_BACKLOG_MAX_AGE_MS: 5000 } });
   const db = new URL(stack.config.DATABASE_URL);
@@ -166,7 +130,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
   const relayed = new URL(stack.config.DATABASE_URL);
   relayed.port = String(relay.port);
   const ingestPool = createPool({ url: relayed.toString(), schema: stack.db.schema, max: 5, applicationName: 'test-ingest-relayed' });
-  const log: string[] = [];
+  const logs = captureLogs();
   try {
     const account = await seedAccount(stack, {
       name: 'out1',
@@ -186,7 +150,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
       settings: ingestSettings(stack.config),
       reclaimIdleMs: 5000,
       monitorIntervalMs: 250,
-      log: (line) => void log.push(line),
+      logger: logs.logger,
     });
     await ensurePollingControl(ref(stack), { reconcileEveryMs: 2000 });
     const pressure = createIngestPressure(ingest.stream, ingestSettings(stack.config).thresholds, { cacheMs: 0 });
@@ -231,7 +195,7 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     assert.ok(resolved.opened_at.getTime() >= cutAt - 1000, 'opened when the backlog went over, during the outage');
     assert.equal((await pressure.state()).tightened, false, 'claiming back to normal');
     assert.ok(
-      log.some((line) => /retrying/.test(line)),
+      logs.lines().some((line) => line.level === 'warn' && /retrying/.test(line.msg)),
       'batches were retried while the database was away',
     );
 

@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { connectRedisFromConfig } from '../../src/redis/connect.js';
 import { createRuntimeDeps } from '../../src/runtime/deps.js';
 import { createTestRedis } from '../../testkit/redis.js';
+import { captureLogs } from '../../testkit/logs.js';
 
 test('the PostgreSQL pool holds DATABASE_POOL_SIZE connections at most', async () => {
   const deps = await createRuntimeDeps(loadConfig({ ...process.env, DATABASE_POOL_SIZE: '3', LOG_LEVEL: 'silent' }), { name: 'test-pool-size' });
@@ -36,15 +37,16 @@ test(
       const target = { ...loadConfig(), REDIS_URL: url.toString() };
       await assert.rejects(connectRedisFromConfig({ ...target, REDIS_EVICTION_CHECK: 'on' }, { connectionName: 'test-eviction-on' }), /NOPERM/);
 
-      const lines: string[] = [];
-      const redis = await connectRedisFromConfig(
-        { ...target, REDIS_EVICTION_CHECK: 'off' },
-        { connectionName: 'test-eviction-off', log: (line) => lines.push(line) },
-      );
+      const logs = captureLogs();
+      const redis = await connectRedisFromConfig({ ...target, REDIS_EVICTION_CHECK: 'off' }, { connectionName: 'test-eviction-off', logger: logs.logger });
       try {
         assert.equal(await redis.ping(), 'PONG');
-        assert.equal(lines.length, 1);
-        assert.match(lines[0]!, /maxmemory-policy check skipped \(REDIS_EVICTION_CHECK=off\)/);
+        const lines = logs.lines();
+        assert.deepEqual(
+          lines.map((line) => line.level),
+          ['warn'],
+        );
+        assert.match(lines[0]!.msg, /maxmemory-policy check skipped \(REDIS_EVICTION_CHECK=off\)/);
       } finally {
         redis.disconnect();
       }
