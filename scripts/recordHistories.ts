@@ -325,15 +325,14 @@ async function recordCards(): Promise<void> {
       10,
     );
     const keys = stack.deps.store.keys(slow.carrier.id);
-    const thief = `lost.2:${card.id}`;
     const takenAt = Date.now();
+    const thief = `lost.2@${takenAt}:${card.id}`;
     await stack.deps.redis
       .multi()
       .set(keys.claim(card.id), thief)
       .zrem(keys.running, token)
       .zadd(keys.running, takenAt + 20_000, thief)
       .zadd(keys.queue, takenAt + 20_000, card.id)
-      .hset(keys.due(card.id), 'clm', takenAt)
       .exec();
     await recordPath(stack.client, 'cardCheck-lease-lost', cards);
 

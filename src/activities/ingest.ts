@@ -44,9 +44,7 @@ export function createIngestActivities(deps: IngestActivityDeps) {
         return 'written';
       }
       try {
-        // Under the former name too, for ingest workers of the previous release still reading the
-        // stream during a rolling deploy (they require `failCounts`); drop once none runs.
-        return await deps.stream.enqueue(JSON.stringify({ ...record, failCounts: record.typeFinishes }));
+        return await deps.stream.enqueue(JSON.stringify(record));
       } catch (error) {
         if (!(error instanceof IngestStreamFull)) throw error;
         await writeRecords(writer, [record]);

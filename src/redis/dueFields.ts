@@ -31,11 +31,6 @@ export const FIELD_PRIORITY = 'prio';
 /** Carrier account id the card is polled under. */
 export const FIELD_CARRIER = 'carrier';
 /**
- * Time (ms) of the claim, as releases wrote it before the claim's instant moved into its token
- * (`<prefix>@<ms>:<cardId>`): finish still reads it for such tokens; finish and release drop it.
- */
-export const FIELD_CLAIMED_AT = 'clm';
-/**
  * Gateway types the current claim deferred because their group's budget was closed that round
  * (comma-separated; absent or '' = none): the execution does not run them and they stay due.
  * Written by a claim that defers something, dropped by every other claim, finish and release

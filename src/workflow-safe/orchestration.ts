@@ -257,23 +257,12 @@ export type StepResult =
     }
   | { readonly type: CheckType; readonly outcome: 'skipped'; readonly reason: 'total_timeout' | 'package_evaluated' };
 
-/**
- * A finish's per-type records (`typeFinishes`), read under their former name `failCounts` too:
- * payloads written before the rename outlive a deploy (a local activity result recorded in the
- * history of a run still in flight, which replay hands back as recorded; an ingest stream entry).
- */
-export function typeFinishesOf<T>(value: { readonly typeFinishes?: readonly T[]; readonly failCounts?: readonly T[] }): readonly T[] | undefined {
-  return value.typeFinishes ?? value.failCounts;
-}
-
 export interface GatewayStepInput {
   readonly carrierId: string;
   readonly cardId: string;
   /** Claim token and executor id (the run id, held in the exec key): the lease is renewed with them before the call. */
   readonly token: string;
   readonly executorId: string;
-  /** The executor id under its former name, for gateway workers of the previous release during a rolling deploy; drop once none runs. */
-  readonly execValue?: string;
   readonly leaseMs: number;
   readonly gatewayAccount: string;
   readonly iccid: string;

@@ -210,7 +210,7 @@ test('gateway steps: run in order, a transient failure retried once, a permanent
     ],
   );
   for (const { input } of recorded.steps) {
-    assert.deepEqual([input.executorId, input.execValue, input.leaseMs, input.iccid], [runId, runId, PLAN.leaseMs, PLAN.iccid]);
+    assert.deepEqual([input.executorId, input.leaseMs, input.iccid], [runId, PLAN.leaseMs, PLAN.iccid]);
     assert.equal(input.group, PLAN.typeGroups[input.type]);
     assert.ok(input.deadlineMs > 0);
   }
