@@ -7,7 +7,7 @@
  * how long the run takes, not the figures, so the runner lets this scenario through when busy.
  */
 import { requestCheck } from '../../src/app/temporalControl.js';
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { accountKeys } from '../../src/redis/keys.js';
 import { scanKeys, type RedisConnection } from '../../src/redis/connection.js';
 import { connectRedis } from '../../src/redis/connect.js';

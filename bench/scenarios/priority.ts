@@ -18,7 +18,7 @@ import { distribution, round, sleep } from '../lib/stats.js';
 import { STEADY_INTERVAL_SEC, feasibleLoad, steadySpecs } from './steadyLoad.js';
 import { capacityNote, orchestrationCapacity } from '../lib/capacity.js';
 import { accountKeys } from '../../src/redis/keys.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 
 /** Issue 11 target for request-check → gateway call while the normal lane has a backlog. */

@@ -13,7 +13,7 @@ import { BoundedCache } from '../runtime/boundedCache.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/cardRun.js';
 import { DEFAULT_FINISH_RETRY } from '../workflows/finishRetry.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { dueTypes } from '../workflow-safe/schedule.js';

@@ -9,16 +9,9 @@ import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
-import type {
-  ClaimRoundInput,
-  ClaimRoundResult,
-  ClaimedCard,
-  GroupBudgetView,
-  PollingMode,
-  RequestCheckInput,
-  RequestCheckResult,
-} from '../workflow-safe/orchestration.js';
-import { FAILED_START_RETRY_MS } from '../workflow-safe/orchestration.js';
+import { FAILED_START_RETRY_MS, type ClaimRoundInput, type ClaimRoundResult, type ClaimedCard, type GroupBudgetView } from '../workflow-safe/claimRound.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { limitingFactor } from '../workflow-safe/inflightControl.js';
 import type { CardStarter } from '../app/cardStarter.js';
 import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';

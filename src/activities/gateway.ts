@@ -9,7 +9,7 @@ import { callThroughLimiter } from '../gateway/limitedCall.js';
 import { GatewayError } from '../gateway/errors.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { GatewayStepInput, StepResult } from '../workflow-safe/orchestration.js';
+import type { GatewayStepInput, StepResult } from '../workflow-safe/cardRun.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 
 export interface GatewayActivityDeps {

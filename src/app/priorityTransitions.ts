@@ -1,5 +1,5 @@
 /** Ports for the priority item transitions a card execution causes. */
-import type { ExecutionOutcome, ExecutionPlanRun, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome, ExecutionPlanRun, StepResult } from '../workflow-safe/cardRun.js';
 
 export interface PriorityTransitions {
   /** Moves the execution's processing item to completed, back to pending, or failed. */

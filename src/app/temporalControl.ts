@@ -17,18 +17,11 @@ import {
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
 import { configChangedSignal, controlStatusQuery, reconcileUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
-import {
-  SCHEDULER_CONTINUING_AS_NEW,
-  pollingControlWorkflowId,
-  storageMaintenanceScheduleId,
-  schedulerWorkflowId,
-  type ControlStatus,
-  type PollingMode,
-  type RequestCheckInput,
-  type RequestCheckResult,
-  type SchedulerStatus,
-  type TaskQueueNames,
-} from '../workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../workflow-safe/requestCheck.js';
+import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceScheduleId } from '../workflow-safe/workflowIds.js';
+import type { ControlStatus, SchedulerStatus } from '../workflow-safe/loopStatus.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 
 export interface OrchestrationRef {
   readonly client: Client;

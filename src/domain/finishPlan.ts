@@ -5,7 +5,7 @@
  * Also the finish record: the result stored with the Redis finish so that a retry replays it.
  */
 import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionOutcome, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome, StepResult } from '../workflow-safe/cardRun.js';
 import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../workflow-safe/schedule.js';
 import { DueField } from '../redis/dueFields.js';
 import { formatConfirmDelays, type DueState } from '../redis/dueState.js';

@@ -4,7 +4,7 @@
  * transition. Written by the card worker itself (sync ingest) or handed to the ingest stream and
  * written in batches (async ingest); both paths derive the same rows from it (src/ingest/rows.ts).
  */
-import type { ExecutionOutcome, FinishInput, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome, FinishInput, StepResult } from '../workflow-safe/cardRun.js';
 import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {

@@ -24,14 +24,8 @@ import type { IngestActivities, RecordExecutionInput } from '../activities/inges
 import { isGatewayCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { CardBookkeeping } from './bookkeepingGate.js';
 import { FINISH_LASTING_PATCH, firstFinishRetry, isNonRetryable, retryLasting } from './finishRetry.js';
-import {
-  type CardCheckInput,
-  type ExecutionOutcome,
-  type ExecutionPlanRun,
-  type FinishRetrySettings,
-  type StepResult,
-  type TaskQueueNames,
-} from '../workflow-safe/orchestration.js';
+import type { CardCheckInput, ExecutionOutcome, ExecutionPlanRun, FinishRetrySettings, StepResult } from '../workflow-safe/cardRun.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 
 export interface CardExecutionInput extends CardCheckInput {
   readonly taskQueues: TaskQueueNames;

@@ -26,26 +26,17 @@ import {
 import { isPermanent, loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
-import {
-  CARD_ID_ATTRIBUTE,
-  CARRIER_ID_ATTRIBUTE,
-  CLAIMED_BY_ATTRIBUTE,
-  SCHEDULER_CONTINUING_AS_NEW,
-  cardIdsSearchAttribute,
-  cardTaskQueue,
-  cardWorkflowId,
-  type ClaimRoundResult,
-  type ClaimedCard,
-  type GroupBudgetView,
-  type RequestCheckInput,
-  type SchedulerStatus,
-  type TaskQueueNames,
-} from '../workflow-safe/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardIdsSearchAttribute } from '../workflow-safe/searchAttributes.js';
+import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput } from '../workflow-safe/requestCheck.js';
+import { cardTaskQueue, type TaskQueueNames } from '../workflow-safe/taskQueues.js';
+import { cardBatchWorkflowId, cardWorkflowId } from '../workflow-safe/workflowIds.js';
+import type { ClaimRoundResult, ClaimedCard, GroupBudgetView } from '../workflow-safe/claimRound.js';
+import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
 import { validateRequestCheck } from '../workflow-safe/requestCheckValidation.js';
 import { initialInflightControl, nextInflightControl, type InflightControlState } from '../workflow-safe/inflightControl.js';
 import { cardCheck } from './cardCheck.js';
 import { cardBatch } from './cardBatch.js';
-import { DEFAULT_CARD_BATCH_SIZE, cardBatchWorkflowId, cardBatches, type CardBatch } from '../workflow-safe/cardBatches.js';
+import { DEFAULT_CARD_BATCH_SIZE, cardBatches, type CardBatch } from '../workflow-safe/cardBatches.js';
 import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
 
 export interface CarrierSchedulerArgs {

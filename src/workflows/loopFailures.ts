@@ -4,7 +4,7 @@
  * code: time comes from the workflow sandbox; the failure counter goes to the SDK's metrics.
  */
 import { ActivityFailure, ApplicationFailure, log, metricMeter } from '@temporalio/workflow';
-import type { LoopFailure } from '../workflow-safe/orchestration.js';
+import type { LoopFailure } from '../workflow-safe/loopStatus.js';
 
 const MAX_BACKOFF_MS = 30_000;
 

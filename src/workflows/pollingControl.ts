@@ -24,7 +24,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
-import { POLLING_MODES, schedulerWorkflowId, type PollingMode, type TaskQueueNames } from '../workflow-safe/orchestration.js';
+import { POLLING_MODES, type PollingMode } from '../workflow-safe/pollingMode.js';
+import { schedulerWorkflowId } from '../workflow-safe/workflowIds.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 import { carrierScheduler, type CarrierSchedulerArgs } from './carrierScheduler.js';
 import { controlStatusQuery, reconcileSignal, reconcileUpdate, setModeSignal, setModeUpdate } from './messages.js';
 

@@ -10,7 +10,8 @@ import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { listCardObservations } from '../../src/db/observations.js';
 import { listExecutions } from '../../src/db/executions.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
+import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
 
 test('lease lost after the first step: its ok:t and observation are kept, the next step is not called, the new owner is untouched', async () => {

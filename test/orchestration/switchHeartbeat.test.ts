@@ -12,7 +12,7 @@ import { createStack } from '../../testkit/orchestration.js';
 import { startStackWorkers } from '../../testkit/isolatedStack.js';
 import { waitFor } from '../../testkit/seed.js';
 import { controlStatus, ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
-import { pollingControlWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { pollingControlWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { ModeSwitcher } from '../../src/activities/control.js';
 
 const HEARTBEAT_TIMEOUT_MS = 2000;

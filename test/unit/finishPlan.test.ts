@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/domain/finishPlan.js';
 import { parseDueHash } from '../../src/redis/dueState.js';
-import type { StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { StepResult } from '../../src/workflow-safe/cardRun.js';
 import { parseIngestRecord } from '../../src/ingest/record.js';
 
 const now = 1_000_000;

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure, sleep } from '@temporalio/activity';
 import type { CardFinishInput, CardFinishResult, PrepareInput } from '../../src/activities/card.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
-import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/workflow-safe/cardRun.js';
 import { cardCheck, type CardCheckArgs } from '../../src/workflows/cardCheck.js';
 import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
