@@ -21,7 +21,7 @@ import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } f
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
-import type { PriorityClaims } from '../app/priorityTransitions.js';
+import type { PriorityClaims } from '../app/ports.js';
 
 /** Order in which due types run within one execution (DESIGN §6: configured order). */
 export const EXECUTION_ORDER: readonly CheckType[] = CHECK_TYPES;

@@ -14,6 +14,7 @@ import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { limitingFactor } from '../workflow-safe/inflightControl.js';
 import type { CardStarter } from '../app/cardStarter.js';
+import type { ModeSwitcher, RedisGuard, RequestChecker } from '../app/ports.js';
 import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
@@ -23,22 +24,7 @@ import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '.
 import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
 import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../workflow-safe/requestCheckValidation.js';
-import { describeFailure, sqlState } from '../ingest/failures.js';
-
-/** Request-check and mode switch live in services shared with the API; activities only call them. */
-export interface RequestChecker {
-  requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult>;
-}
-
-/** Notices a Redis that lost its data and rebuilds it from PostgreSQL. */
-export interface RedisGuard {
-  /** True when Redis was found empty of our data and has been rebuilt now. */
-  ensureIntact(): Promise<boolean>;
-}
-
-export interface ModeSwitcher {
-  switchMode(mode: PollingMode, actor: string, heartbeat: () => void): Promise<{ changed: boolean }>;
-}
+import { describeFailure, sqlState } from '../db/errors.js';
 
 export interface ControlActivityDeps {
   readonly pool: Pool;

@@ -9,7 +9,7 @@
  *   (src/ingest/consumer.ts) — the same rows (src/ingest/rows.ts).
  */
 import type { Pool } from '../db/pool.js';
-import type { PriorityTransitions } from '../app/priorityTransitions.js';
+import type { PriorityTransitions } from '../app/ports.js';
 import { toIngestRecord, type RecordExecutionInput } from '../ingest/record.js';
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords } from '../ingest/writer.js';

@@ -8,7 +8,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import { logConnectionErrors } from '../runtime/connectionErrors.js';
-import type { PriorityTransitions } from '../app/priorityTransitions.js';
+import type { PriorityTransitions } from '../app/ports.js';
 import { IngestConsumer } from './consumer.js';
 import { createIngestMetrics } from './metrics.js';
 import { BacklogMonitor } from './monitor.js';

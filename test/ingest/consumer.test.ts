@@ -18,7 +18,7 @@ import type { IngestRecord } from '../../src/ingest/record.js';
 import { BacklogMonitor } from '../../src/ingest/monitor.js';
 import { createIngestPressure } from '../../src/ingest/pressure.js';
 import { listDeadLetters } from '../../src/ingest/deadLetters.js';
-import type { PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import type { PriorityTransitions } from '../../src/app/ports.js';
 import { makeCard, makeRecord } from './fixtures.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };
