@@ -32,7 +32,7 @@ import { HistoryView, REPLAY_PATHS } from '../test/replay/paths.js';
 import { createStack, type Stack } from '../testkit/orchestration.js';
 import { startStackWorkers } from '../testkit/isolatedStack.js';
 import { seedAccount, waitFor } from '../testkit/seed.js';
-import { listAudit } from '../src/db/audit.js';
+import { listAudit } from '../testkit/dbReads.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { FinishInput } from '../src/redis/carrierQueueStore.js';
 import { ensurePollingControl, requestCheck, setMode } from '../src/app/temporalControl.js';

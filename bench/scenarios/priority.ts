@@ -60,9 +60,9 @@ export async function addRequestCards(stack: BenchStack, account: SeededAccount,
   return addCards(stack, account.carrier.id, account.serial, account.spec.cards, count, 'test');
 }
 
-/** Sends one request-check every 1/rate s until `until`, alternating accounts. */
 /**
- * Returns once the last request is sent: the window must not stretch while slow updates answer,
+ * Sends one request-check every 1/rate s until `until`, alternating accounts. Returns once the
+ * last request is sent: the window must not stretch while slow updates answer,
  * so their answers go to `inFlight` for the caller to await afterwards.
  */
 export async function sendRequests(

@@ -245,11 +245,6 @@ export function createControlActivities(deps: ControlActivityDeps) {
       }
     },
 
-    /**
-     * Pending priority items whose retry is due (after a deferral, a retryable failure or a lost
-     * lease) are requested again, so every item ends terminal or has a next run someone serves.
-     * Returns how many were requested.
-     */
     /** Observation partitions ahead, data past retention gone (hourly, by the storageMaintenance schedule). */
     async maintainStorage(): Promise<MaintenanceResult> {
       // The database's clock decides the months, as it stamps the rows.
@@ -257,6 +252,11 @@ export function createControlActivities(deps: ControlActivityDeps) {
       return maintainStorage(deps.pool, deps.retention ?? DEFAULT_RETENTION, rows[0]?.now ?? new Date());
     },
 
+    /**
+     * Pending priority items whose retry is due (after a deferral, a retryable failure or a lost
+     * lease) are requested again, so every item ends terminal or has a next run someone serves.
+     * Returns how many were requested.
+     */
     async requeueDuePriorityItems(input: { carrierId: string }): Promise<number> {
       let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
       try {

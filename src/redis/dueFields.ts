@@ -1,6 +1,7 @@
 /**
  * Field names of a card's due hash (DESIGN §3). The Lua scripts spell the same names in
- * `lua/includes/dueHash.lua`; finish logic elsewhere builds its `set` / `del` lists from here.
+ * `lua/includes/dueHash.lua`, which also has `ups` (an upsert landed during the claim), a field
+ * only the scripts read and write; finish logic elsewhere builds its `set` / `del` lists from here.
  */
 import type { CheckType } from '../workflow-safe/checkTypes.js';
 
@@ -37,13 +38,6 @@ export const FIELD_CARRIER = 'carrier';
  * (`lua/claim.lua`).
  */
 export const FIELD_DEFERRED = 'dfr';
-
-/**
- * `1` when an upsert (status change, rebuild) landed while the card was claimed: the execution's
- * intervals are older than the polled types in the hash, so its finish keeps the dues it would
- * otherwise drop as no longer polled. Dropped by that finish and by release (`lua/upsert.lua`).
- */
-export const FIELD_UPSERTED = 'ups';
 
 export function dueField(kind: DueFieldKind, type: CheckType): string {
   return `${DUE_FIELD_PREFIX[kind]}${type}`;

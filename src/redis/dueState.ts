@@ -77,13 +77,3 @@ export function parseDueHash(raw: Readonly<Record<string, string>>): DueState | 
     types,
   };
 }
-
-/** Earliest due over all types, null when none is polled. */
-export function earliestDue(state: DueState): number | null {
-  let earliest: number | null = null;
-  for (const type of CHECK_TYPES) {
-    const due = state.types[type].due;
-    if (due !== null && (earliest === null || due < earliest)) earliest = due;
-  }
-  return earliest;
-}

@@ -25,8 +25,6 @@ import { bindActivityLogFields } from './activityLogFields.js';
 import { createBookkeepingBatchActivities } from '../activities/bookkeepingBatch.js';
 import { reconcileOnAccountChange } from './reconcileOnAccountChange.js';
 
-export { bundleWorkflows, WORKFLOWS_PATH } from './workflowBundle.js';
-
 export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
 export type WorkerKind = (typeof WORKER_KINDS)[number];
 

@@ -77,8 +77,10 @@ export interface StepObservation {
 export type StepResult =
   | { readonly type: CheckType; readonly outcome: 'success'; readonly observation?: StepObservation; readonly gatewayMs: number }
   | { readonly type: CheckType; readonly outcome: 'failure'; readonly errorClass: string; readonly message: string; readonly gatewayMs: number }
-  /** Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure. */
-  /** `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts). */
+  /**
+   * Waited for the rate limiter past the step's deadline, or the carrier pushed back: not a failure.
+   * `store_unavailable`: the local `package` check could not read PostgreSQL (src/activities/card.ts).
+   */
   | {
       readonly type: CheckType;
       readonly outcome: 'deferred';

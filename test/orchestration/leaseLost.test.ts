@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
-import { listCardObservations } from '../../src/db/observations.js';
+import { listCardObservations } from '../../testkit/dbReads.js';
 import { listExecutions } from '../../src/db/executions.js';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
 import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
 import type { ControlActivities } from '../../src/activities/control.js';
 import { createControlActivities } from '../../src/activities/control.js';
-import { listAudit } from '../../src/db/audit.js';
+import { listAudit } from '../../testkit/dbReads.js';
 import type { ClaimRoundResult } from '../../src/workflow-safe/claimRound.js';
 import type { RequestCheckInput, RequestCheckResult } from '../../src/workflow-safe/requestCheck.js';
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';

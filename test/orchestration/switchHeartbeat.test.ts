@@ -8,10 +8,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { createStack } from '../../testkit/orchestration.js';
+import { controlStatus, createStack } from '../../testkit/orchestration.js';
 import { startStackWorkers } from '../../testkit/isolatedStack.js';
 import { waitFor } from '../../testkit/seed.js';
-import { controlStatus, ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
 import { pollingControlWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { ModeSwitcher } from '../../src/app/ports.js';
 
