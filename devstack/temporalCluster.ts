@@ -15,7 +15,8 @@ import type { Config } from '../src/config/index.js';
 import { dataDir } from './paths.js';
 import { parseDatabaseUrl, type PostgresOptions } from './postgres.js';
 import { execFileAsync, isAlive, isTcpOpen, readPid, spawnDetached, stopPidFile, waitUntil } from './process.js';
-import { ensureTemporalCli, SEARCH_ATTRIBUTES, TEMPORAL_BIN } from './temporal.js';
+import { ensureTemporalCli, TEMPORAL_BIN } from './temporal.js';
+import { SEARCH_ATTRIBUTES } from '../src/workflow-safe/searchAttributes.js';
 import { logConnectionErrors } from '../src/runtime/connectionErrors.js';
 
 /**

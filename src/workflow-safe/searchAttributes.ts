@@ -19,6 +19,22 @@ export const CLAIMED_BY_ATTRIBUTE = defineSearchAttributeKey('ClaimedBy', Search
  */
 export const CARD_IDS_ATTRIBUTE = defineSearchAttributeKey('CardIds', SearchAttributeType.KEYWORD_LIST);
 
+/** A search attribute's type as the Temporal CLI names it (`--type KeywordList`). */
+const CLI_TYPE_NAMES = { [SearchAttributeType.KEYWORD]: 'Keyword', [SearchAttributeType.KEYWORD_LIST]: 'KeywordList' } as const;
+export type SearchAttributeTypeName = (typeof CLI_TYPE_NAMES)[keyof typeof CLI_TYPE_NAMES];
+
+/**
+ * Every custom search attribute the workflows set, name → type: a namespace must have them all
+ * registered, or the server refuses the runs that set them. The development stacks register them
+ * (devstack/), and `scripts/temporalSetup.ts` on an existing namespace.
+ */
+export const SEARCH_ATTRIBUTES: Readonly<Record<string, SearchAttributeTypeName>> = Object.fromEntries(
+  [CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CHECK_TYPES_ATTRIBUTE, OUTCOME_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, CARD_IDS_ATTRIBUTE].map((key) => [
+    key.name,
+    CLI_TYPE_NAMES[key.type],
+  ]),
+);
+
 /**
  * The Web UI list query of a card's runs in a run shape (CARD_RUN_SHAPE): its `cardCheck` runs
  * carry `CardId`, the `cardBatch` runs that carried it list it in `CardIds`.
