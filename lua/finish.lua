@@ -20,10 +20,9 @@
 --   ARGV[7 .. 6+2n] field, value pairs to set in the due hash
 --   ARGV[7+2n ..] fields to delete from the due hash
 -- Output:
---    1 the token owned a live claim: claim, exec right and running entry released, `dfr`, `ups`
---      (and a `clm` left by an earlier release's claim) dropped; the card (if still polled) is scored by
---      its earliest due:* (now + 1 h when none), in the priority lane when prio = 1, else in the
---      normal lane
+--    1 the token owned a live claim: claim, exec right and running entry released, `dfr` and `ups`
+--      dropped; the card (if still polled) is scored by its earliest due:* (now + 1 h when none),
+--      in the priority lane when prio = 1, else in the normal lane
 --    0 the token no longer owns the claim, or ARGV[4] = '1' (result written as described below,
 --      nothing released)
 --   {1|0, record} replay: a finish by this token with a record already landed; nothing applied,
@@ -43,9 +42,8 @@
 --    `<prefix>@<ms>:<cardId>`, see claim.lua; a tie counts as after, since re-running is safe and
 --    losing is not) is never lost: due:t is kept <= req:t, and the request's cfm:t/exp:t win over
 --    this execution's. Requests before the claim were served by this execution and their req:t is
---    dropped. A token without the instant (claimed by an earlier release) falls back to the hash's
---    `clm`, which that release's claim wrote; without either, every request counts as made after
---    the claim;
+--    dropped. A token without the instant (claim.lua always writes it) counts every request as made
+--    after the claim;
 --  * a stale finish (token lost its claim) still records what the gateway said, but never moves
 --    a due:t later than it is, nor touches cfm:t/exp:t: the current owner decides those.
 --  * types the claim deferred (`dfr`, see claim.lua) did not run: an owning finish treats them
@@ -138,8 +136,6 @@ if usual then
       anyDel = true
     elseif f == F_PRIO then
       prio = raw[i + 1]
-    elseif f == F_CLAIMED_AT then
-      anyDel = true
     elseif f == F_UPSERTED then
       usual = false
       break
@@ -214,7 +210,7 @@ if usual then
   if inLane then
     if nSet > 0 then redis.call('HSET', dueKey, unpack(ARGV, 7, delFrom - 1)) end
     -- The claim's marks and the result's deletions in one call (an absent field is a no-op).
-    if anyDel then redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, unpack(ARGV, delFrom, nArgs)) end
+    if anyDel then redis.call('HDEL', dueKey, F_DEFERRED, unpack(ARGV, delFrom, nArgs)) end
     -- This token owns the claim (checked above), so the claim key is its own; the exec key holds
     -- at most its right (an earlier token's right ends with that token's claim).
     redis.call('DEL', claimKey, execKey)
@@ -254,7 +250,7 @@ do
       hasReq = b1 == 114 and b2 == 101 and b3 == 113 and b4 == COLON -- 'req:'
     end
   end
-  local claimedAt = tonumber(string.match(token, '@([%d%.]+):[^:]*$')) or tonumber(hash[F_CLAIMED_AT]) or -1
+  local claimedAt = tonumber(string.match(token, '@([%d%.]+):[^:]*$')) or -1
   -- Types the claim deferred were not run by this execution (claim.lua): treated as for a stale token.
   local deferred = nil
   if owned and hash[F_DEFERRED] and hash[F_DEFERRED] ~= '' then
@@ -370,10 +366,6 @@ do
     end
   end
   if owned then
-    if hash[F_CLAIMED_AT] ~= nil then
-      if orig[F_CLAIMED_AT] == nil then orig[F_CLAIMED_AT] = hash[F_CLAIMED_AT] end
-      hash[F_CLAIMED_AT] = nil
-    end
     if hash[F_DEFERRED] ~= nil then
       if orig[F_DEFERRED] == nil then orig[F_DEFERRED] = hash[F_DEFERRED] end
       hash[F_DEFERRED] = nil

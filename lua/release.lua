@@ -30,7 +30,7 @@ if now == nil or token == '' or retryAfter == nil or retryAfter < 0 then return 
 
 if liveClaimExpiry(claimKey, runningKey, token, now) == nil then return 0 end
 clearClaim(claimKey, execKey, runningKey, token)
-redis.call('HDEL', dueKey, F_CLAIMED_AT, F_DEFERRED, F_UPSERTED)
+redis.call('HDEL', dueKey, F_DEFERRED, F_UPSERTED)
 redis.call('ZADD', prioKey, 'XX', now + retryAfter, cardId)
 redis.call('ZADD', queueKey, 'XX', now + retryAfter, cardId)
 return 1

@@ -32,11 +32,12 @@ import { HistoryView, REPLAY_PATHS } from '../test/replay/paths.js';
 import { createStack, type Stack } from '../testkit/orchestration.js';
 import { startStackWorkers } from '../testkit/isolatedStack.js';
 import { seedAccount, waitFor } from '../testkit/seed.js';
-import { listAudit } from '../src/db/audit.js';
+import { listAudit } from '../testkit/dbReads.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { FinishInput } from '../src/redis/carrierQueueStore.js';
 import { ensurePollingControl, requestCheck, setMode } from '../src/app/temporalControl.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/workflow-safe/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../src/workflow-safe/searchAttributes.js';
+import { cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/workflow-safe/workflowIds.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
 import { requestCheckSignal, schedulerStatusQuery, setModeSignal } from '../src/workflows/messages.js';
 import type { CarrierSchedulerArgs } from '../src/workflows/carrierScheduler.js';
@@ -325,15 +326,14 @@ async function recordCards(): Promise<void> {
       10,
     );
     const keys = stack.deps.store.keys(slow.carrier.id);
-    const thief = `lost.2:${card.id}`;
     const takenAt = Date.now();
+    const thief = `lost.2@${takenAt}:${card.id}`;
     await stack.deps.redis
       .multi()
       .set(keys.claim(card.id), thief)
       .zrem(keys.running, token)
       .zadd(keys.running, takenAt + 20_000, thief)
       .zadd(keys.queue, takenAt + 20_000, card.id)
-      .hset(keys.due(card.id), 'clm', takenAt)
       .exec();
     await recordPath(stack.client, 'cardCheck-lease-lost', cards);
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { loadConfigOrExit } from '../src/config/index.js';
-import { SEARCH_ATTRIBUTES } from '../devstack/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../src/workflow-safe/searchAttributes.js';
 
 const IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
 type IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
@@ -19,7 +19,6 @@ type IndexedValueType = proto.temporal.api.enums.v1.IndexedValueType;
 const TYPES: Readonly<Record<(typeof SEARCH_ATTRIBUTES)[string], IndexedValueType>> = {
   Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
 };
 
 /** `INDEXED_VALUE_TYPE_KEYWORD_LIST` → `KeywordList`. */

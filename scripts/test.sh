@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
 source scripts/use-node.sh
-if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
+if [ ! -x node_modules/.bin/tsx ] || [ ! -x node_modules/.bin/knip ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
 npx tsc -p .
@@ -13,6 +13,8 @@ npx tsc -p src/dashboard/public
 bash scripts/ensure-chromium.sh
 npx prettier --check .
 npx eslint --max-warnings 0 src test testkit scripts bench demo devstack
+# Unused files, exports and dependencies (knip.json).
+npx knip
 # Files whose assertions depend on processes getting the CPU when they need it (the limiter's
 # utilisation across four caller processes, a scheduler continuing-as-new under a stream of
 # updates) run first, alone; the rest two at a time (the services are shared and each test

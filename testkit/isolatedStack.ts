@@ -8,7 +8,8 @@ import { NativeConnection, Runtime, DefaultLogger, type Worker, type WorkflowBun
 import type { Client } from '@temporalio/client';
 import type { Config, TaskQueues } from '../src/config/index.js';
 import type { RuntimeDeps } from '../src/runtime/deps.js';
-import { bundleWorkflows, createWorkers, type WorkerKind } from '../src/workers/createWorker.js';
+import { createWorkers, type WorkerKind } from '../src/workers/createWorker.js';
+import { bundleWorkflows } from '../src/workers/workflowBundle.js';
 import type { PollingServices } from '../src/app/pollingServices.js';
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

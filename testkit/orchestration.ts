@@ -17,6 +17,10 @@ import { createControlActivities, type ControlActivityDeps } from '../src/activi
 import { createCardActivities, type CardActivities } from '../src/activities/card.js';
 import { createPackageEvaluator } from '../src/activities/packageEvaluation.js';
 import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
+import type { OrchestrationRef } from '../src/app/temporalControl.js';
+import { pollingControlWorkflowId } from '../src/workflow-safe/workflowIds.js';
+import type { ControlStatus } from '../src/workflow-safe/loopStatus.js';
+import { controlStatusQuery } from '../src/workflows/messages.js';
 
 export interface Stack {
   readonly config: Config;
@@ -140,4 +144,9 @@ export function stackCardActivities(stack: Stack): CardActivities {
     packages: createPackageEvaluator(stack.deps.pool),
     priority: stack.services.priority,
   });
+}
+
+/** pollingControl's status (its query); the product reads only the schedulers' (src/app/temporalControl.ts). */
+export async function controlStatus(ref: OrchestrationRef): Promise<ControlStatus> {
+  return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).query(controlStatusQuery);
 }

@@ -17,7 +17,7 @@ import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connecti
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Runtime } from '@temporalio/worker';
 import { isTcpOpen, waitUntil } from '../devstack/process.js';
-import { SEARCH_ATTRIBUTES } from '../devstack/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../src/workflow-safe/searchAttributes.js';
 import { TEST_SERVER_JVM_OPTIONS, TEST_SERVER_MAIN_CLASS, ensureTestServer } from './testServer.js';
 import { installQuietWorkerRuntime } from './isolatedStack.js';
 
@@ -65,8 +65,8 @@ export class TimeSkippingEnvironment extends TestWorkflowEnvironment {
     const nativeConnection = await NativeConnection.connect({ address, ...internal });
     const connection = await Connection.connect({ address, ...internal });
     // The workflows set the project's custom search attributes; the server refuses unknown ones.
-    const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_KEYWORD_LIST, INDEXED_VALUE_TYPE_INT } = proto.temporal.api.enums.v1.IndexedValueType;
-    const types = { Keyword: INDEXED_VALUE_TYPE_KEYWORD, KeywordList: INDEXED_VALUE_TYPE_KEYWORD_LIST, Int: INDEXED_VALUE_TYPE_INT } as const;
+    const { INDEXED_VALUE_TYPE_KEYWORD, INDEXED_VALUE_TYPE_KEYWORD_LIST } = proto.temporal.api.enums.v1.IndexedValueType;
+    const types = { Keyword: INDEXED_VALUE_TYPE_KEYWORD, KeywordList: INDEXED_VALUE_TYPE_KEYWORD_LIST } as const;
     await connection.operatorService.addSearchAttributes({
       namespace,
       searchAttributes: Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [name, types[type]])),

@@ -8,7 +8,7 @@ import { Worker } from '@temporalio/worker';
 import type { BookkeepingActivities } from '../src/activities/bookkeepingBatch.js';
 import type { ControlActivities } from '../src/activities/control.js';
 import type { GatewayActivities } from '../src/activities/gateway.js';
-import type { TaskQueueNames } from '../src/workflow-safe/orchestration.js';
+import type { TaskQueueNames } from '../src/workflow-safe/taskQueues.js';
 import { WORKFLOWS_PATH } from '../src/workers/workflowBundle.js';
 import { installQuietWorkerRuntime } from './isolatedStack.js';
 import { bundleOnce, uniqueName } from './temporal.js';

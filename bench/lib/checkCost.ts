@@ -7,7 +7,7 @@
  * local activity each second, whether or not anything is due) are also given per account and
  * second, the figure a capacity model multiplies by accounts rather than by checks.
  */
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { BenchStack } from './stack.js';
 import type { RunShape } from './options.js';
 import { addCounts, countEvents, emptyCounts, eventsInWindow, fetchEvents, perUnit, type EventCounts } from './actions.js';

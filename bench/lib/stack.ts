@@ -8,7 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { deleteMatching, type RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
+import { deleteMatching } from '../../testkit/redis.js';
 import type { Config } from '../../src/config/index.js';
 import { createRuntimeDeps, type RuntimeDeps } from '../../src/runtime/deps.js';
 import { WORKER_KINDS } from '../../src/workers/createWorker.js';

@@ -16,7 +16,7 @@
  * - RSS of this process (workers + bench), the simulator's process and the Temporal server, and
  *   whether each levels off.
  */
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { ScopedCard } from '../../src/domain/card.js';
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';

@@ -18,7 +18,7 @@ import { distribution, round, sleep } from '../lib/stats.js';
 import { STEADY_INTERVAL_SEC, feasibleLoad, steadySpecs } from './steadyLoad.js';
 import { capacityNote, orchestrationCapacity } from '../lib/capacity.js';
 import { accountKeys } from '../../src/redis/keys.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 
 /** Target for request-check → gateway call while the normal lane has a backlog. */
@@ -60,9 +60,9 @@ export async function addRequestCards(stack: BenchStack, account: SeededAccount,
   return addCards(stack, account.carrier.id, account.serial, account.spec.cards, count, 'test');
 }
 
-/** Sends one request-check every 1/rate s until `until`, alternating accounts. */
 /**
- * Returns once the last request is sent: the window must not stretch while slow updates answer,
+ * Sends one request-check every 1/rate s until `until`, alternating accounts. Returns once the
+ * last request is sent: the window must not stretch while slow updates answer,
  * so their answers go to `inFlight` for the caller to await afterwards.
  */
 export async function sendRequests(

@@ -6,7 +6,6 @@ local F_CFM = 'cfm:'
 local F_EXP = 'exp:'
 local F_PRIO = 'prio'
 local F_CARRIER = 'carrier'
-local F_CLAIMED_AT = 'clm'
 -- Gateway types the current claim deferred (comma-separated): the execution does not run them.
 local F_DEFERRED = 'dfr'
 -- Set by an upsert that lands while the card is claimed: the polled types changed under the

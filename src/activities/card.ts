@@ -14,7 +14,7 @@ import { BoundedCache } from '../runtime/boundedCache.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/cardRun.js';
 import { DEFAULT_FINISH_RETRY } from '../workflows/finishRetry.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { dueTypes } from '../workflow-safe/schedule.js';
@@ -22,7 +22,7 @@ import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } f
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
-import type { PriorityClaims } from '../app/priorityTransitions.js';
+import type { PriorityClaims } from '../app/ports.js';
 
 /**
  * Order in which due types run within one execution: fixed, not configured (docs/design.md,

@@ -9,18 +9,12 @@ import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
-import type {
-  ClaimRoundInput,
-  ClaimRoundResult,
-  ClaimedCard,
-  GroupBudgetView,
-  PollingMode,
-  RequestCheckInput,
-  RequestCheckResult,
-} from '../workflow-safe/orchestration.js';
-import { FAILED_START_RETRY_MS } from '../workflow-safe/orchestration.js';
+import { FAILED_START_RETRY_MS, type ClaimRoundInput, type ClaimRoundResult, type ClaimedCard, type GroupBudgetView } from '../workflow-safe/claimRound.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { limitingFactor } from '../workflow-safe/inflightControl.js';
 import type { CardStarter } from '../app/cardStarter.js';
+import type { ModeSwitcher, RedisGuard, RequestChecker } from '../app/ports.js';
 import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
@@ -30,22 +24,7 @@ import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '.
 import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
 import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../workflow-safe/requestCheckValidation.js';
-import { describeFailure, sqlState } from '../ingest/failures.js';
-
-/** Request-check and mode switch live in services shared with the API; activities only call them. */
-export interface RequestChecker {
-  requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult>;
-}
-
-/** Notices a Redis that lost its data and rebuilds it from PostgreSQL. */
-export interface RedisGuard {
-  /** True when Redis was found empty of our data and has been rebuilt now. */
-  ensureIntact(): Promise<boolean>;
-}
-
-export interface ModeSwitcher {
-  switchMode(mode: PollingMode, actor: string, heartbeat: () => void): Promise<{ changed: boolean }>;
-}
+import { describeFailure, sqlState } from '../db/errors.js';
 
 export interface ControlActivityDeps {
   readonly pool: Pool;
@@ -266,11 +245,6 @@ export function createControlActivities(deps: ControlActivityDeps) {
       }
     },
 
-    /**
-     * Pending priority items whose retry is due (after a deferral, a retryable failure or a lost
-     * lease) are requested again, so every item ends terminal or has a next run someone serves.
-     * Returns how many were requested.
-     */
     /** Observation partitions ahead, data past retention gone (hourly, by the storageMaintenance schedule). */
     async maintainStorage(): Promise<MaintenanceResult> {
       // The database's clock decides the months, as it stamps the rows.
@@ -278,6 +252,11 @@ export function createControlActivities(deps: ControlActivityDeps) {
       return maintainStorage(deps.pool, deps.retention ?? DEFAULT_RETENTION, rows[0]?.now ?? new Date());
     },
 
+    /**
+     * Pending priority items whose retry is due (after a deferral, a retryable failure or a lost
+     * lease) are requested again, so every item ends terminal or has a next run someone serves.
+     * Returns how many were requested.
+     */
     async requeueDuePriorityItems(input: { carrierId: string }): Promise<number> {
       let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
       try {

@@ -9,7 +9,7 @@ import { callThroughLimiter } from '../gateway/limitedCall.js';
 import { GatewayError } from '../gateway/errors.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
-import type { GatewayStepInput, StepResult } from '../workflow-safe/orchestration.js';
+import type { GatewayStepInput, StepResult } from '../workflow-safe/cardRun.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 
 export interface GatewayActivityDeps {
@@ -22,11 +22,8 @@ export interface GatewayActivityDeps {
 export function createGatewayActivities(deps: GatewayActivityDeps) {
   return {
     async checkGateway(input: GatewayStepInput): Promise<StepResult | 'lease_lost'> {
-      // A step put on the gateway queue before the rename carries `execValue` in its stored input
-      // (retried after a deploy): still read.
-      const executorId = input.executorId ?? input.execValue;
       // Keep the lease alive, and stop before the call when it is no longer ours.
-      if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, executorId, input.leaseMs))) return 'lease_lost';
+      if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, input.executorId, input.leaseMs))) return 'lease_lost';
       const started = Date.now();
       const signal = safeCancellationSignal();
       try {

@@ -10,7 +10,7 @@
  *   (src/ingest/consumer.ts) — the same rows (src/ingest/rows.ts).
  */
 import type { Pool } from '../db/pool.js';
-import type { PriorityTransitions } from '../app/priorityTransitions.js';
+import type { PriorityTransitions } from '../app/ports.js';
 import { toIngestRecord, type RecordExecutionInput } from '../ingest/record.js';
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords } from '../ingest/writer.js';
@@ -45,9 +45,7 @@ export function createIngestActivities(deps: IngestActivityDeps) {
         return 'written';
       }
       try {
-        // Under the former name too, for ingest workers of the previous release still reading the
-        // stream during a rolling deploy (they require `failCounts`); drop once none runs.
-        return await deps.stream.enqueue(JSON.stringify({ ...record, failCounts: record.typeFinishes }));
+        return await deps.stream.enqueue(JSON.stringify(record));
       } catch (error) {
         if (!(error instanceof IngestStreamFull)) throw error;
         await writeRecords(writer, [record]);

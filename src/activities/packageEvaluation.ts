@@ -4,7 +4,7 @@
  * observed by `carddata` in the same execution wins over the stored value, which may be older.
  */
 import type { Pool } from '../db/pool.js';
-import type { StepResult } from '../workflow-safe/orchestration.js';
+import type { StepResult } from '../workflow-safe/cardRun.js';
 
 export interface PackageEvaluator {
   evaluate(cardId: string, results: readonly StepResult[]): Promise<StepResult>;

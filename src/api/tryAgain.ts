@@ -5,7 +5,7 @@
  * not answer in time, the Temporal server unreachable or busy, PostgreSQL or Redis unreachable.
  */
 import { ApplicationFailure, ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
-import { SCHEDULER_CONTINUING_AS_NEW } from '../workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW } from '../workflow-safe/requestCheck.js';
 import { GRPC_RETRYABLE_UPDATE_CODES } from '../app/temporalControl.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 

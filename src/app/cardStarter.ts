@@ -14,18 +14,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
+import { cardTaskQueue } from '../workflow-safe/taskQueues.js';
 import {
-  cardTaskQueue,
-  cardIdsSearchAttribute,
-  CARD_ID_ATTRIBUTE,
   CARD_IDS_ATTRIBUTE,
+  CARD_ID_ATTRIBUTE,
   CARRIER_ID_ATTRIBUTE,
   CLAIMED_BY_ATTRIBUTE,
-  cardWorkflowId,
-  type CardRunPlacement,
-  type ClaimedCard,
-} from '../workflow-safe/orchestration.js';
-import { cardBatches, cardBatchWorkflowId, type CardBatch, type CardRunShape } from '../workflow-safe/cardBatches.js';
+  cardIdsSearchAttribute,
+} from '../workflow-safe/searchAttributes.js';
+import { cardBatchWorkflowId, cardWorkflowId } from '../workflow-safe/workflowIds.js';
+import type { CardRunPlacement, ClaimedCard } from '../workflow-safe/claimRound.js';
+import { cardBatches, type CardBatch, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { CardCheckArgs } from '../workflows/cardCheck.js';
 import type { CardBatchArgs } from '../workflows/cardBatch.js';
 

@@ -18,10 +18,11 @@ import {
   schedulePriorityRetry,
 } from '../db/priorityItems.js';
 import { isDomainError } from '../domain/errors.js';
-import type { ModeSwitcher, RedisGuard, RequestChecker } from '../activities/control.js';
 import { globalKeys } from '../redis/keys.js';
-import type { PriorityClaims, PriorityTransitions } from './priorityTransitions.js';
-import type { PollingMode, RequestCheckInput, RequestCheckResult, RequestedTypeStatus, StepResult } from '../workflow-safe/orchestration.js';
+import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from './ports.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { RequestCheckInput, RequestCheckResult, RequestedTypeStatus } from '../workflow-safe/requestCheck.js';
+import type { StepResult } from '../workflow-safe/cardRun.js';
 import type { CheckType } from '../workflow-safe/checkTypes.js';
 import { findCards } from '../db/cards.js';
 

@@ -16,19 +16,12 @@ import {
 } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
-import { configChangedSignal, controlStatusQuery, reconcileUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
-import {
-  SCHEDULER_CONTINUING_AS_NEW,
-  pollingControlWorkflowId,
-  storageMaintenanceScheduleId,
-  schedulerWorkflowId,
-  type ControlStatus,
-  type PollingMode,
-  type RequestCheckInput,
-  type RequestCheckResult,
-  type SchedulerStatus,
-  type TaskQueueNames,
-} from '../workflow-safe/orchestration.js';
+import { configChangedSignal, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
+import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../workflow-safe/requestCheck.js';
+import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceScheduleId } from '../workflow-safe/workflowIds.js';
+import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 
 export interface OrchestrationRef {
   readonly client: Client;
@@ -69,8 +62,10 @@ export async function ensureStorageMaintenance(ref: OrchestrationRef, every = '1
   }
 }
 
-/** How long a request-check keeps retrying while the scheduler continues-as-new (normally well under a second). */
-/** How long an update that was not completed is sent again (a scheduler starved of CPU takes a while). */
+/**
+ * How long a request-check's update that was not completed is sent again: while the scheduler
+ * continues as new (normally well under a second), or is starved of CPU (a while).
+ */
 const CONTINUE_AS_NEW_RETRY_MS = 30_000;
 /**
  * gRPC codes of an update that did not complete and may be sent again under the same update id
@@ -117,16 +112,8 @@ export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise
   return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).executeUpdate(setModeUpdate, { args: [mode] });
 }
 
-export async function reconcile(ref: OrchestrationRef): Promise<{ carriers: string[] }> {
-  return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).executeUpdate(reconcileUpdate);
-}
-
 export async function notifyConfigChanged(ref: OrchestrationRef, carrierId: string): Promise<void> {
   await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).signal(configChangedSignal);
-}
-
-export async function controlStatus(ref: OrchestrationRef): Promise<ControlStatus> {
-  return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).query(controlStatusQuery);
 }
 
 export async function schedulerStatus(ref: OrchestrationRef, carrierId: string): Promise<SchedulerStatus> {

@@ -3,8 +3,7 @@
  * start-up, and a bad value stops the process with a message naming the variable.
  */
 import { z } from 'zod';
-import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
-import { MAX_CARD_BATCH_SIZE } from '../workflow-safe/orchestration.js';
+import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE, MAX_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
 import { defaultLogger } from '../runtime/logger.js';
 
 /** The API token of loopback development setups (refused off loopback); the CLI uses it when API_TOKEN is unset and API_URL is loopback. */

@@ -3,7 +3,8 @@
  * its Temporal Web UI addresses. The card detail itself comes from `GET /v1/cards/:id`.
  */
 import { findCardByIccid, findCards } from '../db/cards.js';
-import { cardRunsQuery, cardWorkflowId } from '../workflow-safe/orchestration.js';
+import { cardRunsQuery } from '../workflow-safe/searchAttributes.js';
+import { cardWorkflowId } from '../workflow-safe/workflowIds.js';
 import type { CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { Queryable } from '../db/queryable.js';
 import { runUrlPrefix, workflowListUrl, workflowQueryUrl } from './temporalLinks.js';

@@ -189,26 +189,13 @@ async function succeededSince(db: Queryable, cardId: string, type: CheckType, si
   return rows[0]?.found ?? false;
 }
 
-/** Marks the open alert of (card, type) recovered. Returns whether one was open (a retry sees false). */
-export async function recoverFailure(db: Queryable, cardId: string, type: CheckType, now = new Date()): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE polling_failure_alert SET status = 'recovered', recovered_at = $3
-      WHERE card_id = $1::bigint AND check_type = $2 AND status = 'open'`,
-    [requireId(cardId, 'cardId'), type, now],
-  );
-  return (result.rowCount ?? 0) > 0;
-}
-
 /**
- * Batch recovery for many (card, type) successes in one statement; returns how many were open.
- * A success with `at` recovers only an alert opened at or before it, so a late, older success
- * cannot recover an alert that newer failures opened.
- */
-/**
- * Recovers the open failure alerts of the given (card, type) successes. An account whose
- * failure_burst alert is open has it resolved once its open failure alerts are back at or below
- * the alert's threshold: the burst has recovered. One statement (a snapshot sees the alerts as
- * they were before it, hence the subtraction). Returns how many failure alerts recovered.
+ * Recovers the open failure alerts of the given (card, type) successes. A success with `at`
+ * recovers only an alert opened at or before it, so a late, older success cannot recover an alert
+ * that newer failures opened. An account whose failure_burst alert is open has it resolved once
+ * its open failure alerts are back at or below the alert's threshold: the burst has recovered.
+ * One statement (a snapshot sees the alerts as they were before it, hence the subtraction).
+ * Returns how many failure alerts recovered.
  */
 export async function recoverFailures(db: Queryable, successes: readonly { cardId: string; type: CheckType; at?: Date }[], now = new Date()): Promise<number> {
   if (successes.length === 0) return 0;
@@ -283,14 +270,6 @@ export async function evaluateAccountAlert(
   return rows[0] ? toCarrierAlert(rows[0]) : null;
 }
 
-export async function resolveCarrierAlert(db: Queryable, carrierId: string, kind: CarrierAlert['kind'], now = new Date()): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE carrier_alert SET status = 'resolved', resolved_at = $3, updated_at = $3 WHERE carrier_id = $1::bigint AND kind = $2 AND status = 'open'`,
-    [requireId(carrierId, 'carrierId'), kind, now],
-  );
-  return (result.rowCount ?? 0) > 0;
-}
-
 export interface IngestBacklogAlertInput {
   /** Records waiting when the backlog went over the threshold, and the thresholds. */
   readonly records: number;
@@ -336,16 +315,6 @@ export async function listFailureAlerts(
     [filter.cardId ?? null, filter.carrierId ?? null, filter.openOnly ?? false, limit],
   );
   return rows.map(toFailureAlert);
-}
-
-export async function listCarrierAlerts(db: Queryable, filter: { carrierId?: string; openOnly?: boolean } = {}, limit = 100): Promise<CarrierAlert[]> {
-  const { rows } = await db.query<CarrierAlertRow>(
-    `SELECT id::text, carrier_id::text, kind, status, alert_count, threshold, window_ms, opened_at FROM carrier_alert
-      WHERE ($1::bigint IS NULL OR carrier_id = $1) AND ($2::boolean IS NOT TRUE OR status = 'open')
-      ORDER BY opened_at DESC, carrier_alert.id DESC LIMIT $3`,
-    [filter.carrierId ?? null, filter.openOnly ?? false, limit],
-  );
-  return rows.map(toCarrierAlert);
 }
 
 /** Acknowledges a failure alert (idempotent: the first ack's time and actor are kept). */

@@ -15,11 +15,6 @@ export interface AuditInput {
   readonly occurredAt?: Date;
 }
 
-export interface AuditRecord extends Required<Omit<AuditInput, 'reason'>> {
-  readonly id: string;
-  readonly reason?: string;
-}
-
 export async function writeAudit(db: Queryable, input: AuditInput): Promise<void> {
   await db.query(
     `INSERT INTO audit_log (entity_type, entity_id, action, actor, source, reason, before, after, occurred_at)
@@ -36,14 +31,4 @@ export async function writeAudit(db: Queryable, input: AuditInput): Promise<void
       input.occurredAt ?? null,
     ],
   );
-}
-
-/** One entity's audit trail, oldest first. */
-export async function listAudit(db: Queryable, entityType: AuditEntity, entityId: string): Promise<AuditRecord[]> {
-  const { rows } = await db.query<Omit<AuditRecord, 'reason'> & { reason: string | null }>(
-    `SELECT id::text, entity_type AS "entityType", entity_id AS "entityId", action, actor, source, reason, before, after, occurred_at AS "occurredAt"
-       FROM audit_log WHERE entity_type = $1 AND entity_id = $2 ORDER BY audit_log.id`,
-    [entityType, entityId],
-  );
-  return rows.map(({ reason, ...row }) => (reason === null ? row : { ...row, reason }));
 }

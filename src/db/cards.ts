@@ -3,7 +3,7 @@
  * `polled`: the card's own switch and, unless standalone, its bound device's switch — computed in
  * SQL so batch lifecycle operations need one statement, not one per card.
  */
-import type { Card, CardLatest, CardStatus, ScopedCard } from '../domain/card.js';
+import type { Card, CardStatus, ScopedCard } from '../domain/card.js';
 import type { CardRow, CardUpdateRow } from '../domain/cardInput.js';
 import { DomainError } from '../domain/errors.js';
 import { requireId } from '../domain/validate.js';
@@ -278,31 +278,4 @@ export async function listCards(db: Queryable, filter: CardFilter, afterId = '0'
     [afterId, filter.carrierId ?? null, filter.status ?? null, filter.polled ?? null, limit],
   );
   return rows.map(toScopedCard);
-}
-
-interface LatestRow {
-  network_status: string | null;
-  network_observed_at: Date | null;
-  realname_status: string | null;
-  realname_observed_at: Date | null;
-  data_usage_kb: string | null;
-  data_observed_at: Date | null;
-}
-
-export async function getCardLatest(db: Queryable, cardId: string): Promise<CardLatest> {
-  const { rows } = await db.query<LatestRow>(
-    `SELECT network_status, network_observed_at, realname_status, realname_observed_at, data_usage_kb, data_observed_at
-       FROM iot_card WHERE id = $1::bigint`,
-    [requireId(cardId, 'cardId')],
-  );
-  const row = rows[0];
-  if (!row) throw DomainError.notFound('cardId', `card ${cardId} does not exist`);
-  return {
-    ...(row.network_status === null ? {} : { networkStatus: row.network_status }),
-    ...(row.network_observed_at === null ? {} : { networkObservedAt: row.network_observed_at }),
-    ...(row.realname_status === null ? {} : { realnameStatus: row.realname_status }),
-    ...(row.realname_observed_at === null ? {} : { realnameObservedAt: row.realname_observed_at }),
-    ...(row.data_usage_kb === null ? {} : { dataUsageKb: Number(row.data_usage_kb) }),
-    ...(row.data_observed_at === null ? {} : { dataObservedAt: row.data_observed_at }),
-  };
 }

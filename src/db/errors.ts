@@ -1,8 +1,26 @@
 /**
- * Maps PostgreSQL constraint violations to {@link DomainError}s naming the API field, so the
- * database constraints are the last line of defence and still produce a useful answer.
+ * Reading PostgreSQL's errors: their SQLSTATE, a one-line description for logs and dead letters,
+ * and constraint violations mapped to {@link DomainError}s naming the API field, so the database
+ * constraints are the last line of defence and still produce a useful answer.
  */
 import { DomainError } from '../domain/errors.js';
+
+/** The error's SQLSTATE (five characters), if PostgreSQL sent one. */
+export function sqlState(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** `[SQLSTATE] message (detail)`, at most 2000 characters. */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const state = sqlState(error);
+  const detail =
+    typeof error === 'object' && error !== null && typeof (error as { detail?: unknown }).detail === 'string'
+      ? ` (${(error as { detail: string }).detail})`
+      : '';
+  return `${state ? `[${state}] ` : ''}${message}${detail}`.slice(0, 2000);
+}
 
 interface PgError {
   readonly code: string;

@@ -28,34 +28,6 @@ export interface StoredExecution extends Execution {
   readonly id: string;
 }
 
-/** Idempotent on (workflowId, runId, cardId): a retried activity returns the existing row's id. */
-export async function recordExecution(db: Queryable, execution: Execution): Promise<string> {
-  validateExecution(execution);
-  const { rows } = await db.query<{ id: string }>(
-    `WITH ins AS (
-       INSERT INTO card_execution (card_id, carrier_id, started_at, finished_at, types, outcome, gateway_ms, workflow_id, run_id, from_priority, details)
-       VALUES ($1::bigint, $2::bigint, $3, $4, $5::text[], $6, $7, $8, $9, $10, $11::jsonb)
-       ON CONFLICT (workflow_id, run_id, card_id) DO NOTHING RETURNING id
-     )
-     SELECT id::text FROM ins
-     UNION ALL SELECT id::text FROM card_execution WHERE workflow_id = $8 AND run_id = $9 AND card_id = $1::bigint LIMIT 1`,
-    [
-      execution.cardId,
-      execution.carrierId,
-      execution.startedAt,
-      execution.finishedAt ?? null,
-      execution.types,
-      execution.outcome,
-      Math.max(0, Math.round(execution.gatewayMs)),
-      execution.workflowId,
-      execution.runId,
-      execution.fromPriority ?? false,
-      JSON.stringify(execution.details ?? {}),
-    ],
-  );
-  return rows[0]!.id;
-}
-
 function validateExecution(execution: Execution): void {
   requireId(execution.cardId, 'cardId');
   requireId(execution.carrierId, 'carrierId');
@@ -66,8 +38,8 @@ function validateExecution(execution: Execution): void {
 }
 
 /**
- * Many executions in one statement (ingest batches). Idempotent on (workflowId, runId, cardId) like
- * {@link recordExecution}; returns how many rows were new.
+ * Executions in one statement (sync ingest and the ingest's batches). Idempotent on (workflowId,
+ * runId, cardId): a retried write lands nothing twice. Returns how many rows were new.
  */
 export async function insertExecutions(db: Queryable, executions: readonly Execution[]): Promise<number> {
   if (executions.length === 0) return 0;

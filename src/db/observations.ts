@@ -92,25 +92,3 @@ export async function insertObservations(db: Queryable, observations: readonly O
   );
   return { inserted: rows[0]!.inserted, cardsUpdated: rows[0]!.cards_updated };
 }
-
-/** A card_observation row as read back. */
-export interface StoredObservation extends ObservationRow {
-  readonly insertedAt: Date;
-}
-
-/** A card's observations, newest first. */
-export async function listCardObservations(db: Queryable, cardId: string, limit = 50): Promise<StoredObservation[]> {
-  const { rows } = await db.query<StoredObservation>(
-    `SELECT observation_id AS "observationId", card_id::text AS "cardId", carrier_id::text AS "carrierId", check_type AS "type",
-            observed_at AS "observedAt", payload, inserted_at AS "insertedAt"
-       FROM card_observation WHERE card_id = $1::bigint ORDER BY observed_at DESC LIMIT $2`,
-    [requireId(cardId, 'cardId'), limit],
-  );
-  return rows;
-}
-
-/** Creates monthly partitions from `from` for `months` months (run ahead of time, e.g. daily). */
-export async function ensureObservationPartitions(db: Queryable, from: Date, months = 3): Promise<number> {
-  const { rows } = await db.query<{ created: number }>('SELECT create_card_observation_partitions($1::date, $2) AS created', [from, months]);
-  return rows[0]!.created;
-}

@@ -3,7 +3,6 @@ import pg from 'pg';
 import { logConnectionErrors, type ConnectionLogger } from '../runtime/connectionErrors.js';
 
 export type Pool = pg.Pool;
-export type PoolClient = pg.PoolClient;
 
 export interface PoolOptions {
   readonly url: string;

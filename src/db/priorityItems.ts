@@ -351,12 +351,6 @@ export async function failPendingPriorityItem(
   });
 }
 
-export async function getPriorityItem(db: Queryable, id: string): Promise<PriorityItem> {
-  const { rows } = await db.query<PriorityItem>(`SELECT ${COLUMNS} FROM polling_priority_item WHERE id = $1::bigint`, [requireId(id, 'id')]);
-  if (!rows[0]) throw DomainError.notFound('id', `priority item ${id} does not exist`);
-  return rows[0];
-}
-
 export async function findActivePriorityItem(db: Queryable, cardId: string): Promise<PriorityItem | null> {
   const { rows } = await db.query<PriorityItem>(
     `SELECT ${COLUMNS} FROM polling_priority_item WHERE card_id = $1::bigint AND status IN ('pending', 'processing')`,

@@ -2,9 +2,8 @@
 import { DomainError } from '../domain/errors.js';
 import { requireText } from '../domain/validate.js';
 import type { Queryable } from './queryable.js';
+import { POLLING_MODES, type PollingMode } from '../workflow-safe/pollingMode.js';
 
-export const POLLING_MODES = ['carrier', 'legacy'] as const;
-export type PollingMode = (typeof POLLING_MODES)[number];
 export const INGEST_MODES = ['sync', 'async'] as const;
 export type IngestMode = (typeof INGEST_MODES)[number];
 

@@ -22,16 +22,6 @@ export interface ScopedCard extends Card {
   readonly polled: boolean;
 }
 
-/** Latest observed values kept on the card (out-of-order protected). */
-export interface CardLatest {
-  readonly networkStatus?: string;
-  readonly networkObservedAt?: Date;
-  readonly realnameStatus?: string;
-  readonly realnameObservedAt?: Date;
-  readonly dataUsageKb?: number;
-  readonly dataObservedAt?: Date;
-}
-
 export interface NewCard {
   readonly iccid: string;
   readonly msisdn?: string;

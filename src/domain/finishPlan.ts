@@ -6,7 +6,7 @@
  * it.
  */
 import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionOutcome, StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome, StepResult } from '../workflow-safe/cardRun.js';
 import { backoffDelay, confirmationStep, deferralDelay, nextDueAfterSuccess } from '../workflow-safe/schedule.js';
 import { DueField } from '../redis/dueFields.js';
 import { formatConfirmDelays, type DueState } from '../redis/dueState.js';
@@ -205,9 +205,8 @@ function isRecordObject(value: unknown): value is Record<string, unknown> {
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value >= 0;
 
 function decodeType(value: unknown, raw: string): TypeFinish {
-  // Six elements: a record written before the streak start was kept.
-  if (!Array.isArray(value) || (value.length !== 6 && value.length !== 7)) throw new FinishRecordError(raw);
-  const [type, outcome, failBefore, failAfter, nextDue, flags, firstFailedAt = null] = value as unknown[];
+  if (!Array.isArray(value) || value.length !== 7) throw new FinishRecordError(raw);
+  const [type, outcome, failBefore, failAfter, nextDue, flags, firstFailedAt] = value as unknown[];
   if (firstFailedAt !== null && typeof firstFailedAt !== 'number') throw new FinishRecordError(raw);
   if (!isCheckType(type) || typeof outcome !== 'string' || !STEP_OUTCOMES.includes(outcome)) throw new FinishRecordError(raw);
   if (!isCount(failBefore) || !isCount(failAfter) || !isCount(flags) || (nextDue !== null && typeof nextDue !== 'number')) throw new FinishRecordError(raw);

@@ -14,7 +14,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import type { GatewayCheckType } from '../workflow-safe/checkTypes.js';
-import { checkPath, checkResponseSchema, errorResponseSchema, observationSchemas, type ObservationByType } from './contract.js';
+import { checkPath, checkResponseSchema, errorResponseSchema, observationSchemas, type CheckRequest, type ObservationByType } from './contract.js';
 import { GatewayError } from './errors.js';
 import { parseRetryAfter } from './retryAfter.js';
 
@@ -105,7 +105,8 @@ export class GatewayClient {
     if (options.signal?.aborted) throw abortedError();
     if (timeoutMs <= 0) throw new GatewayError('transient', 'timeout', 'no time left for the gateway call');
     const started = performance.now();
-    const body = JSON.stringify({ account: request.account, iccid: request.iccid, requestId: options.requestId });
+    // Typed by the contract the carrier (and the simulator) validates requests against.
+    const body = JSON.stringify({ account: request.account, iccid: request.iccid, requestId: options.requestId } satisfies CheckRequest);
     const raw = await this.send(checkPath(type), body, timeoutMs, options);
     const latencyMs = performance.now() - started;
     if (raw.status < 200 || raw.status > 299) throw errorFromResponse(raw);

@@ -15,11 +15,6 @@ export interface DeadLetter {
   readonly errorCode?: string;
 }
 
-export interface StoredDeadLetter extends DeadLetter {
-  readonly id: string;
-  readonly failedAt: Date;
-}
-
 const numericId = (value: string | undefined): string | null => (value !== undefined && /^[1-9][0-9]{0,18}$/.test(value) ? value : null);
 
 export async function insertDeadLetter(db: Queryable, letter: DeadLetter): Promise<boolean> {
@@ -37,31 +32,4 @@ export async function insertDeadLetter(db: Queryable, letter: DeadLetter): Promi
     ],
   );
   return (result.rowCount ?? 0) > 0;
-}
-
-export async function listDeadLetters(db: Queryable, limit = 100): Promise<StoredDeadLetter[]> {
-  const { rows } = await db.query<{
-    id: string;
-    record_id: string;
-    card_id: string | null;
-    carrier_id: string | null;
-    record: unknown;
-    reason: string;
-    error_code: string | null;
-    failed_at: Date;
-  }>(
-    `SELECT id::text, record_id, card_id::text, carrier_id::text, record, reason, error_code, failed_at
-       FROM ingest_dead_letter ORDER BY failed_at DESC, id DESC LIMIT $1`,
-    [limit],
-  );
-  return rows.map((row) => ({
-    id: row.id,
-    recordId: row.record_id,
-    ...(row.card_id === null ? {} : { cardId: row.card_id }),
-    ...(row.carrier_id === null ? {} : { carrierId: row.carrier_id }),
-    record: row.record,
-    reason: row.reason,
-    ...(row.error_code === null ? {} : { errorCode: row.error_code }),
-    failedAt: row.failed_at,
-  }));
 }

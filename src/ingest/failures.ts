@@ -6,31 +6,17 @@
  * network errors, and anything unrecognised — is retried: a record is never dropped on a guess.
  */
 import { isDomainError } from '../domain/errors.js';
+import { sqlState } from '../db/errors.js';
 
 export type FailureKind = 'retryable' | 'permanent';
 
 const PERMANENT_SQLSTATE_CLASSES = new Set(['22', '23']);
-
-export function sqlState(error: unknown): string | undefined {
-  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-}
 
 export function classifyWriteFailure(error: unknown): FailureKind {
   if (isDomainError(error)) return 'permanent';
   const state = sqlState(error);
   if (state && PERMANENT_SQLSTATE_CLASSES.has(state.slice(0, 2))) return 'permanent';
   return 'retryable';
-}
-
-export function describeFailure(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  const state = sqlState(error);
-  const detail =
-    typeof error === 'object' && error !== null && typeof (error as { detail?: unknown }).detail === 'string'
-      ? ` (${(error as { detail: string }).detail})`
-      : '';
-  return `${state ? `[${state}] ` : ''}${message}${detail}`.slice(0, 2000);
 }
 
 /** Exponential backoff with jitter, capped; attempt 1 is the first retry. */

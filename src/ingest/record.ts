@@ -5,7 +5,7 @@
  * ingest stream and written in batches (async ingest); both paths derive the same rows from it
  * (src/ingest/rows.ts).
  */
-import { typeFinishesOf, type ExecutionOutcome, type FinishInput, type StepResult } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome, FinishInput, StepResult } from '../workflow-safe/cardRun.js';
 import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface RecordExecutionInput extends Omit<FinishInput, 'results'> {
@@ -41,12 +41,8 @@ export function parseIngestRecord(json: string): IngestRecord {
   if (typeof record.recordId !== 'string' || typeof record.cardId !== 'string' || typeof record.carrierId !== 'string') {
     throw new TypeError('record lacks recordId, cardId or carrierId');
   }
-  // Entries enqueued before the rename carry the finishes as `failCounts`: still read (typeFinishesOf).
-  const typeFinishes = typeFinishesOf(value as { readonly typeFinishes?: readonly TypeFinish[]; readonly failCounts?: readonly TypeFinish[] });
-  if (typeof record.finishedAt !== 'number' || !Array.isArray(record.results) || !Array.isArray(typeFinishes) || typeof record.plan !== 'object') {
+  if (typeof record.finishedAt !== 'number' || !Array.isArray(record.results) || !Array.isArray(record.typeFinishes) || typeof record.plan !== 'object') {
     throw new TypeError('record lacks finishedAt, results, typeFinishes or plan');
   }
-  if (Array.isArray(record.typeFinishes)) return value as IngestRecord;
-  const { failCounts: _legacy, ...rest } = value as IngestRecord & { readonly failCounts: unknown };
-  return { ...rest, typeFinishes };
+  return value as IngestRecord;
 }

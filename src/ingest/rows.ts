@@ -3,7 +3,7 @@
  * these, so switching the mode changes when rows land, never which.
  */
 import type { CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionOutcome } from '../workflow-safe/orchestration.js';
+import type { ExecutionOutcome } from '../workflow-safe/cardRun.js';
 import type { ObservationRow } from '../db/observations.js';
 import type { Execution, ExecutionOutcome as StoredOutcome } from '../db/executions.js';
 import type { IngestRecord } from './record.js';

@@ -9,7 +9,7 @@ import type { Config } from '../config/index.js';
 import type { Pool } from '../db/pool.js';
 import { logConnectionErrors } from '../runtime/connectionErrors.js';
 import { defaultLogger, type LogSink } from '../runtime/logger.js';
-import type { PriorityTransitions } from '../app/priorityTransitions.js';
+import type { PriorityTransitions } from '../app/ports.js';
 import { IngestConsumer } from './consumer.js';
 import { createIngestMetrics } from './metrics.js';
 import { BacklogMonitor } from './monitor.js';

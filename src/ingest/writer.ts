@@ -14,7 +14,7 @@ import type { Queryable } from '../db/queryable.js';
 import { insertObservations } from '../db/observations.js';
 import { insertExecutions } from '../db/executions.js';
 import { lockFailureAlerts, recordFailureIn, recoverFailures } from '../db/alerts.js';
-import type { PriorityTransitions } from '../app/priorityTransitions.js';
+import type { PriorityTransitions } from '../app/ports.js';
 import type { IngestRecord } from './record.js';
 import { rowsOf, type RecordRows } from './rows.js';
 

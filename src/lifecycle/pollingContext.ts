@@ -4,7 +4,7 @@
  */
 import type { Queryable } from '../db/queryable.js';
 import { toPollingConfig, type ConfigRow } from '../db/pollingConfigs.js';
-import type { PollingMode } from '../db/systemConfig.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
 
 export interface PollingContext {

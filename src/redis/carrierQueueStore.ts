@@ -41,8 +41,8 @@ import {
   type ScriptCall,
 } from './carrierScripts.js';
 
-export type { AcquireExecResult, ClaimResult, ClaimedCard, FinishReply, Lane, RequestCheckResult } from './carrierScripts.js';
-export type { DueState, TypeDueState } from './dueState.js';
+export type { AcquireExecResult, ClaimResult, FinishReply, Lane, RequestCheckResult } from './carrierScripts.js';
+export type { DueState } from './dueState.js';
 
 export type CarrierId = string | number;
 

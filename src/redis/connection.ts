@@ -37,42 +37,6 @@ export function nodeAddress(node: Redis): string {
 }
 
 /**
- * Every key matching `match`, in batches, from every master (SCAN per node: on a cluster one
- * SCAN sees only the node it reaches). A key may be reported twice (SCAN's own guarantee).
- */
-export async function* scanKeys(connection: RedisConnection, match: string, count = 1000): AsyncGenerator<string[]> {
-  for (const node of masterNodes(connection)) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', count);
-      cursor = next;
-      if (keys.length > 0) yield keys;
-    } while (cursor !== '0');
-  }
-}
-
-/**
- * Deletes every key matching `match` on every master; returns how many were deleted. One UNLINK
- * per key in a pipeline: keys of one SCAN batch may lie in many slots, which one UNLINK may not
- * span on a cluster. Sent through the connection (not the node), so a key whose slot moved is
- * still routed right.
- */
-export async function deleteMatching(connection: RedisConnection, match: string, count = 1000): Promise<number> {
-  let deleted = 0;
-  for await (const keys of scanKeys(connection, match, count)) {
-    for (const group of groupBySlot(keys, (key) => key)) {
-      const pipeline = connection.pipeline();
-      for (const key of group) pipeline.unlink(key);
-      for (const [error, reply] of (await pipeline.exec()) ?? []) {
-        if (error) throw error;
-        deleted += Number(reply);
-      }
-    }
-  }
-  return deleted;
-}
-
-/**
  * Splits items into batches a pipeline may carry on a cluster: one per slot (ioredis refuses a
  * pipeline whose keys live on different nodes). Done on a single server too, so both run the same
  * batches and test/lua/slots.test.ts checks the path the cluster takes. Order within a batch is kept.

@@ -1,6 +1,7 @@
 /**
  * Field names of a card's due hash (docs/design.md, 'Keys'). The Lua scripts spell the same names in
- * `lua/includes/dueHash.lua`; finish logic elsewhere builds its `set` / `del` lists from here.
+ * `lua/includes/dueHash.lua`, which also has `ups` (an upsert landed during the claim), a field
+ * only the scripts read and write; finish logic elsewhere builds its `set` / `del` lists from here.
  */
 import type { CheckType } from '../workflow-safe/checkTypes.js';
 
@@ -31,24 +32,12 @@ export const FIELD_PRIORITY = 'prio';
 /** Carrier account id the card is polled under. */
 export const FIELD_CARRIER = 'carrier';
 /**
- * Time (ms) of the claim, as releases wrote it before the claim's instant moved into its token
- * (`<prefix>@<ms>:<cardId>`): finish still reads it for such tokens; finish and release drop it.
- */
-export const FIELD_CLAIMED_AT = 'clm';
-/**
  * Gateway types the current claim deferred because their group's budget was closed that round
  * (comma-separated; absent or '' = none): the execution does not run them and they stay due.
  * Written by a claim that defers something, dropped by every other claim, finish and release
  * (`lua/claim.lua`).
  */
 export const FIELD_DEFERRED = 'dfr';
-
-/**
- * `1` when an upsert (status change, rebuild) landed while the card was claimed: the execution's
- * intervals are older than the polled types in the hash, so its finish keeps the dues it would
- * otherwise drop as no longer polled. Dropped by that finish and by release (`lua/upsert.lua`).
- */
-export const FIELD_UPSERTED = 'ups';
 
 export function dueField(kind: DueFieldKind, type: CheckType): string {
   return `${DUE_FIELD_PREFIX[kind]}${type}`;

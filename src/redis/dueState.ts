@@ -2,7 +2,7 @@
  * Typed view of a card's due hash (docs/design.md, 'Keys'), parsed in one place.
  */
 import { CHECK_TYPES, isCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
-import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_CLAIMED_AT, FIELD_DEFERRED, FIELD_PRIORITY, dueField } from './dueFields.js';
+import { DUE_FIELD_PREFIX, FIELD_CARRIER, FIELD_DEFERRED, FIELD_PRIORITY, dueField } from './dueFields.js';
 
 export interface TypeDueState {
   /** Next due (ms); null when the type is not polled. */
@@ -27,8 +27,6 @@ export interface DueState {
   readonly carrier: string | null;
   /** Go to the priority lane at finish. */
   readonly prio: boolean;
-  /** `clm`: time of the claim as an earlier release wrote it (ms); null otherwise (see FIELD_CLAIMED_AT). */
-  readonly claimedAt: number | null;
   /** Types the current claim deferred (their group's budget was closed): not run by this execution. */
   readonly deferred: readonly CheckType[];
   readonly types: Readonly<Record<CheckType, TypeDueState>>;
@@ -75,18 +73,7 @@ export function parseDueHash(raw: Readonly<Record<string, string>>): DueState | 
   return {
     carrier: raw[FIELD_CARRIER] ?? null,
     prio: raw[FIELD_PRIORITY] === '1',
-    claimedAt: toMs(raw[FIELD_CLAIMED_AT]),
     deferred: (raw[FIELD_DEFERRED] ?? '').split(',').filter(isCheckType),
     types,
   };
-}
-
-/** Earliest due over all types, null when none is polled. */
-export function earliestDue(state: DueState): number | null {
-  let earliest: number | null = null;
-  for (const type of CHECK_TYPES) {
-    const due = state.types[type].due;
-    if (due !== null && (earliest === null || due < earliest)) earliest = due;
-  }
-  return earliest;
 }

@@ -5,7 +5,7 @@
  * the statement — a constraint, bad data, a missing table — is not this, and is thrown as before:
  * stale data must never hide a real error.
  */
-import { sqlState } from '../ingest/failures.js';
+import { sqlState } from '../db/errors.js';
 
 /** Socket-level codes of a database that is down, restarting or cut off. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);

@@ -16,7 +16,7 @@ import { listPollingConfigs } from '../db/pollingConfigs.js';
 import { getIngestMode, getPollingMode, type IngestMode } from '../db/systemConfig.js';
 import type { Carrier } from '../domain/carrier.js';
 import { IntervalResolver } from '../domain/pollingConfig.js';
-import type { PollingMode } from '../workflow-safe/orchestration.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import { LoadingCache } from './loadingCache.js';
 import { isDatabaseUnreachable } from './databaseErrors.js';
 import { describeConnectionError } from '../runtime/connectionErrors.js';

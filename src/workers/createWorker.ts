@@ -10,12 +10,12 @@ import { NativeConnection, Worker, type WorkerDeploymentOptions, type WorkflowBu
 import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
-import { DEFAULT_RETENTION, createControlActivities, type ModeSwitcher, type RedisGuard, type RequestChecker } from '../activities/control.js';
+import { DEFAULT_RETENTION, createControlActivities } from '../activities/control.js';
 import { createCardActivities } from '../activities/card.js';
 import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
-import type { PriorityClaims, PriorityTransitions } from '../app/priorityTransitions.js';
+import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from '../app/ports.js';
 import { createClientCardStarter } from '../app/cardStarter.js';
 import { IngestStream } from '../ingest/stream.js';
 import { createIngestPressure } from '../ingest/pressure.js';
@@ -24,8 +24,6 @@ import { runIngestWithWorker } from '../ingest/withWorker.js';
 import { bindActivityLogFields } from './activityLogFields.js';
 import { createBookkeepingBatchActivities } from '../activities/bookkeepingBatch.js';
 import { reconcileOnAccountChange } from './reconcileOnAccountChange.js';
-
-export { bundleWorkflows, WORKFLOWS_PATH } from './workflowBundle.js';
 
 export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
 export type WorkerKind = (typeof WORKER_KINDS)[number];

@@ -8,7 +8,7 @@
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { ensurePollingControl, ensureStorageMaintenance, type OrchestrationRef } from '../app/temporalControl.js';
-import type { TaskQueueNames } from '../workflow-safe/orchestration.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 
 export interface KeepPollingControlOptions {
   readonly connection: NativeConnection;

@@ -8,7 +8,7 @@
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { followAccountChanges, type AccountChanges } from '../db/accountChanges.js';
-import { pollingControlWorkflowId } from '../workflow-safe/orchestration.js';
+import { pollingControlWorkflowId } from '../workflow-safe/workflowIds.js';
 import { reconcileSignal } from '../workflows/messages.js';
 import type { LogSink } from '../runtime/logger.js';
 

@@ -1,15 +1,21 @@
 /**
  * The batched run shape (CARD_RUN_SHAPE=batch): how one claim round's cards are cut into
  * `cardBatch` runs. Pure and workflow-safe: the scheduler (child starts) and the claim activity
- * (client starts) cut the same way and name the runs the same way.
+ * (client starts) cut the same way (and name the runs alike: `cardBatchWorkflowId`, workflowIds.ts).
  */
-import type { ClaimedCard } from './orchestration.js';
+import type { ClaimedCard } from './claimRound.js';
 
 /** `card`: one `cardCheck` run per card (workflow id `card-<id>`); `batch`: `cardBatch` runs of up to CARD_BATCH_SIZE cards. */
 export type CardRunShape = 'card' | 'batch';
 export const CARD_RUN_SHAPES: readonly CardRunShape[] = ['card', 'batch'];
 /** CARD_BATCH_SIZE when unset. */
 export const DEFAULT_CARD_BATCH_SIZE = 50;
+/**
+ * Most cards one `cardBatch` run may carry: Temporal refuses a search attribute value over 2 KB
+ * (`limit.searchAttributesSizeBytes`), and `CardIds` lists them all; 90 ids of 19 digits (the largest
+ * bigint) are 1981 bytes of JSON.
+ */
+export const MAX_CARD_BATCH_SIZE = 90;
 
 export interface CardBatch {
   /** Position of the batch in its round (0-based): part of its workflow id. */
@@ -34,10 +40,3 @@ export function cardBatches(cards: readonly ClaimedCard[], size: number): CardBa
   }
   return batches;
 }
-
-/**
- * A batch run's workflow id: the round's token prefix (`<scheduler run id>.<round>`) and the batch's
- * position make it unique and deterministic, so a retried start finds the run it started before.
- */
-export const cardBatchWorkflowId = (carrierId: string, tokenPrefix: string, index: number, prefix = ''): string =>
-  `${prefix}card-batch-${carrierId}-${tokenPrefix}-${index}`;

@@ -4,7 +4,7 @@
  */
 import { isCheckType } from './checkTypes.js';
 import { idProblem } from './ids.js';
-import type { RequestCheckInput } from './orchestration.js';
+import type { RequestCheckInput } from './requestCheck.js';
 
 export class RequestCheckInvalid extends Error {
   constructor(

@@ -11,7 +11,7 @@
  * finish is sent — at most the account's total timeout, well inside the lease.
  */
 import { patched, proxyLocalActivities } from '@temporalio/workflow';
-import type { FinishRetrySettings } from '../workflow-safe/orchestration.js';
+import type { FinishRetrySettings } from '../workflow-safe/cardRun.js';
 import { FINISH_LASTING_PATCH, firstFinishRetry, retryLasting } from './finishRetry.js';
 import type {
   BookkeepingActivities,

@@ -14,7 +14,9 @@
  * by carrierScheduler (child start) or the claim activity (client start).
  */
 import { log, workflowInfo } from '@temporalio/workflow';
-import type { ClaimedCard, ExecutionOutcome, TaskQueueNames } from '../workflow-safe/orchestration.js';
+import type { ClaimedCard } from '../workflow-safe/claimRound.js';
+import type { ExecutionOutcome } from '../workflow-safe/cardRun.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 import { executeCard } from './cardExecution.js';
 import { BookkeepingGate } from './bookkeepingGate.js';
 

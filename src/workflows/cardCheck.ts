@@ -7,7 +7,8 @@
  * search attributes that make it findable.
  */
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { CHECK_TYPES_ATTRIBUTE, OUTCOME_ATTRIBUTE, type ExecutionOutcome } from '../workflow-safe/orchestration.js';
+import { CHECK_TYPES_ATTRIBUTE, OUTCOME_ATTRIBUTE } from '../workflow-safe/searchAttributes.js';
+import type { ExecutionOutcome } from '../workflow-safe/cardRun.js';
 import { executeCard, type CardExecutionInput } from './cardExecution.js';
 
 export type CardCheckArgs = CardExecutionInput;

@@ -24,15 +24,8 @@ import type { IngestActivities, RecordExecutionInput } from '../activities/inges
 import { isGatewayCheckType, type CheckType } from '../workflow-safe/checkTypes.js';
 import type { CardBookkeeping } from './bookkeepingGate.js';
 import { FINISH_LASTING_PATCH, firstFinishRetry, isNonRetryable, retryLasting } from './finishRetry.js';
-import {
-  type CardCheckInput,
-  type ExecutionOutcome,
-  type ExecutionPlanRun,
-  type FinishRetrySettings,
-  type StepResult,
-  type TaskQueueNames,
-  typeFinishesOf,
-} from '../workflow-safe/orchestration.js';
+import type { CardCheckInput, ExecutionOutcome, ExecutionPlanRun, FinishRetrySettings, StepResult } from '../workflow-safe/cardRun.js';
+import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 
 export interface CardExecutionInput extends CardCheckInput {
   readonly taskQueues: TaskQueueNames;
@@ -210,7 +203,7 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
       results: completed?.results ?? [],
       outcome: 'lease_lost',
       owned: false,
-      typeFinishes: (completed && typeFinishesOf(completed)) ?? [],
+      typeFinishes: completed?.typeFinishes ?? [],
     });
     return { outcome: 'lease_lost', types: plan.types };
   }
@@ -231,10 +224,9 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
     }
     finished = lasting;
   }
-  // typeFinishesOf: a result recorded in this run's history before the rename names them `failCounts`.
   // Durable records (observations, execution, alerts, priority item): written by this worker in
   // sync ingest mode, handed to the ingest stream in async mode.
-  const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, typeFinishes: typeFinishesOf(finished) ?? [] };
+  const record = { ...finishInput, results: finished.results, outcome: finished.outcome, owned: finished.owned, typeFinishes: finished.typeFinishes };
   await records[plan.ingestMode](record);
   return { outcome: finished.outcome, types: plan.types };
 }
@@ -264,7 +256,6 @@ async function runSteps(input: CardExecutionInput, context: CardExecutionContext
         cardId: input.cardId,
         token: input.token,
         executorId: context.executorId,
-        execValue: context.executorId,
         leaseMs: plan.leaseMs,
         gatewayAccount: plan.gatewayAccount,
         iccid: plan.iccid,

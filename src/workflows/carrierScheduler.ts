@@ -27,7 +27,8 @@ import {
 import { isPermanent, loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
-import type { ClaimRoundResult, ClaimedCard, RequestCheckInput } from '../workflow-safe/orchestration.js';
+import type { ClaimRoundResult, ClaimedCard } from '../workflow-safe/claimRound.js';
+import type { RequestCheckInput } from '../workflow-safe/requestCheck.js';
 import { cardCheck } from './cardCheck.js';
 import { cardBatch } from './cardBatch.js';
 import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
@@ -36,7 +37,7 @@ import { requestsByCard } from './scheduler/signalQueue.js';
 import { cardBatchStart, cardCheckStart } from './scheduler/cardRunStarts.js';
 import type { CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
 
-export { DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
+export { DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
 
 /** Runs from this patch on continue as new at 2 000 events or 2 MiB, once their children completed. */
 const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';

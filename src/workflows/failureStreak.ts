@@ -3,7 +3,7 @@
  * logging and metrics loopFailures adds: which activity failed last, how many in a row, and how
  * long the loop backs off. Pure (time is passed in), so its decisions are unit-tested.
  */
-import type { LoopFailure } from '../workflow-safe/orchestration.js';
+import type { LoopFailure } from '../workflow-safe/loopStatus.js';
 
 /** The longest backoff: an outage of minutes is noticed over within half a minute of its end. */
 export const MAX_BACKOFF_MS = 30_000;

@@ -9,7 +9,7 @@
  */
 import type { RetryPolicy } from '@temporalio/common';
 import { ApplicationFailure, sleep } from '@temporalio/workflow';
-import type { FinishRetrySettings } from '../workflow-safe/orchestration.js';
+import type { FinishRetrySettings } from '../workflow-safe/cardRun.js';
 
 /**
  * Marks the runs that go on trying a finish after the short policy failed: in a history recorded

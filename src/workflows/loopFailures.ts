@@ -5,7 +5,7 @@
  * state and the backoff rule are the loop's {@link FailureStreak}; this adds the log and the metric.
  */
 import { ActivityFailure, ApplicationFailure, log, metricMeter } from '@temporalio/workflow';
-import type { LoopFailure } from '../workflow-safe/orchestration.js';
+import type { LoopFailure } from '../workflow-safe/loopStatus.js';
 import type { FailureStreak } from './failureStreak.js';
 
 export interface LoopFailures {

@@ -3,7 +3,9 @@
  * Wire names never change (clients and recorded histories use them); constants carry their kind as a suffix.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ControlStatus, PollingMode, RequestCheckInput, RequestCheckResult, SchedulerStatus } from '../workflow-safe/orchestration.js';
+import type { ControlStatus, SchedulerStatus } from '../workflow-safe/loopStatus.js';
+import type { PollingMode } from '../workflow-safe/pollingMode.js';
+import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 
 export const requestCheckUpdate = defineUpdate<RequestCheckResult, [RequestCheckInput]>('requestCheck');
 /** Fire-and-forget form of requestCheck for callers that cannot wait. */

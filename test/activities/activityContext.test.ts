@@ -18,7 +18,8 @@ import type { RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import type { GatewayClient } from '../../src/gateway/client.js';
 import type { CardStarter } from '../../src/app/cardStarter.js';
 import type { Carrier } from '../../src/domain/carrier.js';
-import type { ClaimRoundInput, GatewayStepInput } from '../../src/workflow-safe/orchestration.js';
+import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
+import type { GatewayStepInput } from '../../src/workflow-safe/cardRun.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
 /** A collaborator with only the members a test gives it; calling any other one fails the test. */

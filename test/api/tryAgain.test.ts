@@ -14,7 +14,7 @@ import {
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
-import { SCHEDULER_CONTINUING_AS_NEW } from '../../src/workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW } from '../../src/workflow-safe/requestCheck.js';
 import { RetryState } from '@temporalio/common';
 import { REQUEST_CHECK_REJECTED } from '../../src/workflow-safe/requestCheckValidation.js';
 import { handleError } from '../../src/api/errors.js';

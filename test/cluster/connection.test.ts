@@ -9,10 +9,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/index.js';
 import { connectRedisFromConfig, readEvictionPolicy, RedisEvictionPolicyError } from '../../src/redis/connect.js';
-import { allNodes, deleteMatching, isCluster, masterNodes, nodeAddress, scanKeys } from '../../src/redis/connection.js';
+import { allNodes, isCluster, masterNodes, nodeAddress } from '../../src/redis/connection.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { keySlot } from '../../src/redis/slot.js';
-import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
+import { createTestRedis, deleteMatching, scanKeys, type TestRedis } from '../../testkit/redis.js';
 
 const ACCOUNTS = Array.from({ length: 30 }, (_, i) => String(i + 1));
 const NOW = 1_800_000_000_000;

@@ -15,7 +15,7 @@ import './env.js';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import { storageMaintenanceScheduleId } from '../../src/workflow-safe/orchestration.js';
+import { storageMaintenanceScheduleId } from '../../src/workflow-safe/workflowIds.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { ensurePollingControl, requestCheck, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import { isCluster } from '../../src/redis/connection.js';

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ackFailureAlert, listCarrierAlerts, listFailureAlerts, recordFailure, recoverFailure, recoverFailures } from '../../src/db/alerts.js';
+import { ackFailureAlert, listFailureAlerts, recordFailure, recoverFailures } from '../../src/db/alerts.js';
+import { pageAccountAlerts } from '../../src/db/statusQueries.js';
 import { insertCards } from '../../src/db/cards.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
@@ -31,8 +32,8 @@ test('failure alert: opens at the threshold, one open per (card, type) under ret
   assert.equal(alerts.length, 1);
   assert.equal(alerts[0]!.failCount, 4);
 
-  assert.equal(await recoverFailure(db.pool, card!.id, 'card_status'), true);
-  assert.equal(await recoverFailure(db.pool, card!.id, 'card_status'), false, 'retry of recovery is a no-op');
+  assert.equal(await recoverFailures(db.pool, [{ cardId: card!.id, type: 'card_status' }]), 1);
+  assert.equal(await recoverFailures(db.pool, [{ cardId: card!.id, type: 'card_status' }]), 0, 'retry of recovery is a no-op');
   // A new streak opens a new alert; the recovered one stays as history.
   assert.equal((await recordFailure(db.pool, { ...failure, failCount: 3 })).opened, true);
   alerts = await listFailureAlerts(db.pool, { cardId: card!.id });
@@ -77,16 +78,18 @@ test('account alert: more than N opened within W raises one open account alert',
   );
   assert.equal(results[2]!.accountAlert?.id, results[3]!.accountAlert?.id, 'one open account alert, refreshed');
   assert.equal(results[3]!.accountAlert?.alertCount, 4);
-  const open = await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true });
+  // As the API lists them (GET /v1/alerts).
+  const accountAlerts = (openOnly: boolean) => pageAccountAlerts(db.pool, { carrierId: carrier.id, openOnly }, undefined, 100);
+  const open = await accountAlerts(true);
   assert.equal(open.length, 1);
-  assert.equal(open[0]!.kind, 'failure_burst');
+  assert.equal(open[0]!.alertKind, 'failure_burst');
 
   // Resolved once the burst has recovered: open failure alerts back at the threshold (2) or below.
   assert.equal(await recoverFailures(db.pool, [{ cardId: cards[0]!.id, type: 'carddata' }]), 1);
-  assert.equal((await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true })).length, 1, '3 still open: the burst goes on');
+  assert.equal((await accountAlerts(true)).length, 1, '3 still open: the burst goes on');
   assert.equal(await recoverFailures(db.pool, [{ cardId: cards[1]!.id, type: 'carddata' }]), 1);
-  assert.equal((await listCarrierAlerts(db.pool, { carrierId: carrier.id, openOnly: true })).length, 0, '2 open: the burst is over');
-  const all = await listCarrierAlerts(db.pool, { carrierId: carrier.id });
+  assert.equal((await accountAlerts(true)).length, 0, '2 open: the burst is over');
+  const all = await accountAlerts(false);
   assert.equal(all[0]!.status, 'resolved');
 });
 

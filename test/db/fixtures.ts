@@ -22,6 +22,12 @@ export async function makeCarrier(pool: pg.Pool, name = `acct-${++counter}`): Pr
   });
 }
 
+/** A device row (devices come from outside: the API has no device creation); its id. */
+export async function makeDevice(pool: pg.Pool, deviceNo: string): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>('INSERT INTO device (device_no) VALUES ($1) RETURNING id::text', [deviceNo]);
+  return rows[0]!.id;
+}
+
 /** Counts statements sent by every pg client while fn runs (pool.query goes through Client#query). */
 export async function countStatements<T>(pg_: typeof pg, fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
   const proto = pg_.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };

@@ -2,7 +2,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { getCard } from '../../src/db/cards.js';
-import { createDevice } from '../../src/db/devices.js';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import { setPollingMode } from '../../src/db/systemConfig.js';
 import type { Carrier } from '../../src/domain/carrier.js';
@@ -12,7 +11,7 @@ import type { LifecycleStore } from '../../src/lifecycle/queueStore.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
-import { countStatements, iccid, makeCarrier } from './fixtures.js';
+import { countStatements, iccid, makeCarrier, makeDevice } from './fixtures.js';
 
 let db: TestDb;
 let redis: TestRedis;
@@ -99,7 +98,7 @@ test('lifecycle: polling disabled / enabled, status change, carrier change, dele
 });
 
 test('lifecycle: disabling a device takes its non-standalone cards out; standalone cards stay', async () => {
-  const device = await createDevice(db.pool, { deviceNo: 'dev-1' });
+  const device = { id: await makeDevice(db.pool, 'dev-1') };
   const bound = await service.createCard({ iccid: iccid(20), carrierId: carrier.id, deviceId: device.id });
   const standalone = await service.createCard({ iccid: iccid(21), carrierId: carrier.id, deviceId: device.id, standalone: true });
   assert.equal(bound.standalone, false);

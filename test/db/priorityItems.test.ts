@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { listAudit } from '../../src/db/audit.js';
+import { listAudit } from '../../testkit/dbReads.js';
 import { insertCards } from '../../src/db/cards.js';
 import {
   claimPriorityItem,

@@ -11,9 +11,8 @@ import { laneMembers, type LifecycleStore } from '../../src/lifecycle/queueStore
 import { findCards } from '../../src/db/cards.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { accountKeys, globalKeys } from '../../src/redis/keys.js';
-import { deleteMatching } from '../../src/redis/connection.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
-import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
+import { createTestRedis, deleteMatching, type TestRedis } from '../../testkit/redis.js';
 import { iccid, makeCarrier } from './fixtures.js';
 
 let db: TestDb;

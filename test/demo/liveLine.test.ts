@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createCarrier } from '../../src/db/carriers.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { startLiveLine } from '../../demo/liveLine.js';
-import type { SchedulerStatus } from '../../src/workflow-safe/orchestration.js';
+import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { createTestDb } from '../../testkit/db.js';
 import { createTestRedis } from '../../testkit/redis.js';
 

@@ -15,10 +15,10 @@ import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { uniqueName } from '../../testkit/temporal.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { createWorkers, WORKER_KINDS } from '../../src/workers/createWorker.js';
 import { bundleWorkflows } from '../../src/workers/workflowBundle.js';
-import { runVersion, setCurrentDeploymentVersion } from '../../src/workers/deployment.js';
+import { runVersion, setCurrentDeploymentVersion } from '../../testkit/workerVersioning.js';
 
 const { temporal } = proto;
 const { EventType } = temporal.api.enums.v1;

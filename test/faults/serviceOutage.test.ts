@@ -18,7 +18,7 @@ import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { privatePostgres, privateRedis, type PrivateService } from './privateServices.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
-import type { SchedulerStatus } from '../../src/workflow-safe/orchestration.js';
+import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { startLiveLine } from '../../demo/liveLine.js';
 
 /** Ports of this test's own services (the shared ones are 5433 and 6379). */

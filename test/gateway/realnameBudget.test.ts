@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createStack, stackCardActivities, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount } from '../../testkit/seed.js';
 import { createGatewayActivities } from '../../src/activities/gateway.js';
-import type { ExecutionPlanRun } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlanRun } from '../../src/workflow-safe/cardRun.js';
 
 /** Prepares one due realname execution of a fresh account and runs its gateway step; returns the plan and the group window's size after. */
 async function realnameStep(stack: Stack, name: string, realnameControl: boolean): Promise<{ plan: ExecutionPlanRun; windowAfter: number }> {

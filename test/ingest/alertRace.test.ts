@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { writeRecords } from '../../src/ingest/writer.js';
 import type { IngestRecord } from '../../src/ingest/record.js';
-import type { PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import type { PriorityTransitions } from '../../src/app/ports.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { waitFor } from '../../testkit/seed.js';
 import { makeCard, makeRecord } from './fixtures.js';

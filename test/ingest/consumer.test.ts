@@ -17,8 +17,8 @@ import { writeRecords, type RecordWriterDeps, type WriteResult } from '../../src
 import type { IngestRecord } from '../../src/ingest/record.js';
 import { BacklogMonitor } from '../../src/ingest/monitor.js';
 import { createIngestPressure } from '../../src/ingest/pressure.js';
-import { listDeadLetters } from '../../src/ingest/deadLetters.js';
-import type { PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import { listDeadLetters } from '../../testkit/dbReads.js';
+import type { PriorityTransitions } from '../../src/app/ports.js';
 import { makeCard, makeRecord } from './fixtures.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { insertCards } from '../../src/db/cards.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
-import type { ExecutionOutcome, StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionOutcome, StepResult } from '../../src/workflow-safe/cardRun.js';
 import type { TypeFinish } from '../../src/domain/finishPlan.js';
 import { toIngestRecord, type IngestRecord } from '../../src/ingest/record.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';

@@ -13,7 +13,7 @@ import { seedAccount } from '../../testkit/seed.js';
 import { createCardActivities, UNREACHABLE_RETRY_MS, type CardActivities } from '../../src/activities/card.js';
 import { createPackageEvaluator } from '../../src/activities/packageEvaluation.js';
 import { ReferenceData } from '../../src/runtime/referenceData.js';
-import type { PriorityClaims, PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import type { PriorityClaims, PriorityTransitions } from '../../src/app/ports.js';
 import { setIngestMode } from '../../src/db/systemConfig.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { writerSlots } from '../../src/ingest/service.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createIngestActivities } from '../../src/activities/ingest.js';
 import { IngestStream, IngestStreamFull } from '../../src/ingest/stream.js';
-import type { PriorityTransitions } from '../../src/app/priorityTransitions.js';
+import type { PriorityTransitions } from '../../src/app/ports.js';
 import { createTestDb } from '../../testkit/db.js';
 import { createTestRedis } from '../../testkit/redis.js';
 import { makeCard, makeRecord } from './fixtures.js';

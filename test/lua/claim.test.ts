@@ -239,7 +239,7 @@ describe('claim', () => {
     assert.deepEqual(ids(result), ['a', 'b', 'e']);
     assert.equal((await fx.hash(c, 'b')).dfr, 'card_status');
     assert.equal(await fx.score(c, 'queue', 'd'), NOW - 25, 'skipped card keeps its score');
-    assert.equal((await fx.hash(c, 'd')).clm, undefined);
+    assert.equal((await fx.hash(c, 'd')).dfr, undefined, 'skipped card: no deferral mark');
   });
 
   test('budget per type: a closed group is closed for the rest of the round (no later, smaller card goes ahead)', async () => {

@@ -45,14 +45,13 @@ function finish(c: number, over: Partial<FinishInput> = {}): Promise<boolean> {
 }
 
 describe('finish', () => {
-  test('owner: result written, claim/exec/running/clm released, scored by earliest due in the normal lane', async () => {
+  test('owner: result written, claim/exec/running released, scored by earliest due in the normal lane', async () => {
     const c = await executing();
     await fx.redis.hset(fx.keys(c).due('a'), DueField.fail('card_status'), '3');
     assert.equal(await finish(c), true);
     const hash = await fx.hash(c, 'a');
     assert.equal(hash[DueField.ok('card_status')], String(NOW + 100));
     assert.equal(hash[DueField.fail('card_status')], undefined, 'del applied');
-    assert.equal(hash.clm, undefined);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
     assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 50_000, 'earliest of 60 000 and 50 000');
@@ -85,7 +84,6 @@ describe('finish', () => {
     assert.equal(hash[DueField.request('carddata')], String(NOW - 5), 'deferred: request still pending');
     assert.equal(hash[DueField.confirm('carddata')], undefined);
     assert.equal(hash.dfr, undefined);
-    assert.equal(hash.clm, undefined);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW - 10, 'due again at once');
   });
 
@@ -216,22 +214,20 @@ describe('finish', () => {
     assert.equal(state?.types.card_status.due, NOW + 60_000);
   });
 
-  test('a token without the claim instant (claimed by an earlier release) falls back to the clm that release wrote', async () => {
+  test('a token without the claim instant counts every request as made after the claim: none is lost', async () => {
     carrier += 1;
     const c = carrier;
     await fx.store.upsert({ carrierId: c, cardId: 'a', now: NOW, dues: { card_status: NOW + 99_000 } });
     await fx.store.requestCheck({ carrierId: c, cardId: 'a', now: NOW - 10, cooldownMs: 0, lane: 'normal', types: ['card_status'] });
-    // What the earlier release's claim left: token `<prefix>:<id>`, its instant in the hash.
-    const legacy = 'old.1:a';
-    await fx.redis.set(fx.keys(c).claim('a'), legacy, 'PX', 600_000);
-    await fx.redis.zadd(fx.keys(c).running, NOW + 1_000, legacy);
+    // A token `<prefix>:<id>` (claim.lua writes `<prefix>@<ms>:<id>`).
+    const bare = 'old.1:a';
+    await fx.redis.set(fx.keys(c).claim('a'), bare, 'PX', 600_000);
+    await fx.redis.zadd(fx.keys(c).running, NOW + 1_000, bare);
     await fx.redis.zadd(fx.keys(c).queue, 'XX', NOW + 1_000, 'a');
-    await fx.redis.hset(fx.keys(c).due('a'), 'clm', String(NOW), 'dfr', '');
-    assert.equal(await finish(c, { token: legacy }), true);
+    assert.equal(await finish(c, { token: bare }), true);
     const state = await fx.store.readDue(c, 'a');
-    assert.equal(state?.types.card_status.req, null, 'the request before clm was served');
-    assert.equal(state?.types.card_status.due, NOW + 60_000);
-    assert.equal(state?.claimedAt, null, 'clm dropped');
+    assert.equal(state?.types.card_status.req, NOW - 10, 'the request stays pending');
+    assert.equal(state?.types.card_status.due, NOW - 10, 'due no later than the request');
   });
 
   test("request with confirmation during execution: the request's cfm/exp win over the result's", async () => {

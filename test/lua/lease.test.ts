@@ -131,17 +131,16 @@ describe('renew', () => {
 });
 
 describe('release', () => {
-  test('owner: claim, exec, running, clm and dfr dropped; score = now in its lane', async () => {
+  test('owner: claim, exec, running and dfr dropped; score = now in its lane', async () => {
     const c = await claimed();
     await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW);
-    // As an earlier release's claim left them (this one writes neither when nothing is deferred).
-    await fx.redis.hset(fx.keys(c).due('a'), 'clm', String(NOW), 'dfr', '');
+    // As a claim that deferred a type leaves it.
+    await fx.redis.hset(fx.keys(c).due('a'), 'dfr', 'carddata');
     assert.equal(await fx.store.release(c, 'a', tok('r1', 'a'), NOW + 10), true);
     assert.equal((await fx.hash(c, 'a')).dfr, undefined);
     assert.equal(await fx.redis.exists(fx.keys(c).claim('a'), fx.keys(c).exec('a')), 0);
     assert.equal(await fx.score(c, 'running', tok('r1', 'a')), null);
     assert.equal(await fx.score(c, 'queue', 'a'), NOW + 10);
-    assert.equal((await fx.hash(c, 'a')).clm, undefined);
     // Claimable at once.
     const again = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + 10, tokenPrefix: 'r2' });
     assert.deepEqual(

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/config/index.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { deleteMatching } from '../../src/redis/connection.js';
+import { deleteMatching } from '../../testkit/redis.js';
 import { RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import { IngestStream } from '../../src/ingest/stream.js';
 import { laneMembers, readDuesMany } from '../../src/lifecycle/queueStore.js';

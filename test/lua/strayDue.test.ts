@@ -11,7 +11,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
-import type { StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { StepResult } from '../../src/workflow-safe/cardRun.js';
 import { dueTypes } from '../../src/workflow-safe/schedule.js';
 import { planFinish } from '../../src/domain/finishPlan.js';
 import type { ClaimInput } from '../../src/redis/carrierQueueStore.js';

@@ -7,11 +7,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { controlStatus, createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
-import { controlStatus, ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 
 /** Long enough that the periodic reconcile cannot be what starts a scheduler in this test. */
 const RECONCILE_EVERY_MS = 3_600_000;

@@ -11,7 +11,8 @@ import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { buildApiServer } from '../../src/api/server.js';
-import { CARD_IDS_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { CARD_IDS_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
+import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { cardBatch } from '../../src/workflows/cardBatch.js';
 
 const BATCH_SIZE = 4;

@@ -13,7 +13,7 @@ import { Worker } from '@temporalio/worker';
 import type { PrepareInput } from '../../src/activities/card.js';
 import { createBookkeepingBatchActivities, type BookkeepingActivities } from '../../src/activities/bookkeepingBatch.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
-import type { ExecutionPlan, FinishInput, GatewayStepInput, StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlan, FinishInput, GatewayStepInput, StepResult } from '../../src/workflow-safe/cardRun.js';
 import { cardBatch, type CardBatchArgs } from '../../src/workflows/cardBatch.js';
 import { bundleOnce, connectTestEnv, uniqueName } from '../../testkit/temporal.js';
 import { installQuietWorkerRuntime } from '../../testkit/isolatedStack.js';

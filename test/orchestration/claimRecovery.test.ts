@@ -15,7 +15,7 @@ import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
 import { uniqueName } from '../../testkit/temporal.js';
 import type { CardRunActivities, ControlActivities } from '../../testkit/workflowTest.js';
-import type { ClaimRoundInput } from '../../src/workflow-safe/orchestration.js';
+import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
 import { carrierScheduler } from '../../src/workflows/carrierScheduler.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
 

@@ -9,7 +9,8 @@ import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl, requestCheck } from '../../src/app/temporalControl.js';
 import { requestCheckSignal, schedulerStatusQuery } from '../../src/workflows/messages.js';
-import { schedulerWorkflowId, type RequestCheckInput } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import type { RequestCheckInput } from '../../src/workflow-safe/requestCheck.js';
 
 const CARDS = 10;
 /** Runs of the scheduler to see: three continue-as-new while requests are being sent. */

@@ -14,7 +14,7 @@ const { temporal } = proto;
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 type EventTypeValue = proto.temporal.api.enums.v1.EventType;

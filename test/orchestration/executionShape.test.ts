@@ -9,7 +9,7 @@ import type { Client } from '@temporalio/client';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { Config } from '../../src/config/index.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 

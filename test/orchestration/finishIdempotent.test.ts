@@ -14,7 +14,7 @@ import { createIngestActivities } from '../../src/activities/ingest.js';
 import { recordFailure } from '../../src/db/alerts.js';
 import { DueField } from '../../src/redis/dueFields.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
-import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/workflow-safe/cardRun.js';
 
 interface Running {
   readonly carrierId: string;

@@ -9,9 +9,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
-import { listCardObservations } from '../../src/db/observations.js';
+import { listCardObservations } from '../../testkit/dbReads.js';
 import { listExecutions } from '../../src/db/executions.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
+import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
 
 test('lease lost after the first step: its ok:t and observation are kept, the next step is not called, the new owner is untouched', async () => {
@@ -58,15 +59,14 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
     await waitFor('the first step at the carrier', async () => (await callsAt()) === 1, 20_000, 10);
 
     // The lease runs out and another claim round takes the card: new token, running entry, lane score.
-    const thief = `lost.2:${card.id}`;
     const takenAt = Date.now();
+    const thief = `lost.2@${takenAt}:${card.id}`;
     await redis
       .multi()
       .set(keys.claim(card.id), thief)
       .zrem(keys.running, token)
       .zadd(keys.running, takenAt + 20_000, thief)
       .zadd(keys.queue, takenAt + 20_000, card.id)
-      .hset(keys.due(card.id), 'clm', takenAt)
       .exec();
 
     assert.deepEqual(await handle.result(), { outcome: 'lease_lost' });
@@ -77,7 +77,6 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
     assert.equal(state?.types.carddata.ok, null, 'carddata never ran');
     assert.ok((state?.types.carddata.due ?? Infinity) <= takenAt, 'carddata still due for the new owner');
     assert.ok((state?.types.card_status.due ?? Infinity) <= dueAt, 'a stale finish moves no due later');
-    assert.equal(state?.claimedAt, takenAt, "the new owner's claim time is kept");
     assert.equal(await redis.get(keys.claim(card.id)), thief, "the new owner's claim is kept");
     assert.equal(Number(await redis.zscore(keys.running, thief)), takenAt + 20_000);
     assert.equal(Number(await redis.zscore(keys.queue, card.id)), takenAt + 20_000, 'lane score untouched');

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { requestCheckSignal } from '../../src/workflows/messages.js';
 
 test(

@@ -7,13 +7,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack, type Stack } from '../../testkit/orchestration.js';
+import { controlStatus, createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { controlStatus, ensurePollingControl, schedulerStatus, setMode } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, schedulerStatus, setMode } from '../../src/app/temporalControl.js';
 import { accountKeys } from '../../src/redis/keys.js';
-import { deleteMatching } from '../../src/redis/connection.js';
-import type { PollingMode } from '../../src/workflow-safe/orchestration.js';
+import { deleteMatching } from '../../testkit/redis.js';
+import type { PollingMode } from '../../src/workflow-safe/pollingMode.js';
 
 const CARDS = 8;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
-import { FAILED_START_RETRY_MS, cardWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { FAILED_START_RETRY_MS } from '../../src/workflow-safe/claimRound.js';
+import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { Config } from '../../src/config/index.js';
 
 for (const mode of ['child', 'client'] as const) {

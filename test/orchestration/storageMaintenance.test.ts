@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { waitFor } from '../../testkit/seed.js';
 import { ensureStorageMaintenance } from '../../src/app/temporalControl.js';
-import { storageMaintenanceScheduleId } from '../../src/workflow-safe/orchestration.js';
+import { storageMaintenanceScheduleId } from '../../src/workflow-safe/workflowIds.js';
 import type { MaintenanceResult } from '../../src/db/retention.js';
 
 test('storage maintenance: an idempotent hourly schedule whose first run creates the missing partition ahead', async (t) => {

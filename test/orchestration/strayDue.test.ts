@@ -10,7 +10,7 @@ import { createStack, stackCardActivities, type Stack } from '../../testkit/orch
 import { seedAccount } from '../../testkit/seed.js';
 import { listPollingConfigs, updatePollingConfig } from '../../src/db/pollingConfigs.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
-import type { StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { StepResult } from '../../src/workflow-safe/cardRun.js';
 import type { Intervals } from '../../src/domain/pollingConfig.js';
 
 async function account(stack: Stack, name: string, intervalsSec: Intervals) {

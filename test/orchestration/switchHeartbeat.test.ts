@@ -8,12 +8,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { createStack } from '../../testkit/orchestration.js';
+import { controlStatus, createStack } from '../../testkit/orchestration.js';
 import { startStackWorkers } from '../../testkit/isolatedStack.js';
 import { waitFor } from '../../testkit/seed.js';
-import { controlStatus, ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
-import { pollingControlWorkflowId } from '../../src/workflow-safe/orchestration.js';
-import type { ModeSwitcher } from '../../src/activities/control.js';
+import { ensurePollingControl, setMode } from '../../src/app/temporalControl.js';
+import { pollingControlWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import type { ModeSwitcher } from '../../src/app/ports.js';
 
 const HEARTBEAT_TIMEOUT_MS = 2000;
 /** Far beyond the heartbeat timeout plus the retry's backoff; far below the 30-minute start-to-close timeout. */

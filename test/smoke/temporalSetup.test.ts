@@ -11,7 +11,7 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { loadConfig } from '../../src/config/index.js';
-import { SEARCH_ATTRIBUTES } from '../../devstack/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflow-safe/searchAttributes.js';
 import { registerSearchAttributes, SearchAttributeConflictError } from '../../scripts/temporalSetup.js';
 import { uniqueName } from '../../testkit/temporal.js';
 import { waitFor } from '../../testkit/seed.js';

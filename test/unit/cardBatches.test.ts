@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cardBatchWorkflowId, cardBatches } from '../../src/workflow-safe/cardBatches.js';
-import type { ClaimedCard } from '../../src/workflow-safe/orchestration.js';
+import { cardBatchWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { cardBatches } from '../../src/workflow-safe/cardBatches.js';
+import type { ClaimedCard } from '../../src/workflow-safe/claimRound.js';
 
 const card = (id: number, fromPriority: boolean): ClaimedCard => ({ cardId: String(id), token: `r.1@0:${id}`, fromPriority });
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planFinish, overallOutcome, encodeFinishRecord, decodeFinishRecord, FinishRecordError } from '../../src/domain/finishPlan.js';
 import { parseDueHash } from '../../src/redis/dueState.js';
-import { typeFinishesOf, type StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { StepResult } from '../../src/workflow-safe/cardRun.js';
 import { parseIngestRecord } from '../../src/ingest/record.js';
 
 const now = 1_000_000;
@@ -177,13 +177,19 @@ test('finish record: what a retried finish replays round-trips exactly, compactl
   assert.deepEqual(decodeFinishRecord(encodeFinishRecord({ outcome: 'deferred', types: [] })), { outcome: 'deferred', types: [] });
   assert.ok(encoded.length < 300, `${encoded.length} bytes: ${encoded}`);
   assert.equal(plan.types[1]?.firstFailedAt, now);
-  // A record written before the streak start was kept (six elements per type) still reads.
-  assert.equal(decodeFinishRecord('{"o":"failure","t":[["carddata","failure",0,1,5,0]]}').types[0]?.firstFailedAt, null);
-  for (const bad of ['', '{', '{"o":"nope","t":[]}', '{"o":"success","t":[["card_status","success",0,0,1]]}', '{"o":"success","t":[],"p":{"type":"x"}}'])
+  assert.equal(decodeFinishRecord('{"o":"failure","t":[["carddata","failure",0,1,5,0,null]]}').types[0]?.firstFailedAt, null);
+  for (const bad of [
+    '',
+    '{',
+    '{"o":"nope","t":[]}',
+    '{"o":"success","t":[["card_status","success",0,0,1]]}',
+    '{"o":"failure","t":[["carddata","failure",0,1,5,0]]}',
+    '{"o":"success","t":[],"p":{"type":"x"}}',
+  ])
     assert.throws(() => decodeFinishRecord(bad), FinishRecordError, bad);
 });
 
-test('finish records stored under their former name failCounts still read: ingest stream entries and recorded activity results', () => {
+test('an ingest stream entry reads back as its record; one without typeFinishes is refused (dead-lettered)', () => {
   const types = planFinish({
     state: state({ 'due:carddata': String(now), 'fail:carddata': '1', 'ffail:carddata': String(now - 5_000) }),
     results: [{ type: 'carddata', outcome: 'failure', errorClass: 'transient', message: 'm', gatewayMs: 2 }],
@@ -207,13 +213,6 @@ test('finish records stored under their former name failCounts still read: inges
     owned: true,
     finishedAt: now,
   };
-  const old = parseIngestRecord(JSON.stringify({ ...base, failCounts: types }));
-  assert.deepEqual(old.typeFinishes, types);
-  assert.ok(!('failCounts' in old), 'the old name is not passed on');
   assert.deepEqual(parseIngestRecord(JSON.stringify({ ...base, typeFinishes: types })).typeFinishes, types);
   assert.throws(() => parseIngestRecord(JSON.stringify(base)), TypeError);
-  // A finishExecution result recorded (as a marker) before the rename, as replay hands it back.
-  const recorded = { owned: true, outcome: 'failure', failCounts: types };
-  assert.deepEqual(typeFinishesOf(recorded), types);
-  assert.deepEqual(typeFinishesOf({ typeFinishes: types }), types);
 });

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/activity';
 import { createBookkeepingBatchActivities } from '../../src/activities/bookkeepingBatch.js';
-import type { ExecutionPlanRun } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlanRun } from '../../src/workflow-safe/cardRun.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
 import { cardBatch, type CardBatchArgs } from '../../src/workflows/cardBatch.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { ApplicationFailure, sleep } from '@temporalio/activity';
 import type { CardFinishInput, CardFinishResult, PrepareInput } from '../../src/activities/card.js';
 import type { RecordExecutionInput } from '../../src/ingest/record.js';
-import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/workflow-safe/orchestration.js';
+import type { ExecutionPlan, ExecutionPlanRun, GatewayStepInput, StepResult } from '../../src/workflow-safe/cardRun.js';
 import { cardCheck, type CardCheckArgs } from '../../src/workflows/cardCheck.js';
 import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
@@ -210,7 +210,7 @@ test('gateway steps: run in order, a transient failure retried once, a permanent
     ],
   );
   for (const { input } of recorded.steps) {
-    assert.deepEqual([input.executorId, input.execValue, input.leaseMs, input.iccid], [runId, runId, PLAN.leaseMs, PLAN.iccid]);
+    assert.deepEqual([input.executorId, input.leaseMs, input.iccid], [runId, PLAN.leaseMs, PLAN.iccid]);
     assert.equal(input.group, PLAN.typeGroups[input.type]);
     assert.ok(input.deadlineMs > 0);
   }

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { schedulerWorkflowId } from '../../src/workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { pollingControl } from '../../src/workflows/pollingControl.js';
 import { controlStatusQuery, reconcileSignal } from '../../src/workflows/messages.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';

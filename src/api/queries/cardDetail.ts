@@ -8,7 +8,7 @@ import { getCard } from '../../db/cards.js';
 import { listExecutions } from '../../db/executions.js';
 import { CHECK_TYPES, type CheckType } from '../../workflow-safe/checkTypes.js';
 import type { CardRunShape } from '../../workflow-safe/cardBatches.js';
-import { cardRunsQuery } from '../../workflow-safe/orchestration.js';
+import { cardRunsQuery } from '../../workflow-safe/searchAttributes.js';
 import type { ScopedCard } from '../../domain/card.js';
 import type { ApiContext } from '../context.js';
 

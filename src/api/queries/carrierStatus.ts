@@ -9,7 +9,7 @@ import { listPollingConfigs } from '../../db/pollingConfigs.js';
 import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } from '../../db/statusQueries.js';
 import { getPollingMode } from '../../db/systemConfig.js';
 import { IntervalResolver } from '../../domain/pollingConfig.js';
-import type { OrchestrationView, SchedulerStatus } from '../../workflow-safe/orchestration.js';
+import type { OrchestrationView, SchedulerStatus } from '../../workflow-safe/loopStatus.js';
 import { schedulerStatus } from '../../app/temporalControl.js';
 import { globalKeys } from '../../redis/keys.js';
 import type { ApiContext } from '../context.js';

@@ -1,6 +1,6 @@
 /** Polling mode (`carrier` or `legacy`): read from system_config, switched through pollingControl's setMode update. */
 import { getPollingMode } from '../../db/systemConfig.js';
-import { pollingControlWorkflowId } from '../../workflow-safe/orchestration.js';
+import { pollingControlWorkflowId } from '../../workflow-safe/workflowIds.js';
 import { setMode } from '../../app/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';

@@ -4,9 +4,9 @@
  * around the orchestration.
  */
 import { getCard } from '../../db/cards.js';
-import type { RequestCheckInput } from '../../workflow-safe/orchestration.js';
+import type { RequestCheckInput } from '../../workflow-safe/requestCheck.js';
 import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
-import { schedulerWorkflowId } from '../../workflow-safe/orchestration.js';
+import { schedulerWorkflowId } from '../../workflow-safe/workflowIds.js';
 import { requestCheck } from '../../app/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';

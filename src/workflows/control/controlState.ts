@@ -5,7 +5,9 @@
  * (pollingControl.ts) wires it to the activities, child starts, timers, signals and updates.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { POLLING_MODES, type ControlStatus, type PollingMode, type TaskQueueNames } from '../../workflow-safe/orchestration.js';
+import { POLLING_MODES, type PollingMode } from '../../workflow-safe/pollingMode.js';
+import type { ControlStatus } from '../../workflow-safe/loopStatus.js';
+import type { TaskQueueNames } from '../../workflow-safe/taskQueues.js';
 import { FailureStreak } from '../failureStreak.js';
 import type { CarrierSchedulerArgs } from '../scheduler/schedulerSettings.js';
 

@@ -5,15 +5,10 @@
  */
 import { ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowOptions } from '@temporalio/workflow';
 import type { WithWorkflowArgs, Workflow } from '@temporalio/common';
-import {
-  CARD_ID_ATTRIBUTE,
-  CARRIER_ID_ATTRIBUTE,
-  CLAIMED_BY_ATTRIBUTE,
-  cardIdsSearchAttribute,
-  cardTaskQueue,
-  cardWorkflowId,
-} from '../../workflow-safe/orchestration.js';
-import { cardBatchWorkflowId } from '../../workflow-safe/cardBatches.js';
+import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardIdsSearchAttribute } from '../../workflow-safe/searchAttributes.js';
+import { cardTaskQueue } from '../../workflow-safe/taskQueues.js';
+import { cardWorkflowId } from '../../workflow-safe/workflowIds.js';
+import { cardBatchWorkflowId } from '../../workflow-safe/workflowIds.js';
 import type { cardCheck } from '../cardCheck.js';
 import type { cardBatch } from '../cardBatch.js';
 import type { Launch } from './schedulerState.js';

@@ -3,7 +3,7 @@
  * completed, and the claims of cards whose run could not start, to release. Pure: the workflow
  * reports each start's outcome; the run continues as new only once these have settled.
  */
-import type { ClaimedCard } from '../../workflow-safe/orchestration.js';
+import type { ClaimedCard } from '../../workflow-safe/claimRound.js';
 
 export class ChildStarts {
   private inFlight = 0;

@@ -2,7 +2,8 @@
  * carrierScheduler's input and the settings a run derives from it once, at its start: the tick,
  * the history size at which it continues as new, the cap on signals per batch. Pure.
  */
-import type { RequestCheckInput, TaskQueueNames } from '../../workflow-safe/orchestration.js';
+import type { RequestCheckInput } from '../../workflow-safe/requestCheck.js';
+import type { TaskQueueNames } from '../../workflow-safe/taskQueues.js';
 import type { InflightControlState } from '../../workflow-safe/inflightControl.js';
 
 export interface CarrierSchedulerArgs {

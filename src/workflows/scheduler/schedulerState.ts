@@ -6,16 +6,9 @@
  * (carrierScheduler.ts) wires it to the activities, child starts, timers, signals and updates.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import {
-  SCHEDULER_CONTINUING_AS_NEW,
-  type CardRunPlacement,
-  type ClaimRoundInput,
-  type ClaimRoundResult,
-  type ClaimedCard,
-  type RequestCheckInput,
-  type RequestCheckResult,
-  type SchedulerStatus,
-} from '../../workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../../workflow-safe/requestCheck.js';
+import type { CardRunPlacement, ClaimRoundInput, ClaimRoundResult, ClaimedCard } from '../../workflow-safe/claimRound.js';
+import type { SchedulerStatus } from '../../workflow-safe/loopStatus.js';
 import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
 import { initialInflightControl, nextInflightControl, type InflightControlState } from '../../workflow-safe/inflightControl.js';
 import { DEFAULT_CARD_BATCH_SIZE, cardBatches, type CardBatch } from '../../workflow-safe/cardBatches.js';

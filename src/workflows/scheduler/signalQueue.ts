@@ -3,7 +3,7 @@
  * activity failed, kept for a retry ahead of them (they are older). Batches take the retries
  * first, then new signals, at most `maxPerBatch` in all; one batch at a time. Pure.
  */
-import type { RequestCheckInput } from '../../workflow-safe/orchestration.js';
+import type { RequestCheckInput } from '../../workflow-safe/requestCheck.js';
 
 export class SignalQueue {
   private readonly pending: RequestCheckInput[];

@@ -318,7 +318,6 @@ export class CarrierModel {
     const a = this.account(accountId);
     if (this.liveExpiry(a, cardId, token, now) === null) return false;
     this.clearClaim(a, cardId, token);
-    a.due.get(cardId)?.delete('clm');
     a.due.get(cardId)?.delete('dfr');
     a.due.get(cardId)?.delete('ups');
     if (a.prio.has(cardId)) a.prio.set(cardId, now);
@@ -365,7 +364,7 @@ export class CarrierModel {
       }
       return false;
     }
-    const claimedAt = num(/@(\d+):[^:]*$/.exec(token)?.[1]) ?? num(hash.get('clm')) ?? -1;
+    const claimedAt = num(/@(\d+):[^:]*$/.exec(token)?.[1]) ?? -1;
     // Types the claim deferred did not run: an owner treats them as a stale token would.
     const deferred = new Set(owned ? (hash.get('dfr') ?? '').split(',').filter((t) => t !== '') : []);
     // Deleting due:t says t is no longer polled: only an owner without an upsert during its claim,
@@ -439,7 +438,6 @@ export class CarrierModel {
     a.claim.delete(cardId);
     a.exec.delete(cardId);
     a.running.delete(token);
-    hash.delete('clm');
     hash.delete('dfr');
     hash.delete('ups');
     const score = earliestDue(hash) ?? now + NO_DUE_RETRY_MS;

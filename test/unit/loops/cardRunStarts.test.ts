@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cardBatchStart, cardCheckStart } from '../../../src/workflows/scheduler/cardRunStarts.js';
 import { requestsByCard } from '../../../src/workflows/scheduler/signalQueue.js';
-import { CARD_ID_ATTRIBUTE, CARD_IDS_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE } from '../../../src/workflow-safe/orchestration.js';
+import { CARD_ID_ATTRIBUTE, CARD_IDS_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE } from '../../../src/workflow-safe/searchAttributes.js';
 import { QUEUES, card, request, schedulerArgs } from './schedulerFixtures.js';
 
 const CLAIMED_BY = 'carrier-scheduler-7/run1';

@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
-import type { PollingMode, TaskQueueNames } from '../../../src/workflow-safe/orchestration.js';
+import type { PollingMode } from '../../../src/workflow-safe/pollingMode.js';
+import type { TaskQueueNames } from '../../../src/workflow-safe/taskQueues.js';
 import {
   ControlState,
   DEFAULT_MAX_HISTORY_BYTES,

@@ -1,5 +1,7 @@
 /** Inputs for the scheduler state's unit tests: args, claim results, requests. */
-import type { ClaimRoundResult, ClaimedCard, RequestCheckInput, TaskQueueNames } from '../../../src/workflow-safe/orchestration.js';
+import type { ClaimRoundResult, ClaimedCard } from '../../../src/workflow-safe/claimRound.js';
+import type { RequestCheckInput } from '../../../src/workflow-safe/requestCheck.js';
+import type { TaskQueueNames } from '../../../src/workflow-safe/taskQueues.js';
 import { SchedulerState, type HistoryInfo } from '../../../src/workflows/scheduler/schedulerState.js';
 import type { CarrierSchedulerArgs, SchedulerPatches } from '../../../src/workflows/scheduler/schedulerSettings.js';
 

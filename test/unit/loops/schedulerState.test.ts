@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
-import { SCHEDULER_CONTINUING_AS_NEW } from '../../../src/workflow-safe/orchestration.js';
+import { SCHEDULER_CONTINUING_AS_NEW } from '../../../src/workflow-safe/requestCheck.js';
 import { RequestCheckInvalid } from '../../../src/workflow-safe/requestCheckValidation.js';
 import { lookahead, type Launch, type RoundOutcome } from '../../../src/workflows/scheduler/schedulerState.js';
 import {

@@ -1,6 +1,6 @@
 /**
- * Worker versioning operations that deploy tooling runs (the same as
- * `temporal worker deployment set-current-version`): making a version current sends new runs to
+ * Worker versioning operations for the deploy tests: what deploy tooling runs (the same as
+ * `temporal worker deployment set-current-version`), making a version current, sends new runs to
  * the workers of that version. Running runs stay pinned to theirs: card runs finish there, and the
  * loops (pollingControl, carrierScheduler) see the change at their next workflow task and continue
  * as new onto the new version (src/workflows/versionUpgrade.ts).

@@ -1,0 +1,103 @@
+/**
+ * What the scheduler's claim round and its activity exchange: the cards claimed, the account's
+ * budget and limits, where the claimed cards' runs go. Pure types and constants: workflow-safe.
+ */
+import type { LimitingFactor } from './inflightControl.js';
+import type { CardRunShape } from './cardBatches.js';
+import type { TaskQueueNames } from './taskQueues.js';
+
+export interface ClaimedCard {
+  readonly cardId: string;
+  readonly token: string;
+  readonly fromPriority: boolean;
+}
+
+export interface ClaimRoundInput {
+  readonly carrierId: string;
+  /** Unique per scheduler run and round: `<runId>.<round>`. */
+  readonly tokenPrefix: string;
+  /** Re-read the account from PostgreSQL instead of the process cache (after configChanged). */
+  readonly refreshConfig: boolean;
+  /**
+   * Time since the previous round. When rounds come late (a busy server delays the tick), the
+   * round may plan for that many seconds of budget: the limiter's wait mode still spaces the calls.
+   */
+  readonly sinceLastRoundMs?: number;
+  /** The scheduler's adaptive in-flight limit (below the account's configured one). */
+  readonly adaptiveLimit?: number;
+  /** The round's instant on the scheduler's workflow clock; client-started runs carry it as `claimedAt`. */
+  readonly roundAt?: number;
+  /**
+   * How far ahead of their due time to claim cards: the engine's expected start lag. The claim
+   * bounds it (see `dueHorizonMs` in the result); absent = 0.
+   */
+  readonly lookaheadMs?: number;
+  /**
+   * Start this round's runs from the claim activity even in child start mode: the scheduler run is
+   * about to continue as new and starts no more children (their completions would arrive at it).
+   */
+  readonly startRuns?: boolean;
+  /**
+   * Where the card runs go. Used when the control worker starts them itself with the client
+   * (CARD_START_MODE=client, or `startRuns`); otherwise the scheduler starts them as children.
+   */
+  readonly cardRuns: CardRunPlacement;
+}
+
+export interface CardRunPlacement {
+  readonly taskQueues: TaskQueueNames;
+  readonly workflowIdPrefix: string;
+  /** Value of the ClaimedBy search attribute: `<scheduler workflow id>/<run id>`. */
+  readonly claimedBy: string;
+}
+
+/** Executions that started since the previous round (from the card workers) and their start lag. */
+export interface EngineRoundStats {
+  readonly starts: number;
+  readonly lagSumMs: number;
+}
+
+export interface GroupBudgetView {
+  readonly name: string;
+  readonly qpsConfigured: number;
+  readonly qpsEffective: number;
+  /** Calls the last round could plan for in this group (rate × round seconds − calls already waiting). */
+  readonly remaining: number;
+}
+
+export type ClaimRoundResult =
+  /** The account is gone or disabled: the scheduler ends. */
+  | { readonly kind: 'stop'; readonly reason: 'carrier_missing' | 'carrier_disabled' }
+  /** Nothing may be claimed now (legacy mode). */
+  | { readonly kind: 'idle'; readonly reason: 'legacy_mode' }
+  | {
+      readonly kind: 'claimed';
+      readonly claimed: readonly ClaimedCard[];
+      readonly expired: number;
+      readonly running: number;
+      readonly lanes: { readonly priority: number; readonly normal: number };
+      readonly groups: readonly GroupBudgetView[];
+      /** True when the claim activity already started the claimed cards' runs (client start mode). */
+      readonly startedByClaim: boolean;
+      /** Claimed cards whose run could not be started; their claims are already released. */
+      readonly startFailures: number;
+      readonly engine: EngineRoundStats;
+      readonly limitedBy: LimitingFactor;
+      /** The account's configured in-flight limit bounded by the deployment's card capacity. */
+      readonly maxInflightLimit: number;
+      /** Sum of the account's group budgets (QPS): the weight of its share of the engine. */
+      readonly budgetQps: number;
+      readonly leaseMs: number;
+      /** Cards due up to this long after the claim were claimed; their runs treat them as due. */
+      readonly dueHorizonMs: number;
+      /** How the scheduler starts the claimed cards' runs when the claim did not (CARD_RUN_SHAPE, CARD_BATCH_SIZE). */
+      readonly runShape?: CardRunShape;
+      readonly batchSize?: number;
+    };
+
+/**
+ * How long a card whose run could not start waits before it is claimed again. The usual cause is
+ * an earlier run of the card still running (its records wait for PostgreSQL): claiming it again
+ * next round would only fail again, every round, until that run ends.
+ */
+export const FAILED_START_RETRY_MS = 15_000;

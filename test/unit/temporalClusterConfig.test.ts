@@ -1,0 +1,38 @@
+/**
+ * The Temporal cluster's config files (devstack/temporalCluster.ts) hold exactly the objects the
+ * code builds: read back with a YAML parser, they equal them, whatever the strings hold.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config/index.js';
+import { CLUSTER_SERVICES, clusterOptions, dynamicConfig, serviceConfig, writeClusterConfigs } from '../../devstack/temporalCluster.js';
+
+test('cluster config files parse back to the objects written, strings stay strings, service files are private', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'temporal-cluster-config-'));
+  try {
+    const base = clusterOptions(loadConfig({}));
+    // A password a naive YAML writer would garble: quotes, a comment mark, a colon.
+    const options = { ...base, dir, postgres: { ...base.postgres, password: 'p@ss: "x" #1' } };
+    const files = writeClusterConfigs(options);
+    const dynamicConfigFile = join(dir, 'config', 'dynamicconfig.yaml');
+    assert.deepEqual(parse(readFileSync(dynamicConfigFile, 'utf8')), dynamicConfig());
+    assert.deepEqual(Object.keys(files).sort(), [...CLUSTER_SERVICES].sort());
+    for (const service of CLUSTER_SERVICES) {
+      const text = readFileSync(files[service], 'utf8');
+      assert.deepEqual(parse(text), serviceConfig(options, service, dynamicConfigFile), service);
+      assert.equal(statSync(files[service]).mode & 0o777, 0o600, `${service}: holds the password, owner only`);
+    }
+    // One a YAML 1.1 parser would read as a number unless quoted.
+    const numeric = { ...options, postgres: { ...options.postgres, password: '0x1f' } };
+    writeClusterConfigs(numeric);
+    const stored = parse(readFileSync(files.frontend, 'utf8')) as { persistence: { datastores: Record<string, { sql: { password: unknown } }> } };
+    assert.equal(stored.persistence.datastores['postgres-default']?.sql.password, '0x1f');
+    assert.match(readFileSync(files.frontend, 'utf8'), /password: "0x1f"/, 'quoted, so no YAML version reads it as a number');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
