@@ -5,12 +5,23 @@ cd "$(dirname "$0")/.."
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
-npx tsc -p .
-npx tsc -p src/dashboard/public
 # The dashboard's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/ensure-chromium.sh
-npx prettier --check .
-npx eslint --max-warnings 0 src test testkit scripts bench demo devstack
+# The static checks side by side: each keeps about one core busy, one after the other they left
+# the second core idle for a minute.
+checks=()
+npx tsc -p . &
+checks+=($!)
+{ npx tsc -p src/dashboard/public && npx prettier --check .; } &
+checks+=($!)
+npx eslint --max-warnings 0 src test testkit scripts bench demo devstack &
+checks+=($!)
+failed=0
+for pid in "${checks[@]}"; do wait "$pid" || failed=1; done
+if [ "$failed" -ne 0 ]; then
+  echo 'npm test: a type check, the formatting or the lint failed (see above)' >&2
+  exit 1
+fi
 # Every test file in one pool, two at a time (the services are shared and each test isolates
 # itself by namespace; no assertion depends on a process getting the CPU in time). The longest
 # files start first, so the pool does not end on one of them while the other slot idles. The
