@@ -31,7 +31,7 @@ async function simulatorCalls(stack: Stack): Promise<number> {
 
 /** Card runs (either run shape) of this stack that are still running, as Temporal's visibility lists them. */
 async function cardRunsRunning(stack: Stack): Promise<number> {
-  const query = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running" AND WorkflowType IN ("cardCheck", "cardBatch")`;
+  const query = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running" AND (WorkflowType = "cardCheck" OR WorkflowType = "cardBatch")`;
   let running = 0;
   for await (const execution of stack.client.workflow.list({ query })) if (execution.workflowId.startsWith(stack.config.WORKFLOW_ID_PREFIX)) running += 1;
   return running;
