@@ -172,17 +172,20 @@ describe('rate limiter wait mode (Redis clock)', () => {
 
   test('short deadlines give deferrals (counted), longer ones wait for the next window', async () => {
     const l = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 5 });
-    const started = Date.now();
     const short = await Promise.all(Array.from({ length: 20 }, () => l.acquire('w1', 'g', { deadline: Date.now() + 200 })));
     assert.equal(short.filter((r) => r.outcome === 'granted').length, 5);
-    assert.equal(short.filter((r) => r.outcome === 'deferred').length, 15);
-    assert.ok(Date.now() - started < 500, 'deferral is answered at once, not after sleeping to the deadline');
+    const deferred = short.filter((r) => r.outcome === 'deferred');
+    assert.equal(deferred.length, 15);
+    // Answered at once, not after sleeping to the deadline: no caller waited.
+    assert.equal(l.stats().waits, 0, 'a deferred caller slept');
     assert.deepEqual({ granted: l.stats().granted, deferred: l.stats().deferred }, { granted: 5, deferred: 15 });
 
+    // Five of eight callers get the next window's slots: it opens one window after the first
+    // grants, within their 1.5 s deadline (the one after it would not: two windows are 2.08 s).
     const long = await Promise.all(Array.from({ length: 8 }, () => l.acquire('w1', 'g', { deadline: Date.now() + 1500 })));
     const granted = long.filter((r) => r.outcome === 'granted');
     assert.equal(granted.length, 5);
-    for (const r of granted) assert.ok(r.waitedMs >= 700 && r.waitedMs < 1400, `waited ${r.waitedMs} ms for the next window`);
+    for (const r of granted) assert.ok(r.waitedMs >= 700, `waited ${r.waitedMs} ms for the next window`);
     assert.ok(l.stats().waits >= 5, 'waiting callers slept between attempts');
   });
 
