@@ -10,8 +10,11 @@
 # - Temporal: the multi-service Temporal server on PostgreSQL (`npm run temporal:cluster -- up`,
 #   devstack/temporalCluster.ts; frontend 127.0.0.1:7333), through TEMPORAL_ADDRESS. Its
 #   binaries are built with Go on first use and cached by version outside the clone.
-# PostgreSQL (and the single Redis some fixtures probe) are the shared services. The files run one
-# at a time: some kill and restart a service under a running system.
+# PostgreSQL (and the single Redis some fixtures probe) are the shared services. The files that
+# change the services under a running system (`disruptive`: nodes or processes killed and
+# restarted, the scripts flushed, a node's eviction policy changed for a moment, which a
+# connection opened then would refuse) run last, one at a time; the others first, two at a time
+# (each isolates itself by namespace, as in npm test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
@@ -32,5 +35,15 @@ fi
 npx tsx scripts/temporal-cluster.ts up
 npx tsx scripts/migrate.ts
 echo "[test-cluster] services ready in $(( $(date +%s) - began )) s: TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS REDIS_CLUSTER_NODES=$REDIS_CLUSTER_NODES"
-mapfile -t files < <(find test/cluster -name '*.test.ts' | sort)
-exec node --import tsx --test --test-concurrency=1 "${@}" "${files[@]}"
+disruptive=(
+  test/cluster/connection.test.ts
+  test/cluster/failover.test.ts
+  test/cluster/pollingFailover.test.ts
+  test/cluster/multiProcess.test.ts
+  test/cluster/temporalCluster.test.ts
+)
+mapfile -t files < <(find test/cluster -name '*.test.ts' | sort | grep -v -x -F "${disruptive[@]/#/-e}")
+status=0
+node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}" || status=$?
+node --import tsx --test --test-concurrency=1 "${@}" "${disruptive[@]}" || status=$?
+exit "$status"

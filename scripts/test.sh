@@ -7,24 +7,45 @@ source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ] || [ ! -x node_modules/.bin/knip ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
-npx tsc -p .
-npx tsc -p src/dashboard/public
 # The dashboard's browser tests drive Debian's chromium (installed here when missing).
 bash scripts/ensure-chromium.sh
-npx prettier --check .
-npx eslint --max-warnings 0 src test testkit scripts bench demo devstack
+# The static checks side by side: each keeps about one core busy, one after the other they left
+# the second core idle for a minute.
+checks=()
+npx tsc -p . &
+checks+=($!)
+{ npx tsc -p src/dashboard/public && npx prettier --check .; } &
+checks+=($!)
+npx eslint --max-warnings 0 src test testkit scripts bench demo devstack &
+checks+=($!)
 # Unused files, exports and dependencies (knip.json).
-npx knip
-# Files whose assertions depend on processes getting the CPU when they need it (the limiter's
-# utilisation across four caller processes, a scheduler continuing-as-new under a stream of
-# updates) run first, alone; the rest two at a time (the services are shared and each test
-# isolates itself by namespace).
-solo=(test/gateway/limiter.test.ts test/orchestration/continueAsNew.test.ts)
-mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${solo[@]/#/-e}")
-node --import tsx --test --test-concurrency=1 "${@}" "${solo[@]}"
-node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"
-# The batched run shape (CARD_RUN_SHAPE=batch) through the whole-system tests that apply to both
-# shapes: a card worker killed mid-execution, request-checks, a mode switch, failures and retries.
-# (The shape's own tests, test/orchestration/batchShape.test.ts and cardBatch.test.ts, ran above.)
-batch=(test/orchestration/crash.test.ts test/orchestration/requestCheck.test.ts test/orchestration/mode.test.ts test/orchestration/failures.test.ts)
-CARD_RUN_SHAPE=batch exec node --import tsx --test --test-concurrency=2 "${@}" "${batch[@]}"
+npx knip &
+checks+=($!)
+failed=0
+for pid in "${checks[@]}"; do wait "$pid" || failed=1; done
+if [ "$failed" -ne 0 ]; then
+  echo 'npm test: a type check, the formatting or the lint failed (see above)' >&2
+  exit 1
+fi
+# Every test file in one pool, two at a time (the services are shared and each test isolates
+# itself by namespace; no assertion depends on a process getting the CPU in time). The longest
+# files start first, so the pool does not end on one of them while the other slot idles
+# (testkit/runFiles.ts: `node --test` would sort them by path); each file's time, the slowest
+# first, goes to test-results/test-file-times.txt. The batched run shape (CARD_RUN_SHAPE=batch)
+# goes through the whole-system tests that apply to both shapes in test/orchestration/batched/.
+longest=(
+  test/faults/serviceOutage.test.ts
+  test/dashboard/browser.test.ts
+  test/faults/npmStart.test.ts
+  test/deploy/built.test.ts
+  test/orchestration/crash.test.ts
+  test/orchestration/batched/crash.test.ts
+  test/gateway/limiter.test.ts
+  test/orchestration/batchShape.test.ts
+  test/deploy/versioning.test.ts
+  test/orchestration/steady.test.ts
+)
+mapfile -t rest < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${longest[@]/#/-e}")
+node --import tsx testkit/runFiles.ts --concurrency 2 --times test-results/test-file-times.txt "${@}" -- "${longest[@]}" "${rest[@]}" || status=$?
+head -n 16 test-results/test-file-times.txt
+exit "${status:-0}"

@@ -1,18 +1,18 @@
 /**
  * The parts every in-process orchestration stack on the shared services is made of, for the tests'
  * stack (testkit/orchestration.ts) and the bench's (bench/lib/stack.ts): task queues, Redis
- * namespace, schema and workflow ids unique to the stack, the four workers from one workflow bundle
- * per process, and the sweep that leaves nothing of the stack running on the shared Temporal server.
+ * namespace, schema and workflow ids unique to the stack, the four workers from the workflow bundle
+ * the test processes share (testkit/workflowBundle.ts), and the sweep that leaves nothing of the stack running on the shared Temporal server.
  */
-import { NativeConnection, Runtime, DefaultLogger, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import type { Config, TaskQueues } from '../src/config/index.js';
 import type { RuntimeDeps } from '../src/runtime/deps.js';
 import { createWorkers, type WorkerKind } from '../src/workers/createWorker.js';
-import { bundleWorkflows } from '../src/workers/workflowBundle.js';
+import { WORKFLOWS_PATH } from '../src/workers/workflowBundle.js';
 import type { PollingServices } from '../src/app/pollingServices.js';
+import { testWorkflowBundle } from './workflowBundle.js';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
 
 /** Task queues of one stack: `<prefix>-control`, `<prefix>-card`, … */
@@ -78,11 +78,10 @@ export interface StartedStackWorkers {
   readonly connection: NativeConnection;
 }
 
-/** Starts the workers of the given kinds on a connection of their own (the bundle is built once per process). */
+/** Starts the workers of the given kinds on a connection of their own (the bundle is built once for all processes). */
 export async function startStackWorkers(setup: StackWorkerSetup, kinds: readonly WorkerKind[]): Promise<StartedStackWorkers> {
   installQuietWorkerRuntime();
-  bundle ??= bundleWorkflows();
-  const workflowBundle = await bundle;
+  const workflowBundle = await testWorkflowBundle({ workflowsPath: WORKFLOWS_PATH });
   const { config, deps, services, taskQueues } = setup;
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const workers = (await Promise.all(kinds.map((kind) => createWorkers({ kind, config, connection, deps, services, workflowBundle, taskQueues })))).flat();

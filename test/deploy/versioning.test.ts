@@ -17,7 +17,8 @@ import { uniqueName } from '../../testkit/temporal.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { createWorkers, WORKER_KINDS } from '../../src/workers/createWorker.js';
-import { bundleWorkflows } from '../../src/workers/workflowBundle.js';
+import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
+import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
 import { runVersion, setCurrentDeploymentVersion } from '../../testkit/workerVersioning.js';
 
 const { temporal } = proto;
@@ -58,7 +59,7 @@ test('deploy: every run stays on its version; the loops move to the new current 
   const stack = await createStack('deploy-versioning');
   const connection = await NativeConnection.connect({ address: stack.config.TEMPORAL_ADDRESS });
   const deploymentName = uniqueName('card-poller');
-  const workflowBundle = await bundleWorkflows();
+  const workflowBundle = await testWorkflowBundle({ workflowsPath: WORKFLOWS_PATH });
   const running: { stop(): Promise<void> }[] = [];
 
   /** The four workers of one deployment version, as separate processes of that version would run them. */

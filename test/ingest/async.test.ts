@@ -101,9 +101,10 @@ test('async ingest end to end, and switching sync ↔ async under load loses no 
     await switchTo('sync');
     const afterBack = await executions();
     await waitFor('executions in sync mode again', async () => (await executions()) >= afterBack + 15, 30_000);
+    const handedBefore = await handedOver();
     await switchTo('async');
-    await sleep(2000);
-    // Stopped while async records are in flight.
+    // Stopped while async records are in flight: once the async ingest is writing again.
+    await waitFor('records written by the async ingest again', async () => (await handedOver()) >= handedBefore + 5, 30_000);
     t.diagnostic(`backlog when stopping: ${(await stream.backlog()).records}`);
     await quiesce(stack);
     assert.equal((await getIngestMode(stack.db.pool)).mode, 'async');

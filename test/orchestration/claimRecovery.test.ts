@@ -9,19 +9,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
-import { Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createStack, stackControlActivities } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
 import { uniqueName } from '../../testkit/temporal.js';
+import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
 import type { CardRunActivities, ControlActivities } from '../../testkit/workflowTest.js';
 import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
 import { carrierScheduler } from '../../src/workflows/carrierScheduler.js';
 import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
 
 const { temporal } = proto;
-const noop = (): void => undefined;
-const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
 
 test('a claim round run again under the same token prefix (first attempt) hands back the claims already made', async () => {
   const stack = await createStack('claim-recovery');
@@ -122,10 +121,9 @@ test('a scheduler whose workflow task fails after its claim ran: the replayed ro
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
       taskQueue,
-      workflowBundle: await bundleWorkflowCode({
+      workflowBundle: await testWorkflowBundle({
         workflowsPath: WORKFLOWS_PATH,
         workflowInterceptorModules: [fileURLToPath(new URL('../fixtures/failFirstTaskInterceptors.ts', import.meta.url))],
-        logger: quiet,
       }),
       activities,
     });

@@ -41,27 +41,36 @@ async function shapeOf(client: Client, workflowId: string): Promise<RunShape> {
   };
 }
 
-/** Runs the account's cards once each (intervals long enough that nothing runs twice) and returns every card's last run. */
-async function runOnce(
-  label: string,
-  config: Partial<Config>,
-  types: readonly CheckType[],
-): Promise<{ stack: Stack; account: SeedAccount; shapes: RunShape[] }> {
+interface AccountRuns {
+  readonly account: SeedAccount;
+  readonly shapes: RunShape[];
+}
+
+/**
+ * One stack with an account per entry of `typeSets` (polled for those types): runs every card once
+ * (intervals long enough that nothing runs twice) and returns each account's cards' runs.
+ */
+async function runOnce(label: string, config: Partial<Config>, typeSets: readonly (readonly CheckType[])[]): Promise<{ stack: Stack; runs: AccountRuns[] }> {
   const stack = await createStack(label, { config });
   const typeGroups = { card_status: 'main', carddata: 'main', realname: 'main' } as const;
-  const account = await seedAccount(stack, {
-    name: `${label}1`,
-    qps: { main: 50 },
-    typeGroups,
-    cards: 6,
-    intervalsSec: Object.fromEntries(types.map((t) => [t, 600])),
-    carrier: { realnameControl: true },
-  });
+  const accounts: SeedAccount[] = [];
   // Every type due at the same moment, so each execution runs all of them together.
   const now = Date.now();
-  await stack.deps.store.upsertMany(
-    account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: Object.fromEntries(types.map((t) => [t, now])) })),
-  );
+  for (const [index, types] of typeSets.entries()) {
+    const account = await seedAccount(stack, {
+      name: `${label}${index + 1}`,
+      qps: { main: 50 },
+      typeGroups,
+      cards: 6,
+      intervalsSec: Object.fromEntries(types.map((t) => [t, 600])),
+      carrier: { realnameControl: true },
+    });
+    await stack.deps.store.upsertMany(
+      account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: Object.fromEntries(types.map((t) => [t, now])) })),
+    );
+    accounts.push(account);
+  }
+  const cards = accounts.flatMap((account) => account.cards);
   await stack.startWorkers();
   await ensurePollingControl(
     { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
@@ -71,13 +80,13 @@ async function runOnce(
     'one recorded execution of every card',
     async () => {
       const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(DISTINCT card_id)::text AS n FROM card_execution');
-      return Number(rows[0]?.n) === account.cards.length;
+      return Number(rows[0]?.n) === cards.length;
     },
     30_000,
   );
   // The execution row is written before the run's last workflow task (which sets `Outcome`), so
   // wait for every run to close before reading its history.
-  const workflowIds = account.cards.map((card) => cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX));
+  const workflowIds = cards.map((card) => cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX));
   await waitFor(
     'every card run closed',
     async () => {
@@ -86,16 +95,24 @@ async function runOnce(
     },
     30_000,
   );
-  const shapes = await Promise.all(workflowIds.map((id) => shapeOf(stack.client, id)));
-  return { stack, account, shapes };
+  const runs: AccountRuns[] = [];
+  for (const account of accounts)
+    runs.push({
+      account,
+      shapes: await Promise.all(account.cards.map((card) => shapeOf(stack.client, cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX)))),
+    });
+  return { stack, runs };
 }
 
 test('card execution shape', async (t) => {
   await t.test('default (child start, local gateway steps): one type is one workflow task and ≤ 10 events; each further type adds one event', async (t) => {
-    const one = await runOnce('shape-one', {}, ['card_status']);
+    // Two accounts on one stack: one polled for one type, one for three.
+    const { stack, runs } = await runOnce('shape-default', {}, [['card_status'], ['card_status', 'carddata', 'realname']]);
     try {
+      const [one, three] = runs;
+      assert.ok(one && three);
       t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
-      const scheduler = schedulerWorkflowId(one.account.carrier.id, one.stack.config.WORKFLOW_ID_PREFIX);
+      const scheduler = schedulerWorkflowId(one.account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
       for (const shape of one.shapes) {
         assert.equal(shape.outcome, 'success', JSON.stringify(shape));
         assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
@@ -104,11 +121,6 @@ test('card execution shape', async (t) => {
         assert.equal(shape.parent, scheduler);
         assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
       }
-    } finally {
-      await one.stack.close();
-    }
-    const three = await runOnce('shape-three', {}, ['card_status', 'carddata', 'realname']);
-    try {
       const baseline = 10;
       t.diagnostic(`three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`);
       for (const shape of three.shapes) {
@@ -117,15 +129,19 @@ test('card execution shape', async (t) => {
         assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
         assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
       }
-      const { rows } = await three.stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution');
+      const { rows } = await stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution WHERE card_id = ANY($1::bigint[])', [
+        three.account.cards.map((card) => card.id),
+      ]);
+      assert.equal(rows.length, three.account.cards.length);
       for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
     } finally {
-      await three.stack.close();
+      await stack.close();
     }
   });
 
   await t.test('GATEWAY_STEPS=queue: steps run as activities on the gateway task queue', async (t) => {
-    const run = await runOnce('shape-queue', { GATEWAY_STEPS: 'queue' }, ['card_status', 'carddata']);
+    const { stack, runs } = await runOnce('shape-queue', { GATEWAY_STEPS: 'queue' }, [['card_status', 'carddata']]);
+    const run = { stack, shapes: runs[0]?.shapes ?? [] };
     try {
       t.diagnostic(
         `two types on the gateway queue: events ${run.shapes.map((s) => s.events).join(',')}; workflow tasks ` +
@@ -142,7 +158,8 @@ test('card execution shape', async (t) => {
   });
 
   await t.test('CARD_START_MODE=client: the claim activity starts runs without a parent, ClaimedBy names the scheduler run', async () => {
-    const run = await runOnce('shape-client', { CARD_START_MODE: 'client' }, ['card_status']);
+    const { stack, runs } = await runOnce('shape-client', { CARD_START_MODE: 'client' }, [['card_status']]);
+    const run = { stack, account: runs[0]!.account, shapes: runs[0]!.shapes };
     try {
       const scheduler = schedulerWorkflowId(run.account.carrier.id, run.stack.config.WORKFLOW_ID_PREFIX);
       const schedulerRun = await run.stack.client.workflow.getHandle(scheduler).describe();

@@ -1,31 +1,34 @@
 /**
- * A lost lease (docs/design.md, 'cardCheck', step 4): a cardCheck whose lease is lost between two
- * steps keeps what the finished step learned: `ok:t` in Redis (through finish's stale path, leaving
- * the new owner's claim and lane alone) and the observation in the durable record, whose outcome is
- * `lease_lost`. Real Temporal (card + ingest workers only, no scheduler), Redis, PostgreSQL and
- * simulator.
+ * A lost lease (docs/design.md, 'cardCheck', step 4): a card execution whose lease is lost between two steps keeps what the
+ * finished step learned: `ok:t` in Redis (through finish's stale path, leaving the new owner's
+ * claim and lane alone) and the observation in the durable record, whose outcome is `lease_lost`.
+ * The activities of one execution called in order, as cardCheck calls them, over real Redis,
+ * PostgreSQL and the gateway simulator (no Temporal). What the workflow decides — no step after a
+ * lost lease, the completed ones finished as stale, the record `lease_lost` — is
+ * test/workflows/cardCheck.test.ts ('lease lost after a step').
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../../testkit/orchestration.js';
-import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import { createStack, stackCardActivities } from '../../testkit/orchestration.js';
+import { seedAccount } from '../../testkit/seed.js';
+import { createGatewayActivities } from '../../src/activities/gateway.js';
+import { createIngestActivities } from '../../src/activities/ingest.js';
 import { listCardObservations } from '../../testkit/dbReads.js';
 import { listExecutions } from '../../src/db/executions.js';
-import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
-import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
-import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
+import type { FinishInput, GatewayStepInput } from '../../src/workflow-safe/cardRun.js';
+import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
 
-test('lease lost after the first step: its ok:t and observation are kept, the next step is not called, the new owner is untouched', async () => {
+test('lease lost after the first step: the next step finds it gone (no call), ok:t and the observation are kept, the new owner is untouched', async () => {
   const stack = await createStack('lease-lost');
   try {
-    // Slow calls, so the claim can be taken over while the first step is at the carrier.
     const account = await seedAccount(stack, {
       name: 'lost1',
       qps: { main: 50 },
       typeGroups: { card_status: 'main', carddata: 'main' },
       cards: 1,
       intervalsSec: { card_status: 600, carddata: 600 },
-      simulator: { latencyMs: { p50: 1500, p99: 1500 } },
     });
     const carrierId = account.carrier.id;
     const card = account.cards[0]!;
@@ -43,20 +46,33 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
       countRealname: false,
     });
     const token = claim.claimed[0]!.token;
-
-    await stack.startWorkers(['card', 'ingest']);
-    const args: CardCheckArgs = { carrierId, cardId: card.id, token, fromPriority: false, taskQueues: stack.taskQueues };
-    const handle = await stack.client.workflow.start('cardCheck', {
-      workflowId: cardWorkflowId(card.id, stack.config.WORKFLOW_ID_PREFIX),
-      taskQueue: stack.taskQueues.card,
-      args: [args],
-      typedSearchAttributes: [
-        { key: CARD_ID_ATTRIBUTE, value: card.id },
-        { key: CARRIER_ID_ATTRIBUTE, value: carrierId },
-      ],
+    const executorId = 'run-1';
+    const cardActivities = stackCardActivities(stack);
+    const gateway = createGatewayActivities({ client: stack.deps.gateway, limiter: stack.deps.limiter, store });
+    const plan = await cardActivities.prepareExecution({ carrierId, cardId: card.id, token, executorId, fromPriority: false });
+    if (plan.kind !== 'run') assert.fail(`prepare answered ${plan.kind}`);
+    assert.deepEqual(plan.types, ['card_status', 'carddata']);
+    const startedAt = Date.now();
+    const step = (type: GatewayCheckType): GatewayStepInput => ({
+      carrierId,
+      cardId: card.id,
+      token,
+      executorId,
+      leaseMs: plan.leaseMs,
+      gatewayAccount: plan.gatewayAccount,
+      iccid: plan.iccid,
+      type,
+      group: plan.typeGroups[type],
+      deadlineMs: startedAt + plan.totalTimeoutMs,
     });
+    // A gateway step runs in its activity's context (its cancellation reaches the call).
+    const inActivity = <R>(fn: () => Promise<R>): Promise<R> =>
+      new MockActivityEnvironment({}, { logger: new DefaultLogger('ERROR') }).run<[], R, () => Promise<R>>(fn);
     const callsAt = async (): Promise<number> => (await stack.simulator.stats()).cards?.[card.iccid]?.calls ?? 0;
-    await waitFor('the first step at the carrier', async () => (await callsAt()) === 1, 20_000, 10);
+
+    const first = await inActivity(() => gateway.checkGateway(step('card_status')));
+    assert.ok(first !== 'lease_lost' && first.outcome === 'success', JSON.stringify(first));
+    assert.equal(await callsAt(), 1);
 
     // The lease runs out and another claim round takes the card: new token, running entry, lane score.
     const takenAt = Date.now();
@@ -69,8 +85,22 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
       .zadd(keys.queue, takenAt + 20_000, card.id)
       .exec();
 
-    assert.deepEqual(await handle.result(), { outcome: 'lease_lost' });
+    assert.equal(await inActivity(() => gateway.checkGateway(step('carddata'))), 'lease_lost');
     assert.equal(await callsAt(), 1, 'the second step was not called');
+
+    const finishInput: FinishInput = {
+      carrierId,
+      cardId: card.id,
+      token,
+      plan,
+      results: [first],
+      startedAt,
+      fromPriority: false,
+      workflowId: 'card-lost',
+      runId: executorId,
+    };
+    const finished = await cardActivities.finishExecution({ ...finishInput, leaseLost: true });
+    assert.equal(finished.owned, false);
 
     const state = await store.readDue(carrierId, card.id);
     assert.ok((state?.types.card_status.ok ?? 0) >= takenAt - 2_000, `ok:card_status written (${state?.types.card_status.ok})`);
@@ -81,14 +111,10 @@ test('lease lost after the first step: its ok:t and observation are kept, the ne
     assert.equal(Number(await redis.zscore(keys.running, thief)), takenAt + 20_000);
     assert.equal(Number(await redis.zscore(keys.queue, card.id)), takenAt + 20_000, 'lane score untouched');
 
-    const executions = await waitFor(
-      'the execution record',
-      async () => {
-        const rows = await listExecutions(stack.db.pool, card.id);
-        return rows.length > 0 ? rows : undefined;
-      },
-      10_000,
-    );
+    // The record cardCheck writes for it (sync ingest).
+    const ingest = createIngestActivities({ pool: stack.deps.pool, priority: stack.services.priority });
+    await ingest.recordExecution({ ...finishInput, results: finished.results, outcome: 'lease_lost', owned: false, typeFinishes: finished.typeFinishes });
+    const executions = await listExecutions(stack.db.pool, card.id);
     assert.equal(executions.length, 1);
     assert.equal(executions[0]?.outcome, 'aborted');
     assert.deepEqual(executions[0]?.details?.steps, [{ type: 'card_status', outcome: 'success' }]);

@@ -16,7 +16,6 @@ import { deleteMatching } from '../../testkit/redis.js';
 import type { PollingMode } from '../../src/workflow-safe/pollingMode.js';
 
 const CARDS = 8;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function executionCount(stack: Stack): Promise<number> {
   const { rows } = await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution');
@@ -28,6 +27,14 @@ async function simulatorCalls(stack: Stack): Promise<number> {
     (sum, account) => sum + Object.values(account.groups).reduce((s, group) => s + group.calls, 0),
     0,
   );
+}
+
+/** Card runs (either run shape) of this stack that are still running, as Temporal's visibility lists them. */
+async function cardRunsRunning(stack: Stack): Promise<number> {
+  const query = `WorkflowId STARTS_WITH "${stack.config.WORKFLOW_ID_PREFIX}" AND ExecutionStatus = "Running" AND (WorkflowType = "cardCheck" OR WorkflowType = "cardBatch")`;
+  let running = 0;
+  for await (const execution of stack.client.workflow.list({ query })) if (execution.workflowId.startsWith(stack.config.WORKFLOW_ID_PREFIX)) running += 1;
+  return running;
 }
 
 /** Both lanes, read separately: `laneOf` alone cannot tell "in both" from "in priority". */
@@ -85,13 +92,15 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
     // In-flight executions finish; after that nothing is claimed any more.
     await waitFor('in-flight executions to drain', async () => (await stack.deps.store.depths(carrierId)).running === 0, 20_000);
     await waitFor('the scheduler to report idle', async () => (await schedulerStatus(ref, carrierId)).mode === 'idle', 10_000);
-    // A drained execution may still be writing its record: let it land before the snapshot.
-    await sleep(1500);
+    // A drained execution may still be writing its record (sync ingest: before its run closes).
+    await waitFor('every card run closed', async () => (await cardRunsRunning(stack)) === 0, 20_000);
     phase('legacy: drained');
     const executionsDrained = await executionCount(stack);
     const callsDrained = await simulatorCalls(stack);
-    // Every card is due every 2 s, so a claimer still at work would add ~2 executions per card here.
-    await sleep(4000);
+    // Every card is due every 2 s: three claim rounds of a claimer still at work would start some.
+    const roundsDrained = (await schedulerStatus(ref, carrierId)).rounds;
+    await waitFor('three more claim rounds', async () => (await schedulerStatus(ref, carrierId)).rounds >= roundsDrained + 3, 20_000);
+    assert.equal((await schedulerStatus(ref, carrierId)).mode, 'idle');
     assert.equal(await executionCount(stack), executionsDrained, 'no execution may start in legacy mode');
     assert.equal(await simulatorCalls(stack), callsDrained, 'no gateway call in legacy mode');
 

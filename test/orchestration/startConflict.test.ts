@@ -1,72 +1,113 @@
 /**
  * A card whose earlier run still runs (its records wait for PostgreSQL, say) cannot start a new
- * run under the same workflow id. Its claim is given back with a delay instead of being claimed
- * and released again every round, in both start modes.
+ * run under the same workflow id. Its claim is given back with a delay (FAILED_START_RETRY_MS)
+ * instead of being claimed and released again every round, in both start modes: the control
+ * activities over real Redis and PostgreSQL, the runs started on the real Temporal server (no
+ * worker: a run started here only has to exist).
+ *
+ * What the scheduler does with a refused start (releases the child's claim, counts it, the other
+ * cards run) is test/workflows/carrierScheduler.test.ts; that a released card is claimable only
+ * once its delay has passed, test/lua/lease.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../../testkit/orchestration.js';
-import { seedAccount, waitFor } from '../../testkit/seed.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
-import { FAILED_START_RETRY_MS } from '../../src/workflow-safe/claimRound.js';
+import { createStack, stackControlActivities, type Stack } from '../../testkit/orchestration.js';
+import { seedAccount, type SeedAccount } from '../../testkit/seed.js';
+import { createClientCardStarter } from '../../src/app/cardStarter.js';
+import { FAILED_START_RETRY_MS, type ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
 import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
-import type { Config } from '../../src/config/index.js';
 
-for (const mode of ['child', 'client'] as const) {
-  test(`CARD_START_MODE=${mode}: a card whose earlier run still runs waits before it is claimed again`, async (t) => {
-    const config: Partial<Config> = { CARD_START_MODE: mode };
-    const stack = await createStack(`start-conflict-${mode}`, { config });
-    try {
-      const account = await seedAccount(stack, {
-        name: `conflict-${mode}`,
-        qps: { main: 20 },
-        typeGroups: { card_status: 'main' },
-        cards: 2,
-        intervalsSec: { card_status: 600 },
-      });
-      const [blocked, free] = account.cards;
-      assert.ok(blocked && free);
-      // The "earlier run": a run under the card's workflow id on a queue no worker polls, so it stays running.
-      const earlier = await stack.client.workflow.start('cardCheck', {
-        taskQueue: `${stack.taskQueues.card}-nobody`,
-        workflowId: cardWorkflowId(blocked.id, stack.config.WORKFLOW_ID_PREFIX),
-        args: [],
-      });
-      try {
-        const now = Date.now();
-        await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: { card_status: now } })));
-        await stack.startWorkers();
-        const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
-        await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
-        await waitFor(
-          'the free card checked',
-          async () =>
-            Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [free.id])).rows[0]?.n) >= 1,
-          30_000,
-        );
-        const failedAt = Date.now();
-        // Eight one-second ticks: claimed and released every other tick before, at most once now.
-        await new Promise((resolve) => setTimeout(resolve, 8_000));
-        const status = await schedulerStatus(ref, account.carrier.id);
-        t.diagnostic(`start failures after 8 s: ${status.startFailures}`);
-        assert.ok(status.startFailures >= 1, 'the start conflict happened');
-        assert.ok(status.startFailures <= 1, `claimed again ${status.startFailures} times within 8 s`);
-        // The card waits in its lane until the retry time, not at "now".
-        const score = Number(await stack.deps.redis.zscore(stack.deps.store.keys(account.carrier.id).queue, blocked.id));
-        assert.ok(score > failedAt, `lane score ${score} is in the future of ${failedAt}`);
-        assert.ok(score <= Date.now() + FAILED_START_RETRY_MS);
-      } finally {
-        await earlier.terminate('test over').catch(() => undefined);
-      }
-      // Once the earlier run is gone, the card is checked after its retry delay.
-      await waitFor(
-        'the blocked card checked after the earlier run ended',
-        async () =>
-          Number((await stack.db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM card_execution WHERE card_id = $1', [blocked.id])).rows[0]?.n) >= 1,
-        FAILED_START_RETRY_MS + 20_000,
-      );
-    } finally {
-      await stack.close();
-    }
+/** An account of two cards due now, the first of them with a run under its workflow id already. */
+async function conflict(stack: Stack, name: string): Promise<{ account: SeedAccount; blocked: string; free: string }> {
+  const account = await seedAccount(stack, { name, qps: { main: 20 }, typeGroups: { card_status: 'main' }, cards: 2, intervalsSec: { card_status: 600 } });
+  const [blocked, free] = account.cards;
+  assert.ok(blocked && free);
+  // The "earlier run": on a queue no worker polls, so it stays running.
+  await stack.client.workflow.start('cardCheck', {
+    taskQueue: `${stack.taskQueues.card}-nobody`,
+    workflowId: cardWorkflowId(blocked.id, stack.config.WORKFLOW_ID_PREFIX),
+    args: [],
   });
+  const now = Date.now() - 1;
+  await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId: account.carrier.id, cardId: card.id, dues: { card_status: now } })));
+  return { account, blocked: blocked.id, free: free.id };
 }
+
+function round(stack: Stack, carrierId: string, tokenPrefix: string): ClaimRoundInput {
+  return {
+    carrierId,
+    tokenPrefix,
+    refreshConfig: false,
+    sinceLastRoundMs: 1000,
+    cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX, claimedBy: 'test' },
+  };
+}
+
+/** The card's lane score, checked to be the retry delay after a release made between `before` and `after`. */
+async function assertWaitsForRetry(stack: Stack, carrierId: string, cardId: string, before: number, after: number): Promise<void> {
+  const score = Number(await stack.deps.redis.zscore(stack.deps.store.keys(carrierId).queue, cardId));
+  // Redis' clock and this process' agree within a second here (one machine).
+  assert.ok(score >= before + FAILED_START_RETRY_MS - 1000, `lane score ${score} is the retry delay after ${before}`);
+  assert.ok(score <= after + FAILED_START_RETRY_MS + 1000, `lane score ${score} ≤ ${after} + ${FAILED_START_RETRY_MS}`);
+}
+
+test('CARD_START_MODE=client: the claim round starts the runs; the refused card is released with the retry delay and counted, the next round leaves it', async () => {
+  const stack = await createStack('start-conflict-client', { config: { CARD_START_MODE: 'client' } });
+  try {
+    const { account, blocked, free } = await conflict(stack, 'conflict1');
+    const carrierId = account.carrier.id;
+    const warnings: string[] = [];
+    const control = stackControlActivities(stack, {
+      cardStartMode: 'client',
+      cardStarter: createClientCardStarter(stack.client, (message, fields) => warnings.push(`${message} ${JSON.stringify(fields)}`)),
+    });
+    const before = Date.now();
+    const first = await control.claimRound(round(stack, carrierId, 'run-a.1'));
+    const after = Date.now();
+    assert.equal(first.kind, 'claimed');
+    if (first.kind !== 'claimed') return;
+    assert.deepEqual(first.claimed.map((card) => card.cardId).sort(), [blocked, free].sort());
+    assert.equal(first.startedByClaim, true);
+    assert.equal(first.startFailures, 1);
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    // The free card's run was started, carrying its claim.
+    const freeRun = await stack.client.workflow.getHandle(cardWorkflowId(free, stack.config.WORKFLOW_ID_PREFIX)).describe();
+    assert.equal(freeRun.memo?.token, first.claimed.find((card) => card.cardId === free)?.token);
+    // The refused card's claim is gone, the card back in its lane until the retry time.
+    const keys = stack.deps.store.keys(carrierId);
+    assert.equal(await stack.deps.redis.get(keys.claim(blocked)), null);
+    await assertWaitsForRetry(stack, carrierId, blocked, before, after);
+    // The next round does not claim it again (it used to, every other tick).
+    const next = await control.claimRound(round(stack, carrierId, 'run-a.2'));
+    assert.deepEqual(next.kind === 'claimed' ? [next.claimed, next.startFailures] : next, [[], 0]);
+  } finally {
+    await stack.close();
+  }
+});
+
+test('CARD_START_MODE=child: releaseClaims gives the refused card back with the retry delay; the next round leaves it', async () => {
+  const stack = await createStack('start-conflict-child', { config: { CARD_START_MODE: 'child' } });
+  try {
+    const { account, blocked, free } = await conflict(stack, 'conflict2');
+    const carrierId = account.carrier.id;
+    const control = stackControlActivities(stack, { cardStartMode: 'child' });
+    const first = await control.claimRound(round(stack, carrierId, 'run-b.1'));
+    assert.equal(first.kind, 'claimed');
+    if (first.kind !== 'claimed') return;
+    // Child mode: the scheduler starts the runs; the claim started none.
+    assert.equal(first.startedByClaim, false);
+    assert.deepEqual(first.claimed.map((card) => card.cardId).sort(), [blocked, free].sort());
+    const refused = first.claimed.filter((card) => card.cardId === blocked);
+    // What the scheduler does when the child start is refused.
+    const before = Date.now();
+    assert.equal(await control.releaseClaims({ carrierId, cards: refused }), 1);
+    const after = Date.now();
+    await assertWaitsForRetry(stack, carrierId, blocked, before, after);
+    const next = await control.claimRound(round(stack, carrierId, 'run-b.2'));
+    assert.deepEqual(next.kind === 'claimed' ? next.claimed : next, []);
+    // A release of a claim no longer held (released already) is no release.
+    assert.equal(await control.releaseClaims({ carrierId, cards: refused }), 0);
+  } finally {
+    await stack.close();
+  }
+});

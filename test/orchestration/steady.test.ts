@@ -1,20 +1,30 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
-import { seedAccount } from '../../testkit/seed.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { MAX_DUE_HORIZON_MS } from '../../src/activities/control.js';
 
 /**
  * Steady state: two accounts polled on short intervals. Sized to what one 2-core machine running
  * Temporal's dev server sustains alongside the suite (CARDS per account, env-overridable); the
- * benchmark, not this test, measures how far it goes.
+ * benchmark, not this test, measures how far it goes and how late runs start (lateness is a
+ * figure here, reported).
+ *
+ * The test waits for what it checks, not for a fixed time: every card's first run, then RUNS
+ * more runs of every card. A slow machine makes that take longer, never fail. In the window it
+ * took, no card may run more often than its due times allow (over-polling is a decision of the
+ * scheduler and the scripts, not of the CPU), the carrier refuses nothing, and no card runs twice
+ * at once.
  */
 const CARDS = Number(process.env.STEADY_CARDS ?? 40);
 const INTERVAL_SEC = Number(process.env.STEADY_INTERVAL_SEC ?? 12);
-const OBSERVE_MS = Number(process.env.STEADY_OBSERVE_MS ?? 40_000);
+/** Runs of every card to see after its first. */
+const RUNS = Number(process.env.STEADY_RUNS ?? 2);
+/** Bound on the wait for them: generous, for a loaded machine (the test normally takes RUNS intervals). */
+const WAIT_MS = (RUNS + 1) * INTERVAL_SEC * 1000 * 4;
 
-test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all checked on schedule within budget`, async (t) => {
+test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all checked ${RUNS} times on schedule, never more often, within budget`, async (t) => {
   const stack = await createStack('orch-steady');
   try {
     const budgets = { s1: 8, s2: 12 };
@@ -34,59 +44,58 @@ test(`steady state: 2 accounts × ${CARDS} cards every ${INTERVAL_SEC} s are all
         intervalsSec: { card_status: INTERVAL_SEC },
       }),
     ];
+    const allCards = accounts.flatMap((account) => account.cards.map((card) => card.id));
     await stack.startWorkers();
     await ensurePollingControl(
       { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
       { reconcileEveryMs: 2000 },
     );
-    // Warm-up: the first round of every card (they start within max(interval/10, 2 s)).
-    await new Promise((r) => setTimeout(r, INTERVAL_SEC * 1000));
+    /** Successful runs per card that started at or after `since`. */
+    const runsSince = async (since: Date): Promise<Map<string, number>> => {
+      const { rows } = await stack.db.pool.query<{ card_id: string; n: string }>(
+        `SELECT card_id::text, count(*)::text AS n FROM card_execution WHERE started_at >= $1 AND outcome = 'success' GROUP BY card_id`,
+        [since],
+      );
+      return new Map(rows.map((r) => [r.card_id, Number(r.n)]));
+    };
+    const everyCardRan = async (since: Date, times: number): Promise<boolean> => {
+      const counts = await runsSince(since);
+      return allCards.every((cardId) => (counts.get(cardId) ?? 0) >= times);
+    };
+    // Warm-up: the first run of every card (they start within max(interval/10, 2 s)).
+    await waitFor('the first run of every card', () => everyCardRan(new Date(0), 1), WAIT_MS, 500);
     const from = new Date();
-    await new Promise((r) => setTimeout(r, OBSERVE_MS));
+    await waitFor(`${RUNS} more runs of every card`, () => everyCardRan(from, RUNS), WAIT_MS, 500);
     const to = new Date();
+    const windowMs = to.getTime() - from.getTime();
 
-    const { rows } = await stack.db.pool.query<{ card_id: string; n: string; late_p99: number }>(
-      `SELECT card_id::text, count(*)::text AS n,
-              percentile_cont(0.99) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS late_p99
-         FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND outcome = 'success' GROUP BY card_id`,
-      [from, to],
-    );
-    const counts = new Map(rows.map((r) => [r.card_id, Number(r.n)]));
-    // Each card is due every INTERVAL_SEC: in the window it must have run at least that many times,
-    // less one for the window's edges.
-    const expected = Math.floor(OBSERVE_MS / 1000 / INTERVAL_SEC) - 1;
-    // …and at most as often as its due times allow: one run per due time in the window, a claim
-    // taking a card at most the due horizon early. More would be over-polling — a decision of the
-    // scheduler and the scripts, not of the CPU (a slow machine makes fewer runs, never more).
-    const allowed = Math.floor((OBSERVE_MS + MAX_DUE_HORIZON_MS) / 1000 / INTERVAL_SEC) + 1;
+    const counts = await runsSince(from);
+    // At most as often as its due times allow: one run per due time in the window, a claim taking
+    // a card at most the due horizon early, one more for the window's edges. More would be
+    // over-polling (a slow machine makes fewer runs, never more).
+    const allowed = Math.floor((windowMs + MAX_DUE_HORIZON_MS) / 1000 / INTERVAL_SEC) + 1;
     for (const account of accounts) {
       for (const card of account.cards) {
         const n = counts.get(card.id) ?? 0;
-        assert.ok(n >= expected, `card ${card.id} of ${account.carrier.name} ran ${n} times, expected ≥ ${expected}`);
-        assert.ok(n <= allowed, `card ${card.id} of ${account.carrier.name} ran ${n} times in ${OBSERVE_MS} ms: over-polled (≤ ${allowed} due)`);
+        assert.ok(n <= allowed, `card ${card.id} of ${account.carrier.name} ran ${n} times in ${windowMs} ms: over-polled (≤ ${allowed} due)`);
       }
     }
-    // Lateness by count: no run started a whole interval after its due time (a period missed).
-    const { rows: missed } = await stack.db.pool.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM card_execution
-        WHERE started_at >= $1 AND started_at < $2 AND (details->>'latenessMs')::double precision >= $3`,
-      [from, to, INTERVAL_SEC * 1000],
-    );
-    assert.equal(Number(missed[0]?.n), 0, 'runs a whole interval late');
     // Every run was a scheduled one: no request-check in this test, so none from the priority lane.
     const { rows: odd } = await stack.db.pool.query<{ n: string }>(
       `SELECT count(*)::text AS n FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND from_priority`,
       [from, to],
     );
     assert.equal(Number(odd[0]?.n), 0, 'priority runs without a request');
-    const { rows: lateness } = await stack.db.pool.query<{ p50: number; p99: number; n: string }>(
+    const { rows: lateness } = await stack.db.pool.query<{ p50: number; p99: number; max: number; n: string }>(
       `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS p50,
-              percentile_cont(0.99) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS p99, count(*)::text AS n
+              percentile_cont(0.99) WITHIN GROUP (ORDER BY (details->>'latenessMs')::double precision) AS p99,
+              max((details->>'latenessMs')::double precision) AS max, count(*)::text AS n
          FROM card_execution WHERE started_at >= $1 AND started_at < $2`,
       [from, to],
     );
+    const figure = (value: number | undefined): number => Math.round(value ?? 0);
     t.diagnostic(
-      `executions ${lateness[0]?.n} in ${OBSERVE_MS} ms; lateness p50 ${Math.round(lateness[0]?.p50 ?? 0)} ms p99 ${Math.round(lateness[0]?.p99 ?? 0)} ms`,
+      `executions ${lateness[0]?.n} in ${windowMs} ms; lateness p50 ${figure(lateness[0]?.p50)} ms p99 ${figure(lateness[0]?.p99)} ms max ${figure(lateness[0]?.max)} ms`,
     );
 
     const stats = await stack.simulator.stats();

@@ -11,15 +11,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { bundleWorkflows } from '../../src/workers/workflowBundle.js';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { WORKFLOWS_PATH, bundleWorkflows } from '../../src/workers/workflowBundle.js';
+import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
 import { loadRecordedHistories, type LoadedHistory } from './recorded.js';
 import { HistoryView, REPLAY_PATHS } from './paths.js';
 
 const REORDERED_WORKFLOWS = fileURLToPath(new URL('./reorderedWorkflows.ts', import.meta.url));
 
 /** `<error name>: <message>` by file, for each history the bundle fails to replay. */
-async function replayFailures(workflowBundle: WorkflowBundleWithSourceMap, histories: readonly LoadedHistory[]): Promise<Map<string, string>> {
+async function replayFailures(workflowBundle: WorkflowBundleOption, histories: readonly LoadedHistory[]): Promise<Map<string, string>> {
   const failures = new Map<string, string>();
   let replayed = 0;
   const results = Worker.runReplayHistories(
@@ -59,7 +60,7 @@ test('replay: every path has its recorded history, and each history is the path 
 });
 
 test('replay: the current workflow code replays every recorded history', async () => {
-  const failures = await replayFailures(await bundleWorkflows(), histories);
+  const failures = await replayFailures(await testWorkflowBundle({ workflowsPath: WORKFLOWS_PATH }), histories);
   assert.deepEqual(
     [...failures].map(([file, error]) => `${file}: ${error}`),
     [],

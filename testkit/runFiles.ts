@@ -1,0 +1,77 @@
+/**
+ * Runs test files in the order given, N at a time, each in a process of its own — what
+ * `node --test --test-concurrency=N` does, except that the runner sorts the files it is given by
+ * path, and the suite wants its longest files started first (so the pool does not end on one of
+ * them while the other slots idle). Reports on stdout as the runner does (spec on a terminal, TAP
+ * otherwise), and with `--times FILE` writes each file's time, the slowest first: where the
+ * minutes go.
+ *
+ * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE]
+ *          [--test-name-pattern=RE]... [--test-only] -- FILE...
+ * The files' processes get this process' Node options (`--import tsx`).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { run } from 'node:test';
+import { spec, tap } from 'node:test/reporters';
+
+interface Options {
+  concurrency: number;
+  times: string | undefined;
+  testNamePatterns: string[];
+  only: boolean;
+  files: string[];
+}
+
+function parse(args: readonly string[]): Options {
+  const options: Options = { concurrency: 1, times: undefined, testNamePatterns: [], only: false, files: [] };
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] ?? '';
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string => {
+      const next = inline ?? args[(i += 1)];
+      if (next === undefined) throw new Error(`${flag} needs a value`);
+      return next;
+    };
+    if (flag === '--') {
+      options.files.push(...args.slice(i + 1));
+      break;
+    } else if (flag === '--concurrency') options.concurrency = Number(value());
+    else if (flag === '--times') options.times = value();
+    else if (flag === '--test-name-pattern') options.testNamePatterns.push(value());
+    else if (flag === '--test-only') options.only = true;
+    else throw new Error(`unknown option ${arg} (files go after --)`);
+  }
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error('--concurrency must be a whole number ≥ 1');
+  if (options.files.length === 0) throw new Error('no test files given (after --)');
+  return options;
+}
+
+const options = parse(process.argv.slice(2));
+const began = Date.now();
+const fileTimes = new Map<string, number>();
+const stream = run({
+  files: options.files,
+  concurrency: options.concurrency,
+  ...(options.testNamePatterns.length > 0 ? { testNamePatterns: options.testNamePatterns } : {}),
+  ...(options.only ? { only: true } : {}),
+});
+stream.on('test:fail', (data: { todo?: boolean | string }) => {
+  if (data.todo === undefined || data.todo === false) process.exitCode = 1;
+});
+// A file's own entry: named by its path (as given), at the top level; its duration is its process' run.
+stream.on('test:complete', (data: { name: string; file?: string; nesting: number; details: { duration_ms: number } }) => {
+  if (data.nesting === 0 && data.file !== undefined && resolve(data.name) === data.file) fileTimes.set(data.file, data.details.duration_ms);
+});
+stream.on('end', () => {
+  if (options.times === undefined) return;
+  const rows = [...fileTimes].sort((a, b) => b[1] - a[1]);
+  const sum = rows.reduce((total, [, ms]) => total + ms, 0);
+  const lines = [
+    `${rows.length} test files in ${((Date.now() - began) / 1000).toFixed(0)} s, ${options.concurrency} at a time (the files' times add up to ${(sum / 1000).toFixed(0)} s)`,
+    ...rows.map(([file, ms]) => `${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), file)}`),
+  ];
+  mkdirSync(dirname(options.times), { recursive: true });
+  writeFileSync(options.times, `${lines.join('\n')}\n`);
+});
+stream.compose(process.stdout.isTTY ? spec : tap).pipe(process.stdout);

@@ -1,0 +1,85 @@
+/**
+ * One workflow bundle for many test processes. `node --test` runs every test file in a process of
+ * its own, and each used to bundle the workflows with webpack (seconds of CPU) before its first
+ * worker: with some fifty files that start workers, a few minutes of the two cores per run. Here
+ * the first process to need a bundle writes it to a cache file named by a hash of everything it
+ * can contain; the others load that file (`{ codePath }`).
+ *
+ * The key: the bundle options, this checkout's path (the bundle's inline source map names
+ * absolute paths) and the content of every file the workflow code can import — all of `src/` and
+ * the test fixtures, plus the lock file (the SDK's version). An edit anywhere there makes a new
+ * bundle; the cache never serves stale workflow code.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
+import { PROJECT_ROOT } from '../devstack/paths.js';
+
+const CACHE_DIR = join(tmpdir(), 'card-poller-test-bundles');
+/** Bundles not used for this long are removed when a new one is written (each is ~2 MB). */
+const KEEP_UNUSED_MS = 24 * 3600_000;
+/** What the workflow code can import: its sources, the test fixtures' workflows and interceptors. */
+const SOURCE_DIRS = ['src', join('test', 'fixtures')];
+
+export interface TestBundleOptions {
+  readonly workflowsPath: string;
+  readonly workflowInterceptorModules?: readonly string[];
+}
+
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true })
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((entry) => (entry.isDirectory() ? filesUnder(join(dir, entry.name)) : entry.isFile() ? [join(dir, entry.name)] : []));
+}
+
+function bundleKey(options: TestBundleOptions): string {
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify({ root: PROJECT_ROOT, ...options }));
+  for (const file of [...SOURCE_DIRS.flatMap((dir) => filesUnder(join(PROJECT_ROOT, dir))), join(PROJECT_ROOT, 'package-lock.json')]) {
+    hash.update(file);
+    hash.update(readFileSync(file));
+  }
+  return hash.digest('hex').slice(0, 24);
+}
+
+const noop = (): void => undefined;
+const quiet = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, log: noop };
+
+function pruneOld(): void {
+  for (const name of readdirSync(CACHE_DIR)) {
+    const path = join(CACHE_DIR, name);
+    try {
+      if (Date.now() - statSync(path).atimeMs > KEEP_UNUSED_MS) rmSync(path, { force: true });
+    } catch {
+      // Removed by another process meanwhile.
+    }
+  }
+}
+
+const inProcess = new Map<string, Promise<WorkflowBundlePath>>();
+
+/** The bundle of `options`: from the cache when an equal one was built, else built now and cached. */
+export function testWorkflowBundle(options: TestBundleOptions): Promise<WorkflowBundlePath> {
+  const key = bundleKey(options);
+  let bundle = inProcess.get(key);
+  if (!bundle) {
+    bundle = (async () => {
+      const codePath = join(CACHE_DIR, `${key}.js`);
+      if (existsSync(codePath)) return { codePath };
+      const { code } = await bundleWorkflowCode({ ...options, workflowInterceptorModules: [...(options.workflowInterceptorModules ?? [])], logger: quiet });
+      mkdirSync(CACHE_DIR, { recursive: true });
+      // Written whole, then renamed: a process reading the path never sees half a bundle (two
+      // processes building the same bundle at once write the same content).
+      const partial = `${codePath}.${process.pid}.tmp`;
+      writeFileSync(partial, code);
+      renameSync(partial, codePath);
+      pruneOld();
+      return { codePath };
+    })();
+    inProcess.set(key, bundle);
+  }
+  return bundle;
+}
