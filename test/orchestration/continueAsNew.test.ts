@@ -14,6 +14,7 @@
  * What a served request becomes — a priority item, the card run from the priority lane, the item
  * settled — is test/orchestration/requestCheck.test.ts, on the whole stack.
  */
+import { claimedRound } from '../../testkit/claimRounds.js';
 import { after, before, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import assert from 'node:assert/strict';
@@ -55,24 +56,7 @@ async function waitUntil(what: string, done: () => boolean): Promise<void> {
   }
 }
 
-const IDLE: ClaimRoundResult = {
-  kind: 'claimed',
-  claimed: [],
-  expired: 0,
-  running: 0,
-  lanes: { priority: 0, normal: 0 },
-  groups: [],
-  startedByClaim: false,
-  startFailures: 0,
-  engine: { starts: 0, lagSumMs: 0 },
-  limitedBy: 'none',
-  maxInflightLimit: 100,
-  budgetQps: 10,
-  leaseMs: 20_000,
-  dueHorizonMs: 0,
-  runShape: 'card',
-  batchSize: 50,
-};
+const IDLE: ClaimRoundResult = claimedRound([]);
 
 interface Sent {
   readonly id: string;

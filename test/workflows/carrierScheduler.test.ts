@@ -8,6 +8,7 @@
  * What Redis does with a released claim (the retry delay in its lane) is the claim scripts' and
  * the control activities' part, tested with them; here, what the scheduler asks of them.
  */
+import { claimedRound } from '../../testkit/claimRounds.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -36,29 +37,6 @@ after(async () => {
 
 /** The activities the scheduler calls, by name. */
 type SchedulerActivities = Pick<ControlActivities, 'claimRound' | 'releaseClaims' | 'requestCheck' | 'requeueDuePriorityItems'>;
-
-/** A claim round's answer with `cards` claimed (child start mode unless `extra` says otherwise). */
-function claimedRound(cards: readonly ClaimedCard[], extra: Partial<Extract<ClaimRoundResult, { kind: 'claimed' }>> = {}): ClaimRoundResult {
-  return {
-    kind: 'claimed',
-    claimed: cards,
-    expired: 0,
-    running: cards.length,
-    lanes: { priority: 0, normal: 0 },
-    groups: [],
-    startedByClaim: false,
-    startFailures: 0,
-    engine: { starts: 0, lagSumMs: 0 },
-    limitedBy: 'none',
-    maxInflightLimit: 100,
-    budgetQps: 10,
-    leaseMs: 20_000,
-    dueHorizonMs: 0,
-    runShape: 'card',
-    batchSize: 50,
-    ...extra,
-  };
-}
 
 const STOP: ClaimRoundResult = { kind: 'stop', reason: 'carrier_disabled' };
 

@@ -1,5 +1,5 @@
 /** Inputs for the scheduler state's unit tests: args, claim results, requests. */
-import type { ClaimRoundResult, ClaimedCard } from '../../../src/workflow-safe/claimRound.js';
+import type { ClaimedCard } from '../../../src/workflow-safe/claimRound.js';
 import type { RequestCheckInput } from '../../../src/workflow-safe/requestCheck.js';
 import type { TaskQueueNames } from '../../../src/workflow-safe/taskQueues.js';
 import { SchedulerState, type HistoryInfo } from '../../../src/workflows/scheduler/schedulerState.js';
@@ -21,28 +21,7 @@ export const card = (id: string, fromPriority = false): ClaimedCard => ({ cardId
 
 export const request = (cardId: string, actor = 'test'): RequestCheckInput => ({ cardId, types: ['card_status'], lane: 'priority', actor });
 
-/** A claim round's answer with `cards` claimed (child start mode, one card per run unless `extra` says otherwise). */
-export function claimed(cards: readonly ClaimedCard[], extra: Partial<Extract<ClaimRoundResult, { kind: 'claimed' }>> = {}): ClaimRoundResult {
-  return {
-    kind: 'claimed',
-    claimed: cards,
-    expired: 0,
-    running: cards.length,
-    lanes: { priority: 0, normal: cards.length },
-    groups: [],
-    startedByClaim: false,
-    startFailures: 0,
-    engine: { starts: 0, lagSumMs: 0 },
-    limitedBy: 'none',
-    maxInflightLimit: 100,
-    budgetQps: 10,
-    leaseMs: 20_000,
-    dueHorizonMs: 0,
-    runShape: 'card',
-    batchSize: 50,
-    ...extra,
-  };
-}
+export { claimedRound as claimed } from '../../../testkit/claimRounds.js';
 
 /** A history below every limit, with `extra` changed. */
 export const history = (extra: Partial<HistoryInfo> = {}): HistoryInfo => ({
