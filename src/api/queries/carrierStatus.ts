@@ -4,6 +4,7 @@
  * from the running scheduler, the capacity estimate, and how far Redis holds the account's cards
  * (a rebuild's progress).
  */
+import { settleAll } from '../../runtime/settleAll.js';
 import { getCarrier } from '../../db/carriers.js';
 import { listPollingConfigs } from '../../db/pollingConfigs.js';
 import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } from '../../db/statusQueries.js';
@@ -97,7 +98,7 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
   const { pool, store } = ctx.deps;
   const carrier = await getCarrier(pool, carrierId);
   const now = Date.now();
-  const [mode, depths, dueNow, lateness, polled, configs, scheduler, groups] = await Promise.all([
+  const [mode, depths, dueNow, lateness, polled, configs, scheduler, groups] = await settleAll([
     getPollingMode(pool),
     store.depths(carrier.id),
     store.dueNowCount(carrier.id, now),
