@@ -48,6 +48,8 @@ longest=(
   test/orchestration/steady.test.ts
 )
 mapfile -t rest < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${longest[@]/#/-e}")
-node --import tsx testkit/runFiles.ts --concurrency 3 --times test-results/test-file-times.txt "${@}" -- "${longest[@]}" "${rest[@]}" || status=$?
+node --import tsx testkit/runFiles.ts --concurrency 3 --times test-results/test-file-times.txt --failures test-results/test-failures.txt "${@}" -- "${longest[@]}" "${rest[@]}" || status=$?
 head -n 16 test-results/test-file-times.txt
+# Last, so a log read from its end says why a test failed, not only which.
+cat test-results/test-failures.txt
 exit "${status:-0}"

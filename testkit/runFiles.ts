@@ -6,7 +6,10 @@
  * otherwise), and with `--times FILE` writes each file's time, the slowest first: where the
  * minutes go.
  *
- * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE]
+ * With `--failures FILE` it writes each failed test (file, name, the assertion's message) there too:
+ * a log that shows only its end (a CI summary) then still says why a test failed, not just which.
+ *
+ * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE] [--failures FILE]
  *          [--test-name-pattern=RE]... [--test-only] -- FILE...
  * The files' processes get this process' Node options (`--import tsx`).
  */
@@ -18,13 +21,14 @@ import { spec, tap } from 'node:test/reporters';
 interface Options {
   concurrency: number;
   times: string | undefined;
+  failures: string | undefined;
   testNamePatterns: string[];
   only: boolean;
   files: string[];
 }
 
 function parse(args: readonly string[]): Options {
-  const options: Options = { concurrency: 1, times: undefined, testNamePatterns: [], only: false, files: [] };
+  const options: Options = { concurrency: 1, times: undefined, failures: undefined, testNamePatterns: [], only: false, files: [] };
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] ?? '';
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -38,6 +42,7 @@ function parse(args: readonly string[]): Options {
       break;
     } else if (flag === '--concurrency') options.concurrency = Number(value());
     else if (flag === '--times') options.times = value();
+    else if (flag === '--failures') options.failures = value();
     else if (flag === '--test-name-pattern') options.testNamePatterns.push(value());
     else if (flag === '--test-only') options.only = true;
     else throw new Error(`unknown option ${arg} (files go after --)`);
@@ -56,14 +61,39 @@ const stream = run({
   ...(options.testNamePatterns.length > 0 ? { testNamePatterns: options.testNamePatterns } : {}),
   ...(options.only ? { only: true } : {}),
 });
-stream.on('test:fail', (data: { todo?: boolean | string }) => {
-  if (data.todo === undefined || data.todo === false) process.exitCode = 1;
+const failures: string[] = [];
+stream.on('test:fail', (data: { name: string; file?: string; todo?: boolean | string; details: { error: unknown } }) => {
+  if (data.todo !== undefined && data.todo !== false) return;
+  process.exitCode = 1;
+  const where = data.file === undefined ? '' : `${relative(process.cwd(), data.file)}: `;
+  failures.push(`✖ ${where}${data.name}\n${indent(failureText(data.details.error))}`);
 });
 // A file's own entry: named by its path (as given), at the top level; its duration is its process' run.
 stream.on('test:complete', (data: { name: string; file?: string; nesting: number; details: { duration_ms: number } }) => {
   if (data.nesting === 0 && data.file !== undefined && resolve(data.name) === data.file) fileTimes.set(data.file, data.details.duration_ms);
 });
+/** The runner wraps a test's error (`ERR_TEST_FAILURE`); what the test threw is its cause. */
+function failureText(error: unknown): string {
+  const thrown = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const text = thrown instanceof Error ? (thrown.stack ?? `${thrown.name}: ${thrown.message}`) : String(thrown);
+  // The message and the first frames are what says why; a whole stack of an SDK call is noise here.
+  return text.split('\n').slice(0, 40).join('\n').slice(0, 6_000);
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+}
+
+function write(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+}
+
 stream.on('end', () => {
+  if (options.failures !== undefined) write(options.failures, failures.length === 0 ? '' : `${failures.length} failed\n${failures.join('\n')}\n`);
   if (options.times === undefined) return;
   const rows = [...fileTimes].sort((a, b) => b[1] - a[1]);
   const sum = rows.reduce((total, [, ms]) => total + ms, 0);
@@ -71,7 +101,6 @@ stream.on('end', () => {
     `${rows.length} test files in ${((Date.now() - began) / 1000).toFixed(0)} s, ${options.concurrency} at a time (the files' times add up to ${(sum / 1000).toFixed(0)} s)`,
     ...rows.map(([file, ms]) => `${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(process.cwd(), file)}`),
   ];
-  mkdirSync(dirname(options.times), { recursive: true });
-  writeFileSync(options.times, `${lines.join('\n')}\n`);
+  write(options.times, `${lines.join('\n')}\n`);
 });
 stream.compose(process.stdout.isTTY ? spec : tap).pipe(process.stdout);
