@@ -395,6 +395,23 @@ export function servicePid(options: TemporalClusterOptions, service: ClusterServ
   }
 }
 
+/**
+ * Whether the process last started for `service` is still alive — our server or not yet: between
+ * fork and exec (seconds on a starved machine) its command line is still that of the node process
+ * that spawned it, so servicePid does not know it yet. A zombie counts as gone.
+ */
+export function startedProcessAlive(options: TemporalClusterOptions, service: ClusterService): boolean {
+  const pid = readPid(pidFile(options, service));
+  if (pid === undefined || !isAlive(pid)) return false;
+  try {
+    // /proc/<pid>/stat: "pid (comm) state …"; comm may hold spaces and parentheses, the state follows the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
 /** The server reads TEMPORAL_* variables (root, config dir, services): none may leak in from our shell. */
 function serverEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TEMPORAL_')));
@@ -454,7 +471,9 @@ async function waitForService(options: TemporalClusterOptions, service: ClusterS
   await waitUntil(
     `Temporal ${service} on ${options.host}:${grpc}`,
     async () => {
-      if (servicePid(options, service) === undefined) {
+      // Not servicePid: a process not yet exec'd is starting, not gone (taking it for gone once
+      // started a second server whose bind failed, and left the pid file naming that one).
+      if (!startedProcessAlive(options, service)) {
         throw new Error(`Temporal ${service} exited during start; last lines of ${serviceLogFile(options, service)}:\n${lastLogLines(options, service)}`);
       }
       return isTcpOpen(options.host, grpc);
@@ -564,7 +583,7 @@ export async function temporalClusterUp(options: TemporalClusterOptions, log: (l
       try {
         await waitForService(options, service, 120_000);
       } catch (error) {
-        if (servicePid(options, service) !== undefined) throw error;
+        if (startedProcessAlive(options, service)) throw error;
         log(`${service} exited during start; starting it once more (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`);
         services[service] = await startClusterService(options, service, configFiles[service]);
         await waitForService(options, service, 120_000);
