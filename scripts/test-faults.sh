@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# `npm run test:faults`: the fault-injection suite. test/faults-suite/faults.test.ts starts its own
-# private PostgreSQL, Redis and Temporal dev server (ports 15433, 16379, 17233) and stops them at
-# the end; ingestOutage.test.ts a PostgreSQL of its own (port 15533, its own data folder) beside the
-# shared Temporal and Redis. Each stops and kills only its own services and processes, so the two
-# files run side by side: the suite takes as long as its longest file, not the sum.
+# `npm run test:faults`: the fault-injection suite — a running system that loses its services.
+# - test/faults-suite/faults.test.ts starts its own private PostgreSQL, Redis and Temporal dev
+#   server (ports 15433, 16379, 17233) and stops them at the end (~6.5 minutes, most of it a
+#   3-minute PostgreSQL outage);
+# - test/faults-suite/ingestOutage.test.ts a PostgreSQL of its own (port 15533) beside the shared
+#   Temporal and Redis;
+# - test/faults/serviceOutage.test.ts (PostgreSQL, then Redis, stopped for 10 s: every process
+#   survives) its own PostgreSQL and Redis (15435, 16381), and test/faults/npmStart.test.ts (the
+#   demo as `npm start` runs it, PostgreSQL stopped under it) its own PostgreSQL (15434).
+# Each stops and kills only its own services and processes, so the files run side by side: the
+# long one in one slot, the others one after the other in the second; the suite takes as long as
+# its longest file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
@@ -11,5 +18,16 @@ source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
-mapfile -t files < <(find test/faults-suite -name '*.test.ts' | sort)
-exec node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}"
+files=(
+  test/faults-suite/faults.test.ts
+  test/faults-suite/ingestOutage.test.ts
+  test/faults/serviceOutage.test.ts
+  test/faults/npmStart.test.ts
+)
+# Every fault test file is listed above: a new one must be placed (and counted) here.
+mapfile -t found < <(find test/faults-suite test/faults -name '*.test.ts' | sort)
+if [ "$(printf '%s\n' "${found[@]}" | sort)" != "$(printf '%s\n' "${files[@]}" | sort)" ]; then
+  echo "test:faults: the fault test files found (${found[*]}) are not the ones listed in scripts/test-faults.sh" >&2
+  exit 1
+fi
+exec node --import tsx testkit/runFiles.ts --concurrency 2 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}"

@@ -49,8 +49,8 @@ export async function privatePostgres(port: number, log: (line: string) => void,
   return service;
 }
 
-export async function privateRedis(port: number, log: (line: string) => void): Promise<PrivateService> {
-  const dir = faultsDir('redis');
+export async function privateRedis(port: number, log: (line: string) => void, name = 'redis'): Promise<PrivateService> {
+  const dir = faultsDir(name);
   await claimPort(port, () => stopRedis(dir));
   // Fresh data each run; within the run the AOF keeps the data across stop/start.
   rmSync(dir, { recursive: true, force: true });

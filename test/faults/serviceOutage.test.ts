@@ -21,9 +21,12 @@ import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalCon
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { startLiveLine } from '../../demo/liveLine.js';
 
-/** Ports of this test's own services (the shared ones are 5433 and 6379). */
-const PG_PORT = 15433;
-const REDIS_PORT = 16379;
+/**
+ * Ports and data folders of this test's own services: not the shared ones (5433, 6379), nor the
+ * fault suite's (15433, 16379; test/faults-suite/faults.test.ts), which runs beside this file.
+ */
+const PG_PORT = 15435;
+const REDIS_PORT = 16381;
 const CARDS = 6;
 const OUTAGE_MS = 10_000;
 /** Polling must be back within this after the service returns (scheduler restart backoff included). */
@@ -69,8 +72,8 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
 
   before(async () => {
     const log = (): void => undefined;
-    postgres = await privatePostgres(PG_PORT, log);
-    redis = await privateRedis(REDIS_PORT, log);
+    postgres = await privatePostgres(PG_PORT, log, 'outage-postgres');
+    redis = await privateRedis(REDIS_PORT, log, 'outage-redis');
     // Everything below (test schema, Redis namespace, workers, child processes) reads these.
     process.env.DATABASE_URL = postgres.url;
     process.env.REDIS_URL = redis.url;
