@@ -54,4 +54,5 @@ node --import tsx testkit/runFiles.ts --concurrency 3 --times test-results/test-
 head -n 16 test-results/test-file-times.txt
 # Last, so a log read from its end says why a test failed, not only which.
 cat test-results/test-failures.txt
+echo "npm test: ${SECONDS} s in all (install check, services, static checks, test pool)"
 exit "${status:-0}"
