@@ -7,7 +7,8 @@
  * control worker are killed with SIGKILL.
  *
  * The single-executor and no-loss guarantees must hold across the processes: every card keeps
- * being checked, no card ever has two gateway calls at once, every request-check is served, no run
+ * being checked, no card ever has two gateway calls at once, every request-check is served (sent
+ * again after a "try again" answer, as the API's 503 + Retry-After tells a client), no run
  * fails or times out except runs that were on the killed card worker, no lease expires beyond
  * those runs, the carrier rejects nothing — and each process of a queue really took its share.
  */
@@ -18,10 +19,12 @@ import type { Client } from '@temporalio/client';
 import { storageMaintenanceScheduleId } from '../../src/workflow-safe/workflowIds.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
 import { ensurePollingControl, requestCheck, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import type { RequestCheckResult } from '../../src/workflow-safe/requestCheck.js';
 import { isCluster } from '../../src/redis/connection.js';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
+import { tryAgain } from '../../src/api/tryAgain.js';
 
 /**
  * 24 cards over 8 accounts: a carrierScheduler runs on one control worker at a time (sticky, its
@@ -87,6 +90,32 @@ async function workflowTaskIdentities(client: Client, workflowId: string, runId:
     if (identity) identities.add(identity);
   }
   return identities;
+}
+
+/** Times an API client sends a request-check the API answered 503 + Retry-After, before it gives up. */
+const TRY_AGAIN_ATTEMPTS = 4;
+
+/**
+ * A request-check as a client of the API makes it: an answer the API would give as 503 with
+ * `Retry-After` (src/api/tryAgain.ts) is waited out and sent again, a few times; any other error,
+ * or "try again" past the last attempt, is the result.
+ */
+async function requestCheckAsTheApiClient(
+  ref: OrchestrationRef,
+  carrierId: string,
+  cardId: string,
+  onTryAgain: (error: unknown) => void,
+): Promise<RequestCheckResult> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await requestCheck(ref, carrierId, { cardId, types: ['card_status'], actor: 'test', source: 'test' });
+    } catch (error) {
+      const answer = tryAgain(error);
+      if (answer === undefined || attempt === TRY_AGAIN_ATTEMPTS) throw error;
+      onTryAgain(error);
+      await new Promise((resolve) => setTimeout(resolve, answer.afterSec * 1000));
+    }
+  }
 }
 
 async function killHard(worker: EntryProcess): Promise<void> {
@@ -171,6 +200,10 @@ test(
       // Request-checks from now on, across the kills: each must end in a priority execution of its card.
       const requests: { cardId: string; at: Date; status: string; ms: number }[] = [];
       const requestFailures: string[] = [];
+      // Answers the API gives as 503 + Retry-After (the scheduler not taking updates for longer than
+      // the client's own retries: its workflow task timing out again and again on a starved machine
+      // while the survivor replays the killed worker's schedulers). Reported, and sent again.
+      const tryAgainAnswers: string[] = [];
       // Each request on its own: one addressed to a scheduler of the killed control worker waits
       // until the survivor takes that scheduler over, and must not hold the others back.
       const pending: Promise<void>[] = [];
@@ -179,7 +212,12 @@ test(
           const card = cards[(i * 7) % cards.length]!;
           const at = new Date();
           pending.push(
-            requestCheck(ref, card.carrierId, { cardId: card.id, types: ['card_status'], actor: 'test', source: 'test' }).then(
+            requestCheckAsTheApiClient(
+              ref,
+              card.carrierId,
+              card.id,
+              (error) => void tryAgainAnswers.push(`card ${card.id} at ${new Date().toISOString()}: ${String(error)}`),
+            ).then(
               (result) => void requests.push({ cardId: card.id, at, status: result.status, ms: Date.now() - at.getTime() }),
               (error: unknown) => void requestFailures.push(`card ${card.id} at ${at.toISOString()}: ${String(error)}`),
             ),
@@ -256,6 +294,7 @@ test(
       await requesting;
       requesting = undefined;
       assert.deepEqual(requestFailures, [], 'request-checks refused or failed');
+      phase(`request-checks answered "try again" and sent again: ${tryAgainAnswers.length === 0 ? 'none' : tryAgainAnswers.join('; ')}`);
       const requested = requests.filter((r) => r.status === 'requested');
       assert.ok(requested.length >= 20, `only ${requested.length} request-checks accepted (${requests.length} sent)`);
       // Served: a priority execution of the card finished after the request, and no item is left open.
