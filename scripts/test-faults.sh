@@ -30,4 +30,7 @@ if [ "$(printf '%s\n' "${found[@]}" | sort)" != "$(printf '%s\n' "${files[@]}" |
   echo "test:faults: the fault test files found (${found[*]}) are not the ones listed in scripts/test-faults.sh" >&2
   exit 1
 fi
-exec node --import tsx testkit/runFiles.ts --concurrency 2 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}"
+node --import tsx testkit/runFiles.ts --concurrency 2 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
+# Last, so a log read from its end says why a test failed, not only which.
+cat test-results/faults-failures.txt
+exit "${status:-0}"

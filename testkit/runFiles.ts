@@ -2,9 +2,8 @@
  * Runs test files in the order given, N at a time, each in a process of its own — what
  * `node --test --test-concurrency=N` does, except that the runner sorts the files it is given by
  * path, and the suite wants its longest files started first (so the pool does not end on one of
- * them while the other slots idle). Reports on stdout as the runner does (spec on a terminal, TAP
- * otherwise), and with `--times FILE` writes each file's time, the slowest first: where the
- * minutes go.
+ * them while the other slots idle). Reports on stdout as the runner does (spec), and with
+ * `--times FILE` writes each file's time, the slowest first: where the minutes go.
  *
  * With `--failures FILE` it writes each failed test (file, name, the assertion's message) there too:
  * a log that shows only its end (a CI summary) then still says why a test failed, not just which.
@@ -16,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { run } from 'node:test';
-import { spec, tap } from 'node:test/reporters';
+import { spec } from 'node:test/reporters';
 
 interface Options {
   concurrency: number;
@@ -103,4 +102,6 @@ stream.on('end', () => {
   ];
   write(options.times, `${lines.join('\n')}\n`);
 });
-stream.compose(process.stdout.isTTY ? spec : tap).pipe(process.stdout);
+// Spec everywhere, as `node --test` reports since Node 23: it ends with the failed tests and their
+// errors, which TAP leaves scattered through the log.
+stream.compose(spec).pipe(process.stdout);
