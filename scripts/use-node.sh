@@ -45,3 +45,9 @@ card_poller_node() {
   node -e 'process.exit(process.versions.node === process.argv[1] ? 0 : 1)' "$version"
 }
 card_poller_node
+
+# Node's on-disk compile cache (V8 code cache, Node ≥ 22.1) for every process these scripts start:
+# the test files, workers and tools each load much the same modules, and the cache saved ~0.7 s
+# of CPU per test-file process here (25 % of a small one). A quiet optimisation: Node falls back to
+# compiling when it cannot use it. Kept in the temporary directory, keyed by the modules' content.
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${TMPDIR:-/tmp}/card-poller-node-compile-cache}"
