@@ -37,15 +37,19 @@ fi
 # (testkit/runFiles.ts: `node --test` would sort them by path); each file's time, the slowest
 # first, goes to test-results/test-file-times.txt. The batched run shape (CARD_RUN_SHAPE=batch)
 # goes through the whole-system tests that apply to both shapes in test/orchestration/batched/.
+# (The longest in the clean-clone runs of 2026-12-02: 25-54 s each.)
 longest=(
-  test/dashboard/browser.test.ts
-  test/deploy/built.test.ts
-  test/orchestration/crash.test.ts
-  test/orchestration/batched/crash.test.ts
   test/gateway/limiter.test.ts
-  test/orchestration/batchShape.test.ts
-  test/deploy/versioning.test.ts
+  test/dashboard/browser.test.ts
+  test/orchestration/crash.test.ts
   test/orchestration/steady.test.ts
+  test/orchestration/finishOutage.test.ts
+  test/ingest/async.test.ts
+  test/deploy/built.test.ts
+  test/orchestration/batched/crash.test.ts
+  test/orchestration/batched/failures.test.ts
+  test/orchestration/failures.test.ts
+  test/workflows/cardCheck.test.ts
 )
 # Not here: the fault-injection suite (test/faults-suite, test/faults: `npm run test:faults`) and
 # the cluster suite (test/cluster: `npm run test:cluster`); .ci/run runs both after this.
