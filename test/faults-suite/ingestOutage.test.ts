@@ -180,7 +180,16 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     assert.ok(callsAtEnd > callsHalfway, `no gateway call in the second half of the outage (${callsHalfway} → ${callsAtEnd})`);
     const stuck = [...duesAtEnd].filter(([cardId, due]) => !(due > (duesAtStop.get(cardId) ?? 0)));
     assert.deepEqual(stuck, [], 'cards whose card_status due time did not move during the outage');
-    const succeededDuring = await completedRuns(stoppedAt, restartedAt, 'success');
+    // Counted once they have completed and are listed: a run started late in the outage may still
+    // be running, or its close not yet in visibility, when PostgreSQL comes back (ci5, beside the
+    // cluster suite: 8 at once). Waited for, bounded; the count is what is asserted.
+    let succeededDuring = 0;
+    await waitFor(
+      `${CARDS} successful card runs started during the outage`,
+      async () => (succeededDuring = await completedRuns(stoppedAt, restartedAt, 'success')) >= CARDS,
+      30_000,
+      500,
+    ).catch(() => undefined);
     phase(t, `${succeededDuring} successful card runs started during the outage; ${await completedRuns(stoppedAt, restartedAt, 'unprepared')} unprepared`);
     assert.ok(succeededDuring >= CARDS, `only ${succeededDuring} successful runs started during the outage`);
     assert.ok(backlogAtEnd.records > THRESHOLD_RECORDS, `the backlog did not grow past its threshold (${backlogAtEnd.records})`);
