@@ -10,6 +10,7 @@ import type { ApiContext } from './context.js';
 import { registerAuth } from './auth.js';
 import { errorBody, handleError } from './errors.js';
 import { registerHttpMetrics } from './httpMetrics.js';
+import { waitForHandlersOnClose } from './inflightHandlers.js';
 import { registerOpenApi } from './openapi.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerCardImportRoutes } from './routes/cardImport.js';
@@ -42,6 +43,8 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
       },
     },
   }).withTypeProvider<ApiTypeProvider>();
+  // First: only routes registered after it are tracked.
+  waitForHandlersOnClose(app);
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorBody('not_found', `no route ${request.method} ${request.url.split('?', 1)[0] ?? ''}`)),
