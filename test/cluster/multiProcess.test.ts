@@ -36,7 +36,12 @@ const CARDS_PER_ACCOUNT = 3;
 const CHECKS_AFTER_KILL = 3;
 const REQUEST_EVERY_MS = 700;
 const START_LIMIT_MS = 180_000;
-const RESUME_LIMIT_MS = 120_000;
+/**
+ * Bound of the waits for every card's checks: generous, the test asserts what happened, not how
+ * fast — with a busy loop per core beside CI (the fault suite running too) the six processes had
+ * not checked every card twice within 120 s (ci10).
+ */
+const RESUME_LIMIT_MS = 300_000;
 
 type Kind = 'card' | 'control' | 'gateway' | 'ingest';
 
