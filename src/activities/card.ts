@@ -4,6 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
+import { sameTurnBatcher } from '../runtime/sameTurnBatcher.js';
 import { findCards } from '../db/cards.js';
 import { describeConnectionError } from '../runtime/connectionErrors.js';
 import { defaultLogger } from '../runtime/logger.js';
@@ -137,6 +138,11 @@ export function createCardActivities(deps: CardActivityDeps) {
       : undefined;
   // One line when executions start running from remembered rows, one when PostgreSQL answers again.
   let fallingBack = false;
+  // The card rows read in one turn (a batch's preparations, concurrent runs) in one statement.
+  const cardRow = sameTurnBatcher(async (ids: readonly string[]): Promise<(ScopedCard | undefined)[]> => {
+    const rows = new Map((await findCards(deps.pool, [...new Set(ids)])).map((card) => [card.id, card]));
+    return ids.map((id) => rows.get(id));
+  });
 
   /** Gives the claim back for a while and ends the preparation (the run's outcome: `unprepared`). */
   async function notNow(input: PrepareInput, why: string, cause: unknown): Promise<never> {
@@ -157,7 +163,7 @@ export function createCardActivities(deps: CardActivityDeps) {
   async function readCard(input: PrepareInput): Promise<{ card: RememberedCard | undefined; remembered: boolean }> {
     let card: ScopedCard | undefined;
     try {
-      [card] = await findCards(deps.pool, [input.cardId]);
+      card = await cardRow(input.cardId);
     } catch (error) {
       if (!isDatabaseUnreachable(error)) throw error;
       const mode = await deps.reference.ingestMode().catch(() => undefined);
@@ -247,7 +253,7 @@ export function createCardActivities(deps: CardActivityDeps) {
     async finishNotPolled(input: { carrierId: string; cardId: string; token: string; reason: string; fromPriority: boolean }): Promise<void> {
       let card: ScopedCard | undefined;
       try {
-        [card] = await findCards(deps.pool, [input.cardId]);
+        card = await cardRow(input.cardId);
       } catch (error) {
         // PostgreSQL unreachable (a stale "account gone" answered the preparation): nothing is
         // removed on a guess. The claim is given back for a while; the first run after the

@@ -11,9 +11,10 @@
  */
 import type { Pool } from '../db/pool.js';
 import type { PriorityTransitions } from '../app/ports.js';
-import { toIngestRecord, type RecordExecutionInput } from '../ingest/record.js';
+import { toIngestRecord, type IngestRecord, type RecordExecutionInput } from '../ingest/record.js';
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
-import { writeRecords } from '../ingest/writer.js';
+import { writeRecords, type AlertCounts } from '../ingest/writer.js';
+import { sameTurnBatcher } from '../runtime/sameTurnBatcher.js';
 
 export type { RecordExecutionInput } from '../ingest/record.js';
 
@@ -24,12 +25,36 @@ export interface IngestActivityDeps {
   readonly stream?: IngestStream;
 }
 
+type Written = { readonly ok: true; readonly counts: AlertCounts } | { readonly ok: false; readonly error: unknown };
+
 export function createIngestActivities(deps: IngestActivityDeps) {
   const writer = { pool: deps.pool, priority: deps.priority };
+  const writeOne = async (record: IngestRecord): Promise<Written> => {
+    try {
+      const [counts] = (await writeRecords(writer, [record])).perRecord;
+      return { ok: true, counts: counts ?? { alertsOpened: 0, alertsRecovered: 0 } };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  };
+  // The records handed over in one turn (a batch run's record flush: src/activities/bookkeepingBatch.ts)
+  // are written as one transaction of multi-row statements, as the async ingest writes its batches.
+  // When that fails, each is written on its own: one record that cannot be written fails alone.
+  const writeTogether = sameTurnBatcher(async (records: readonly IngestRecord[]): Promise<Written[]> => {
+    if (records.length > 1) {
+      try {
+        return (await writeRecords(writer, records)).perRecord.map((counts) => ({ ok: true, counts }));
+      } catch {
+        // (each record's own error, if it has one, is what its caller hears)
+      }
+    }
+    return Promise.all(records.map(writeOne));
+  });
   return {
-    async recordExecution(input: RecordExecutionInput): Promise<{ alertsOpened: number; alertsRecovered: number }> {
-      const written = await writeRecords(writer, [toIngestRecord(input, Date.now())]);
-      return { alertsOpened: written.alertsOpened, alertsRecovered: written.alertsRecovered };
+    async recordExecution(input: RecordExecutionInput): Promise<AlertCounts> {
+      const written = await writeTogether(toIngestRecord(input, Date.now()));
+      if (!written.ok) throw written.error;
+      return written.counts;
     },
 
     /**

@@ -31,6 +31,13 @@ export interface WriteResult {
   readonly observationsInserted: number;
   readonly alertsOpened: number;
   readonly alertsRecovered: number;
+  /** The same two counts per record, in the order of the records. */
+  readonly perRecord: readonly AlertCounts[];
+}
+
+export interface AlertCounts {
+  readonly alertsOpened: number;
+  readonly alertsRecovered: number;
 }
 
 async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Omit<WriteResult, 'records'>> {
@@ -38,10 +45,10 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
   // the order they ran): a failure that opens an alert and the success that recovers it may share
   // a batch. Before this batch's execution rows exist, the out-of-order guard of a failure sees
   // only executions that were handed over earlier — a newer success that overtook it.
-  let alertsOpened = 0;
-  let alertsRecovered = 0;
+  const perRecord: AlertCounts[] = [];
   for (const row of rows) {
-    if (row.recoveries.length > 0) alertsRecovered += await recoverFailures(db, row.recoveries);
+    let alertsOpened = 0;
+    const alertsRecovered = row.recoveries.length > 0 ? await recoverFailures(db, row.recoveries) : 0;
     for (const failure of row.failures) {
       const { cardId, carrierId, type, failCount, error, at, startedAt, firstFailedAt } = failure;
       const recorded = await recordFailureIn(db, {
@@ -56,6 +63,7 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
       });
       if (recorded.opened) alertsOpened += 1;
     }
+    perRecord.push({ alertsOpened, alertsRecovered });
   }
   const executionsInserted = await insertExecutions(
     db,
@@ -65,7 +73,13 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
     db,
     rows.flatMap((r) => r.observations),
   );
-  return { executionsInserted, observationsInserted: observations.inserted, alertsOpened, alertsRecovered };
+  return {
+    executionsInserted,
+    observationsInserted: observations.inserted,
+    alertsOpened: perRecord.reduce((sum, r) => sum + r.alertsOpened, 0),
+    alertsRecovered: perRecord.reduce((sum, r) => sum + r.alertsRecovered, 0),
+    perRecord,
+  };
 }
 
 /**
@@ -73,7 +87,7 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
  * kept; the caller retries it whole or isolates the record that cannot be written).
  */
 export async function writeRecords(deps: RecordWriterDeps, records: readonly IngestRecord[]): Promise<WriteResult> {
-  if (records.length === 0) return { records: 0, executionsInserted: 0, observationsInserted: 0, alertsOpened: 0, alertsRecovered: 0 };
+  if (records.length === 0) return { records: 0, executionsInserted: 0, observationsInserted: 0, alertsOpened: 0, alertsRecovered: 0, perRecord: [] };
   const rows = records.map(rowsOf);
   // The (card, type) pairs whose alerts this write may open or recover: locked for the transaction
   // (see lockFailureAlerts), so a concurrent batch with the same card's records waits for this one.

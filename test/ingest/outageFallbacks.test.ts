@@ -22,22 +22,26 @@ import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 interface Switchable {
   readonly pool: Pool;
   down: boolean;
+  /** The SQL text of every query sent through this pool, in order. */
+  readonly sent: string[];
 }
 
 /** The stack's pool, except that every query fails as against a stopped server while `down`. */
 function switchablePool(pool: Pool): Switchable {
   const state = { down: false };
+  const sent: string[] = [];
   const proxy = new Proxy(pool, {
     get(target, property, receiver) {
       if (property !== 'query') return Reflect.get(target, property, receiver) as unknown;
       return (...args: unknown[]): Promise<unknown> => {
+        sent.push(typeof args[0] === 'string' ? args[0] : JSON.stringify(args[0]));
         if (state.down)
           return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5433'), { code: 'ECONNREFUSED', errno: -111, syscall: 'connect' }));
         return (target.query as (...a: unknown[]) => Promise<unknown>).apply(target, args);
       };
     },
   });
-  return Object.defineProperty({ pool: proxy, down: false }, 'down', { get: () => state.down, set: (value: boolean) => void (state.down = value) });
+  return Object.defineProperty({ pool: proxy, down: false, sent }, 'down', { get: () => state.down, set: (value: boolean) => void (state.down = value) });
 }
 
 interface Setup {
@@ -178,6 +182,30 @@ test('async mode, PostgreSQL unreachable: a remembered card runs, its package is
     });
     assert.equal(again.kind, 'not_polled');
     assert.ok(s.lines.some((line) => line.includes('read from PostgreSQL again')));
+  } finally {
+    await stack.close();
+  }
+});
+
+test('the preparations of one turn (a batch flush) read their card rows in one statement', async () => {
+  const stack = await createStack('outage-fallbacks-rows');
+  try {
+    const s = await setup(stack, 'rows', { card_status: 600 });
+    const tokens = await s.claimAll('rows.1');
+    const cardRows = (): number => s.db.sent.filter((sql) => sql.includes('FROM iot_card c')).length;
+    const before = cardRows();
+    const plans = await Promise.all(
+      s.cardIds.map((cardId, i) =>
+        s.activities.prepareExecution({ carrierId: s.carrierId, cardId, token: tokens.get(cardId)!, executorId: `run-${i}`, fromPriority: false }),
+      ),
+    );
+    const iccids = await stack.deps.pool.query<{ id: string; iccid: string }>('SELECT id::text, iccid FROM iot_card WHERE id = ANY($1::bigint[])', [s.cardIds]);
+    assert.deepEqual(
+      plans.map((plan) => (plan.kind === 'run' ? plan.iccid : plan.kind)),
+      s.cardIds.map((id) => iccids.rows.find((row) => row.id === id)!.iccid),
+      'each card planned with its own row',
+    );
+    assert.equal(cardRows() - before, 1, `one card-row statement for ${s.cardIds.length} preparations`);
   } finally {
     await stack.close();
   }
