@@ -22,6 +22,7 @@ import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceSchedu
 import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
+import { LOOP_WORKFLOW_TASK_TIMEOUT_MS } from '../workflow-safe/loopTaskTimeout.js';
 
 export interface OrchestrationRef {
   readonly client: Client;
@@ -36,6 +37,7 @@ export async function ensurePollingControl(ref: OrchestrationRef, extra: Omit<Po
     taskQueue: ref.taskQueues.control,
     args: [{ taskQueues: ref.taskQueues, workflowIdPrefix: ref.workflowIdPrefix, ...extra }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    workflowTaskTimeout: LOOP_WORKFLOW_TASK_TIMEOUT_MS,
   });
   return handle.workflowId;
 }

@@ -29,6 +29,7 @@ import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUp
 import type { ControlActivities } from '../activities/control.js';
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import { schedulerWorkflowId } from '../workflow-safe/workflowIds.js';
+import { LOOP_WORKFLOW_TASK_TIMEOUT_MS } from '../workflow-safe/loopTaskTimeout.js';
 import { carrierScheduler } from './carrierScheduler.js';
 import { controlStatusQuery, reconcileSignal, reconcileUpdate, setModeSignal, setModeUpdate } from './messages.js';
 import { ControlState, type PollingControlArgs } from './control/controlState.js';
@@ -102,6 +103,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
             args: [state.schedulerArgs(carrierId)],
             parentClosePolicy: ParentClosePolicy.ABANDON,
             workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+            workflowTaskTimeout: LOOP_WORKFLOW_TASK_TIMEOUT_MS,
           });
         } catch (error) {
           // Already running is the normal case: schedulers outlive control's continue-as-new.

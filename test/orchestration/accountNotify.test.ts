@@ -11,7 +11,7 @@ import { controlStatus, createStack, type Stack } from '../../testkit/orchestrat
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import { ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
-import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 
 /** Long enough that the periodic reconcile cannot be what starts a scheduler in this test. */
 const RECONCILE_EVERY_MS = 3_600_000;
@@ -94,6 +94,12 @@ test('orchestration: an account inserted by hand in SQL gets its scheduler and i
     await waitFor('the first reconcile', async () => (await controlStatus(ref).catch(() => undefined))?.carriers.includes(first.carrier.id), WAIT_MS);
     assert.ok(await schedulerRunning(stack, ref, first.carrier.id));
     phase('first reconcile done');
+    // Both loops run with the longer task timeout (src/workflow-safe/loopTaskTimeout.ts), so a
+    // replay on a loaded worker can outlast 10 s without the task timing out again and again.
+    for (const workflowId of [pollingControlWorkflowId(ref.workflowIdPrefix), schedulerWorkflowId(first.carrier.id, ref.workflowIdPrefix)]) {
+      const described = await stack.client.workflow.getHandle(workflowId).describe();
+      assert.equal(Number(described.raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds ?? 0), 30, `${workflowId}: workflow task timeout`);
+    }
 
     // Behind the API's back: nobody asks pollingControl for anything.
     const second = await insertAccountBySql(stack, 'notify2');

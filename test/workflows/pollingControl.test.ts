@@ -106,6 +106,11 @@ test('pollingControl: outlives failing mode reads with backoff, starts a schedul
       schedulerWorkflowId('8', prefix),
     ]);
     assert.equal(refused.length, 2, 'the second reconcile’s starts refused as already running');
+    // Started with the loops' longer task timeout, which continue-as-new carries over (src/workflow-safe/loopTaskTimeout.ts).
+    assert.deepEqual(
+      started.map((event) => Number(event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowTaskTimeout?.seconds ?? 0)),
+      [30, 30, 30, 30],
+    );
     assert.equal((await handle.describe()).status.name, 'RUNNING');
   } finally {
     await handle.terminate('test over').catch(() => undefined);
