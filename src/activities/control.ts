@@ -289,8 +289,16 @@ export function createControlActivities(deps: ControlActivityDeps) {
       return result;
     },
 
+    /**
+     * Heartbeats while it runs (a rebuild takes minutes for millions of cards): the heartbeat
+     * timeout, not the 30-minute start-to-close, is what hands it to another worker when this one
+     * dies — without it a control worker killed mid-call held pollingControl's reconcile loop, and
+     * so every new account's scheduler and every rebuild after a Redis loss, for up to 30 minutes.
+     */
     async ensureRedisIntact(): Promise<boolean> {
-      return deps.redisGuard ? deps.redisGuard.ensureIntact() : false;
+      if (!deps.redisGuard) return false;
+      const guard = deps.redisGuard;
+      return whileHeartbeating(() => guard.ensureIntact());
     },
 
     async listEnabledCarriers(): Promise<string[]> {
@@ -302,3 +310,22 @@ export function createControlActivities(deps: ControlActivityDeps) {
 }
 
 export type ControlActivities = ReturnType<typeof createControlActivities>;
+
+/** How often a long control activity heartbeats (well inside pollingControl's heartbeat timeout). */
+const LIVENESS_HEARTBEAT_MS = 5_000;
+
+/** Runs `work`, heartbeating every few seconds until it settles (no heartbeat outside an activity: unit tests). */
+async function whileHeartbeating<T>(work: () => Promise<T>): Promise<T> {
+  let context: Context | undefined;
+  try {
+    context = Context.current();
+  } catch {
+    context = undefined;
+  }
+  const timer = context ? setInterval(() => context.heartbeat(), LIVENESS_HEARTBEAT_MS) : undefined;
+  try {
+    return await work();
+  } finally {
+    if (timer) clearInterval(timer);
+  }
+}

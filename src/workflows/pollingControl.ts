@@ -43,14 +43,26 @@ export type { PollingControlArgs } from './control/controlState.js';
  * 30-minute start-to-close timeout.
  */
 const SWITCH_HEARTBEAT_TIMEOUT_MS = 2 * 60_000;
+/** The Redis guard heartbeats every 5 s while it checks or rebuilds (src/activities/control.ts). */
+const REBUILD_HEARTBEAT_TIMEOUT_MS = 30_000;
 /** Runs from this patch on continue as new at 2 000 events or 2 MiB (before: 5 000 events). */
 const SMALLER_HISTORY_PATCH = 'control-smaller-history';
 
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
+  // Reads of one row or one list: a minute is ample, and it bounds how long a control worker killed
+  // mid-call holds the loop (with 30 minutes here, the fault suite saw a kill -9 stop every
+  // reconcile, so a Redis flush was not rebuilt by it, for the rest of the run).
   const control = proxyActivities<ControlActivities>({
     taskQueue: args.taskQueues.control,
-    // A switch to carrier mode rebuilds Redis from PostgreSQL: minutes for millions of cards.
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
+  });
+  // The rebuild of a Redis that lost its data takes minutes for millions of cards: it heartbeats,
+  // and the heartbeat timeout hands it to another worker when its own dies.
+  const { ensureRedisIntact } = proxyActivities<Pick<ControlActivities, 'ensureRedisIntact'>>({
+    taskQueue: args.taskQueues.control,
     startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: REBUILD_HEARTBEAT_TIMEOUT_MS,
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
   // The one heartbeating activity gets a heartbeat timeout; the others do not heartbeat, so they must not have one.
@@ -92,7 +104,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   /** Starts a scheduler for every enabled account that has none running. Returns the enabled ids. */
   const reconcile = async (): Promise<string[]> => {
     // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
-    if (await control.ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
+    if (await ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
     const enabled = await control.listEnabledCarriers();
     await Promise.all(
       enabled.map(async (carrierId: string) => {

@@ -106,6 +106,22 @@ test('pollingControl: outlives failing mode reads with backoff, starts a schedul
       schedulerWorkflowId('8', prefix),
     ]);
     assert.equal(refused.length, 2, 'the second reconcile’s starts refused as already running');
+    // A control worker killed mid-call holds the loop only until its call times out: a minute for
+    // the reads, the heartbeat timeout for the Redis check (which may rebuild for minutes).
+    const scheduled = new Map<string, { startToClose: number; heartbeat: number }>();
+    for (const event of events) {
+      const attributes = event.activityTaskScheduledEventAttributes;
+      if (!attributes?.activityType?.name) continue;
+      scheduled.set(attributes.activityType.name, {
+        startToClose: Number(attributes.startToCloseTimeout?.seconds ?? 0),
+        heartbeat: Number(attributes.heartbeatTimeout?.seconds ?? 0),
+      });
+    }
+    assert.deepEqual(Object.fromEntries(scheduled), {
+      readMode: { startToClose: 60, heartbeat: 0 },
+      ensureRedisIntact: { startToClose: 1800, heartbeat: 30 },
+      listEnabledCarriers: { startToClose: 60, heartbeat: 0 },
+    });
     // Started with the loops' longer task timeout, which continue-as-new carries over (src/workflow-safe/loopTaskTimeout.ts).
     assert.deepEqual(
       started.map((event) => Number(event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowTaskTimeout?.seconds ?? 0)),
