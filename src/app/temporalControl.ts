@@ -66,9 +66,13 @@ export async function ensureStorageMaintenance(ref: OrchestrationRef, every = '1
 
 /**
  * How long a request-check's update that was not completed is sent again: while the scheduler
- * continues as new (normally well under a second), or is starved of CPU (a while).
+ * continues as new (normally well under a second), is starved of CPU (a while), or its workflow
+ * task sat with a worker killed mid-task: the server then refuses updates ("Workflow Task in
+ * failed state") from that task's timeout (LOOP_WORKFLOW_TASK_TIMEOUT_MS) until a retry of it
+ * completes on another worker, which replays the run's history first. So: one task timeout and
+ * as long again for the retry.
  */
-const CONTINUE_AS_NEW_RETRY_MS = 30_000;
+export const UPDATE_RETRY_WINDOW_MS = 2 * LOOP_WORKFLOW_TASK_TIMEOUT_MS;
 /**
  * gRPC codes of an update that did not complete and may be sent again under the same update id
  * (the server deduplicates): FAILED_PRECONDITION (see below), DEADLINE_EXCEEDED and ABORTED
@@ -104,7 +108,7 @@ export async function requestCheck(ref: OrchestrationRef, carrierId: string, inp
     try {
       return await handle.executeUpdate(requestCheckUpdate, { args: [input], updateId });
     } catch (error) {
-      if (!notAccepted(error) || Date.now() - started > CONTINUE_AS_NEW_RETRY_MS) throw withGrpcCode(error);
+      if (!notAccepted(error) || Date.now() - started > UPDATE_RETRY_WINDOW_MS) throw withGrpcCode(error);
       await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 500)));
     }
   }

@@ -47,6 +47,8 @@ const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';
  * async-ingest mode, where polling is meant to go on) no longer holds the claim round back.
  */
 const CLAIM_BEFORE_SIGNALS_PATCH = 'scheduler-claim-before-signals';
+/** Runs from this patch on leave still-running children at continue-as-new only once they have gone quiet (schedulerSettings.ts). */
+const QUIET_DRAIN_PATCH = 'scheduler-quiet-drain';
 
 export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
   const control = proxyActivities<ControlActivities>({
@@ -65,14 +67,15 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   // keeps that release's rules to its end, or its replay would not match its history.
   const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
   const claimsFirst = patched(CLAIM_BEFORE_SIGNALS_PATCH);
-  const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst });
+  const drainsUntilQuiet = patched(QUIET_DRAIN_PATCH);
+  const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst, drainsUntilQuiet });
   const { claimedBy } = state;
 
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   // A started child is counted open until it reports its completion; one that cannot start has
   // its cards' claims released.
-  const childClosed = (): void => state.starts.closed();
+  const childClosed = (): void => state.starts.closed(Date.now());
   const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], what: string): void => {
     state.starts.starting();
     start.then(

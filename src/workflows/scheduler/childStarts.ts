@@ -13,6 +13,7 @@ export class ChildStarts {
   private open = 0;
   private readonly toRelease: ClaimedCard[] = [];
   private failed = 0;
+  private lastClosedAt: number | undefined;
 
   /** `failures`: start failures counted by the previous runs (carried over continue-as-new). */
   constructor(failures: number) {
@@ -48,8 +49,15 @@ export class ChildStarts {
     this.open += 1;
   }
 
-  closed(): void {
+  /** A child reported its completion, at `now` (workflow time). */
+  closed(now: number): void {
     this.open -= 1;
+    this.lastClosedAt = now;
+  }
+
+  /** When the last child completion arrived (undefined: none in this run). */
+  get lastCompletionAt(): number | undefined {
+    return this.lastClosedAt;
   }
 
   /** A start failed: its cards' claims are to be released. */

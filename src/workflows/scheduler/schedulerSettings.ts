@@ -40,6 +40,17 @@ export const PREVIOUS_MAX_HISTORY_EVENTS = 8000;
  * claiming; the bound only matters for a child that runs long (its records waiting for PostgreSQL).
  */
 export const CHILD_DRAIN_MAX_MS = 30_000;
+/**
+ * Runs from the quiet-drain patch on leave their children after CHILD_DRAIN_MAX_MS only once no
+ * child has completed for this long: a completion that arrives while the task continues as new
+ * makes the server refuse it (UNHANDLED_COMMAND), the run replays and tries again, and while
+ * children complete one after another (a card worker killed: its runs finish on another one as
+ * their tasks time out) every try was refused; meanwhile the server refused every update
+ * ("Workflow Task in failed state"), request-checks included, for minutes (CI, 2026-12-02).
+ */
+export const CHILD_DRAIN_QUIET_MS = 5_000;
+/** …and leave them in any case after this long (rounds go on meanwhile; the history grows ~6 events a round). */
+export const CHILD_DRAIN_HARD_MAX_MS = 180_000;
 export const DEFAULT_TICK_MS = 1000;
 /** Enough for a burst of request-checks to clear in a few ticks, small enough to bound one batch's work. */
 export const DEFAULT_MAX_SIGNALS_PER_TICK = 100;
@@ -52,6 +63,8 @@ export interface SchedulerPatches {
   readonly drainsChildren: boolean;
   /** Claim first and handle signals beside the loop, capped per batch; before: all signals before the claim. */
   readonly claimsFirst: boolean;
+  /** Leave children only once they have gone quiet (CHILD_DRAIN_QUIET_MS); before: after CHILD_DRAIN_MAX_MS whatever they do. */
+  readonly drainsUntilQuiet: boolean;
 }
 
 export interface SchedulerSettings extends SchedulerPatches {

@@ -16,7 +16,9 @@ import { FailureStreak } from '../failureStreak.js';
 import { ChildStarts } from './childStarts.js';
 import { SignalQueue } from './signalQueue.js';
 import {
+  CHILD_DRAIN_HARD_MAX_MS,
   CHILD_DRAIN_MAX_MS,
+  CHILD_DRAIN_QUIET_MS,
   PRIORITY_RETRY_EVERY_ROUNDS,
   schedulerSettings,
   type CarrierSchedulerArgs,
@@ -283,7 +285,9 @@ export class SchedulerState {
 
   /**
    * Whether to continue as new now: once draining, no signal batch is under way, and its children
-   * have completed or the drain has lasted CHILD_DRAIN_MAX_MS. A run without the drain patch
+   * have completed or the drain has lasted CHILD_DRAIN_MAX_MS and they have gone quiet (no
+   * completion for CHILD_DRAIN_QUIET_MS), or it has lasted CHILD_DRAIN_HARD_MAX_MS. A run without
+   * the quiet-drain patch leaves them after CHILD_DRAIN_MAX_MS; one without the drain patch
    * continues as new at once, as it did then.
    */
   continueAsNewDecision(now: number): ContinueAsNewDecision {
@@ -291,7 +295,11 @@ export class SchedulerState {
     if (this.drainingSince === undefined || this.signals.batchRunning) return 'notYet';
     if (!this.settings.drainsChildren) return 'now';
     if (this.starts.drained) return 'now';
-    return now - this.drainingSince >= CHILD_DRAIN_MAX_MS ? 'nowLeavingChildren' : 'notYet';
+    const drainedFor = now - this.drainingSince;
+    if (drainedFor < CHILD_DRAIN_MAX_MS) return 'notYet';
+    if (!this.settings.drainsUntilQuiet || drainedFor >= CHILD_DRAIN_HARD_MAX_MS) return 'nowLeavingChildren';
+    const lastCompletion = this.starts.lastCompletionAt;
+    return lastCompletion === undefined || now - lastCompletion >= CHILD_DRAIN_QUIET_MS ? 'nowLeavingChildren' : 'notYet';
   }
 
   /** The last step: from here, updates are rejected (see admitUpdate). */

@@ -11,7 +11,9 @@ import { SCHEDULER_CONTINUING_AS_NEW } from '../../../src/workflow-safe/requestC
 import { RequestCheckInvalid } from '../../../src/workflow-safe/requestCheckValidation.js';
 import { lookahead, type Launch, type RoundOutcome } from '../../../src/workflows/scheduler/schedulerState.js';
 import {
+  CHILD_DRAIN_HARD_MAX_MS,
   CHILD_DRAIN_MAX_MS,
+  CHILD_DRAIN_QUIET_MS,
   DEFAULT_MAX_HISTORY_BYTES,
   DEFAULT_MAX_HISTORY_EVENTS,
   PREVIOUS_MAX_HISTORY_EVENTS,
@@ -312,6 +314,40 @@ test('drain: starts once the history reaches any limit (events, bytes, the serve
   assert.equal(unpatched.draining, true);
 });
 
+test('continue-as-new past the 30 s drain: children still completing one after another are waited for until they go quiet for 5 s, at most 3 minutes; a run before the quiet-drain patch leaves them at 30 s', () => {
+  // A card worker killed mid-run: its children finish on another worker one by one as their tasks
+  // time out. Continuing as new while one completes makes the server refuse the task, and CI saw
+  // every try refused, and every update with it, for minutes.
+  const open = (patches = CURRENT): ReturnType<typeof newState> => {
+    const state = newState({}, patches);
+    for (let i = 0; i < 3; i += 1) {
+      state.starts.starting();
+      state.starts.started();
+    }
+    state.observeHistory(history({ historyLength: 2000 }), T0);
+    return state;
+  };
+  const state = open();
+  state.starts.closed(T0 + CHILD_DRAIN_MAX_MS - 1000);
+  assert.equal(state.continueAsNewDecision(T0 + CHILD_DRAIN_MAX_MS), 'notYet', 'a completion 1 s ago');
+  assert.equal(state.continueAsNewDecision(T0 + CHILD_DRAIN_MAX_MS - 1000 + CHILD_DRAIN_QUIET_MS - 1), 'notYet');
+  assert.equal(state.continueAsNewDecision(T0 + CHILD_DRAIN_MAX_MS - 1000 + CHILD_DRAIN_QUIET_MS), 'nowLeavingChildren', '5 s quiet');
+  state.starts.closed(T0 + CHILD_DRAIN_HARD_MAX_MS - 1);
+  assert.equal(state.continueAsNewDecision(T0 + CHILD_DRAIN_HARD_MAX_MS - 1), 'notYet', 'still completing');
+  assert.equal(state.continueAsNewDecision(T0 + CHILD_DRAIN_HARD_MAX_MS), 'nowLeavingChildren', 'the hard bound');
+  assert.deepEqual([CHILD_DRAIN_QUIET_MS, CHILD_DRAIN_HARD_MAX_MS], [5_000, 180_000]);
+  // None completed in this run: quiet from the start.
+  assert.equal(open().continueAsNewDecision(T0 + CHILD_DRAIN_MAX_MS), 'nowLeavingChildren');
+  // Every child completed: at once, however recent the last completion.
+  const drained = open();
+  for (let i = 0; i < 3; i += 1) drained.starts.closed(T0 + 100);
+  assert.equal(drained.continueAsNewDecision(T0 + 100), 'now');
+  // A run started before the patch keeps its rule to its end.
+  const before = open({ ...CURRENT, drainsUntilQuiet: false });
+  before.starts.closed(T0 + CHILD_DRAIN_MAX_MS - 1);
+  assert.equal(before.continueAsNewDecision(T0 + CHILD_DRAIN_MAX_MS), 'nowLeavingChildren');
+});
+
 test('continue-as-new: waits for the children to complete, at most 30 s from the drain’s start, and for the signal batch under way; no batch starts meanwhile', () => {
   const state = newState();
   state.starts.starting();
@@ -333,7 +369,7 @@ test('continue-as-new: waits for the children to complete, at most 30 s from the
   const batch = drained.nextSignalBatch();
   assert.ok(batch);
   drained.observeHistory(history({ continueAsNewSuggested: true }), T0);
-  drained.starts.closed();
+  drained.starts.closed(T0);
   assert.equal(drained.starts.drained, true);
   assert.equal(drained.continueAsNewDecision(T0 + 60_000), 'notYet', 'the batch under way finishes first');
   drained.signals.batchDone();
@@ -344,7 +380,7 @@ test('continue-as-new: waits for the children to complete, at most 30 s from the
 });
 
 test('continue-as-new (runs before the drain patch): at once, children or not', () => {
-  const state = newState({}, { drainsChildren: false, claimsFirst: true });
+  const state = newState({}, { drainsChildren: false, claimsFirst: true, drainsUntilQuiet: false });
   state.starts.starting();
   state.starts.started();
   state.observeHistory(history({ historyLength: 8000 }), T0);
