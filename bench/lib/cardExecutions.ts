@@ -143,7 +143,7 @@ export async function measureCardExecutions(context: ScenarioContext, spec: Card
   });
   try {
     const carrierIds: string[] = [];
-    for (const account of throughputSpecs(`tp${spec.shape[0]}`, spec.shape)) carrierIds.push((await seedAccount(stack, account)).carrier.id);
+    for (const account of throughputSpecs(`tp${spec.shape[0]}`, spec.shape, runShape)) carrierIds.push((await seedAccount(stack, account)).carrier.id);
     const redisCommands = countRedisCommands(stack.deps.redis);
     const sql = countSqlStatements();
     await stack.startOrchestration();

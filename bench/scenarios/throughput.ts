@@ -16,7 +16,7 @@ import { cpuNote } from '../lib/window.js';
 import { round } from '../lib/stats.js';
 import { atLeast, atMost, notChecked, perSecond, plain, times, type Verdict } from '../lib/verdict.js';
 import { EXAMPLE, PRICE_USD_PER_MILLION_ACTIONS, exampleRows, exampleTable } from '../lib/capacityExample.js';
-import { THROUGHPUT_CONFIG, THROUGHPUT_INFLIGHT, THROUGHPUT_ACCOUNTS, typesPerExecution } from './throughputLoad.js';
+import { THROUGHPUT_CONFIG, THROUGHPUT_INFLIGHT, THROUGHPUT_BATCH_INFLIGHT, THROUGHPUT_ACCOUNTS, typesPerExecution } from './throughputLoad.js';
 
 /** Targets for single-type executions/s on the dev server, per start mode (card run shape). */
 const TARGET_PER_SECOND: Record<StartMode, number> = { child: 30, client: 40 };
@@ -213,7 +213,6 @@ export const throughput: Scenario = async (context) => {
   const ratio = (run: CardRunResult): number | string => (noop.workflowsPerSecond > 0 ? round(run.executionsPerSecond / noop.workflowsPerSecond, 3) : '–');
   const c = (run: CardRunResult): CardRunResult['cost']['cpuMsPerExecution'] => run.cost.cpuMsPerExecution;
   const warnings = runs.map((run) => [run, startModeCheck(run)] as const).filter(([, message]) => message !== undefined);
-  const claimCeiling = THROUGHPUT_ACCOUNTS * THROUGHPUT_INFLIGHT;
   return {
     title: 'card checks per second by start mode, shape and run shape, against the no-activity ceiling and the direct loop',
     explain: [
@@ -418,9 +417,12 @@ export const throughput: Scenario = async (context) => {
             .map(([name, n]) => `${name} ${n}`)
             .join(', ')}; server-wide ${run.cost.serverWideRedisCallsPerExecution} calls/execution including other users.`,
       ),
-      `Claim ceiling of this workload: ${THROUGHPUT_ACCOUNTS} accounts × in-flight limit ${THROUGHPUT_INFLIGHT} per 1 s tick ≈ ` +
-        `${claimCeiling} checks/s while each batch completes within its tick; a batch rate near it with the schedulers ` +
-        '"limited by inflight" is the in-flight limit, not the engine.',
+      `In-flight limit per account: ${THROUGHPUT_INFLIGHT} in the card run shape (the production default; higher, its runs ` +
+        `flood the engine), ${THROUGHPUT_BATCH_INFLIGHT} in the batch shape (${THROUGHPUT_BATCH_INFLIGHT / batchSize} runs of ` +
+        `${batchSize}; at 200 the batch shape met the claim ceiling itself). Claim ceiling of this workload: ${THROUGHPUT_ACCOUNTS} ` +
+        `accounts × the limit per 1 s tick ≈ ${THROUGHPUT_ACCOUNTS * THROUGHPUT_INFLIGHT} (card) and ` +
+        `${THROUGHPUT_ACCOUNTS * THROUGHPUT_BATCH_INFLIGHT} (batch) checks/s while each run completes within its tick; a rate near ` +
+        'it with the schedulers "limited by inflight" is the in-flight limit, not the engine.',
       ...(example.length > 0
         ? [
             `5 M-card example (docs/capacity.md (f)): ${EXAMPLE.checksPerSecond} checks/s at the production intervals over ` +

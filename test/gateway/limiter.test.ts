@@ -347,15 +347,19 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     }
   });
 
-  test('carrier enforces 6 QPS while configured 10: rejections stop and the limiter settles at 6', async () => {
+  test('carrier enforces 6 QPS while configured 10: rejections stop and the limiter settles at the carrier’s rate (6, or 5 after a late arrival refused at 6)', async () => {
     const account = 'acct-pushback';
     await configureAccount(sim.url, account, { groups: { g: 6 }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 10, p99: 40 } });
     const limiter = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => 10 });
     const client = new GatewayClient({ baseUrl: sim.url });
-    // Settled = the rate stayed at 6 (the refused rate − 1, where recovery stops climbing at +1 QPS
-    // per second) with no rejection for `quietMs`. AIMD reaches it after a few rejections (each a
-    // halving and a climb): ~10 s on a quiet machine, longer under load (CI once saw a rejection
-    // 10 s in), so it is waited for.
+    // Settled = the rate stayed the same, at most 6, with no rejection for `quietMs` (recovery climbs
+    // +1 QPS per second and stops at the refused rate − 1, so a rate that holds is where it stopped).
+    // AIMD reaches it after a few rejections (each a halving and a climb): ~10 s on a quiet machine,
+    // longer under load (CI once saw a rejection 10 s in), so it is waited for. Where it stops is 6
+    // when the carrier refused only beyond 6; a call this process wrote on time but that reached the
+    // carrier late (this process or the carrier starved of CPU) can make 7 arrivals of one carrier
+    // second at 6 QPS, and the limiter then rightly stops at 5 (the cluster suite in CI, 2026-12-05:
+    // rejections had stopped, the rate never came back to 6).
     const settleLimitMs = 60_000;
     const quietMs = 2500;
     const measureMs = 10_000;
@@ -364,12 +368,13 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     let settled: { calls: number; rejected: number } | undefined;
     const snapshot = (async () => {
       let rejected = -1;
+      let heldRate = -1;
       let quietSince = Date.now();
       while (Date.now() - start < settleLimitMs) {
         await sleep(250);
         const now = groupStats(await simStats(sim.url), account, 'g');
         const rate = await limiter.effectiveRate('pb', 'g');
-        if (now.rejected !== rejected || rate !== 6) [rejected, quietSince] = [now.rejected, Date.now()];
+        if (now.rejected !== rejected || rate !== heldRate || rate > 6) [rejected, heldRate, quietSince] = [now.rejected, rate, Date.now()];
         if (rejected > 0 && Date.now() - quietSince >= quietMs) {
           settled = now;
           end = Date.now() + measureMs;
@@ -395,7 +400,7 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     await Promise.all([snapshot, ...Array.from({ length: 30 }, (_, i) => caller(i))]);
     const final = groupStats(await simStats(sim.url), account, 'g');
     client.close();
-    assert.ok(settled, `no ${quietMs} ms at 6 QPS without rejections within ${settleLimitMs} ms: ${JSON.stringify(final)}`);
+    assert.ok(settled, `no ${quietMs} ms at one rate ≤ 6 QPS without rejections within ${settleLimitMs} ms: ${JSON.stringify(final)}`);
     const rate = ((final.calls - settled.calls) * 1000) / measureMs;
     const effective = await limiter.effectiveRate('pb', 'g');
     const report = { settling: settled, final, measuredQps: rate, effectiveRate: effective, limiter: limiter.stats() };
@@ -403,9 +408,10 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     assert.ok(settled.rejected > 0, 'the carrier did push back during settling');
     assert.ok(limiter.stats().pushbacksApplied >= 1);
     assert.equal(final.rejected - settled.rejected, 0, 'no rejections after settling');
-    // What the limiter decided: the rate it grants. The rate the callers reached (measuredQps
-    // above) depends on their getting the CPU when their slots come: reported, not asserted.
-    assert.equal(effective, 6);
+    // What the limiter decided: the rate it grants, the carrier's or one below it (see above), never
+    // above it and not collapsed. The rate the callers reached (measuredQps above) depends on their
+    // getting the CPU when their slots come: reported, not asserted.
+    assert.ok(effective === 6 || effective === 5, `the limiter settled at ${effective} QPS (carrier: 6)`);
   });
 });
 
