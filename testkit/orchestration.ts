@@ -54,6 +54,9 @@ export async function createStack(label: string, options: { seed?: number; confi
   const simulator = await startSimulatorProcess({ host: '127.0.0.1', port: 0, seed: options.seed ?? 42, logLevel: 'warn' });
   const config: Config = {
     ...stackConfig(base, { gatewayUrl: simulator.url, schema: db.schema, namespace: redis.namespace, taskQueues, workflowIdPrefix: `${prefix}-` }),
+    // In-process workers start in ~0.1 s of CPU instead of ~2 s (src/config/index.ts); the tests
+    // that spawn worker processes (crash, deploy, faults, cluster) keep the production default.
+    WORKFLOW_SANDBOX_THREAD: 'main',
     ...options.config,
   };
   const deps = await createRuntimeDeps(config, {

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
 import { PROJECT_ROOT } from '../devstack/paths.js';
+import { WORKFLOWS_PATH } from '../src/workers/workflowBundle.js';
 
 const CACHE_DIR = join(tmpdir(), 'card-poller-test-bundles');
 /** Bundles not used for this long are removed when a new one is written (each is ~2 MB). */
@@ -82,4 +83,14 @@ export function testWorkflowBundle(options: TestBundleOptions): Promise<Workflow
     inProcess.set(key, bundle);
   }
   return bundle;
+}
+
+/**
+ * The environment that makes a worker process spawned from the sources load this shared bundle
+ * (WORKFLOW_BUNDLE_PATH) instead of bundling the workflows itself: seconds of CPU per process, on
+ * the path of every test that starts or restarts one.
+ */
+export async function sharedBundleEnv(): Promise<{ WORKFLOW_BUNDLE_PATH: string }> {
+  const { codePath } = await testWorkflowBundle({ workflowsPath: WORKFLOWS_PATH });
+  return { WORKFLOW_BUNDLE_PATH: codePath };
 }

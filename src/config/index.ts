@@ -2,6 +2,7 @@
  * The one configuration schema. Every setting comes from the environment, is validated once at
  * start-up, and a bad value stops the process with a message naming the variable.
  */
+import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE, MAX_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
 import { defaultLogger } from '../runtime/logger.js';
@@ -194,6 +195,22 @@ const schema = z.object({
     .string()
     .regex(/^[a-zA-Z0-9._-]*$/, 'may only contain letters, digits, ".", "_" and "-"')
     .default(''),
+  /**
+   * A workflow bundle file to load instead of bundling `src/workflows` at start (seconds of CPU per
+   * process): e.g. the `dist/workflow-bundle.js` of `npm run build` for processes run from the
+   * sources. Empty: the compiled entries load that file, tsx entries bundle at start.
+   */
+  WORKFLOW_BUNDLE_PATH: z
+    .string()
+    .default('')
+    .refine((path) => path === '' || existsSync(path), 'no such file (a workflow bundle, e.g. dist/workflow-bundle.js of `npm run build`)'),
+  /**
+   * Where a worker runs its workflow sandbox: `worker`, a worker thread of its own, so workflow code
+   * never delays the activities on the main event loop (production); `main`, the process' main
+   * thread, which starts a worker in ~0.1 s of CPU instead of ~1–2 s (the tests' in-process stacks,
+   * which start some hundred workers per run). The 5 s deadlock detection applies in both.
+   */
+  WORKFLOW_SANDBOX_THREAD: z.enum(['worker', 'main']).default('worker'),
   /** Level of the JSON log lines every process writes. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Folder for service data (database files, Redis AOF), relative to the project root. */

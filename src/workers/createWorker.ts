@@ -106,6 +106,14 @@ export function deploymentCardCapacity(config: CapacityConfig & Pick<Config, 'CA
   return cardsPerCardWorker(config) * config.CARD_WORKER_COUNT;
 }
 
+/**
+ * WORKFLOW_SANDBOX_THREAD: the SDK runs the sandbox on the main thread only in its debug mode,
+ * which also lifts the deadlock timeout; it is set back to the SDK's default of 5 s.
+ */
+export function sandboxThreadOptions(thread: Config['WORKFLOW_SANDBOX_THREAD']): { debugMode?: boolean; isolateExecutionTimeout?: string } {
+  return thread === 'main' ? { debugMode: true, isolateExecutionTimeout: '5s' } : {};
+}
+
 export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVersion | undefined): { workerDeploymentOptions?: WorkerDeploymentOptions } {
   if (!version) return {};
   return { workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: VERSIONING_BEHAVIOR[kind] } };
@@ -165,6 +173,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
     shutdownGraceTime: config.WORKER_SHUTDOWN_GRACE_MS,
     interceptors: { activity: [bindActivityLogFields] },
     ...deploymentOptions(kind, setup.deploymentVersion),
+    ...sandboxThreadOptions(config.WORKFLOW_SANDBOX_THREAD),
   };
   switch (kind) {
     case 'control': {

@@ -69,7 +69,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   // Activity-only processes need the bundle only for its hash: every process of one deployment
   // must poll as the same version (prebuilt: a file read; from sources: a bundling).
   const needsBundle = kinds.includes('control') || kinds.includes('card') || (config.WORKER_VERSIONING === 'on' && config.WORKER_BUILD_ID === '');
-  const loaded = needsBundle ? await loadProcessBundle() : undefined;
+  const loaded = needsBundle ? await loadProcessBundle(config.WORKFLOW_BUNDLE_PATH) : undefined;
   const version = deploymentVersion(config, loaded?.codeHash ?? '');
   const workers = (
     await Promise.all(

@@ -2,7 +2,8 @@
  * Where a worker process gets its workflow code. Compiled (`npm run build`, `node dist/…`): the
  * prebuilt `dist/workflow-bundle.js`, so a production worker starts without bundling. From the
  * TypeScript sources (tsx): bundled once at start from `src/workflows` and shared by the process'
- * workers, so a code change is picked up without a build.
+ * workers, so a code change is picked up without a build. WORKFLOW_BUNDLE_PATH names a bundle file
+ * to load instead in either case (the tests give their processes the one bundle they share).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,10 +35,14 @@ export function workflowCodeHash(code: string): string {
   return createHash('sha256').update(code).digest('hex').slice(0, 12);
 }
 
-export async function loadProcessBundle(): Promise<ProcessBundle> {
-  if (COMPILED && existsSync(PREBUILT_BUNDLE_PATH)) {
-    return { bundle: { codePath: PREBUILT_BUNDLE_PATH }, codeHash: workflowCodeHash(readFileSync(PREBUILT_BUNDLE_PATH, 'utf8')), source: 'prebuilt' };
-  }
+function prebuilt(codePath: string): ProcessBundle {
+  return { bundle: { codePath }, codeHash: workflowCodeHash(readFileSync(codePath, 'utf8')), source: 'prebuilt' };
+}
+
+/** `configuredPath` (WORKFLOW_BUNDLE_PATH) when set, else the build's bundle when compiled, else a bundling of the sources. */
+export async function loadProcessBundle(configuredPath = ''): Promise<ProcessBundle> {
+  if (configuredPath !== '') return prebuilt(configuredPath);
+  if (COMPILED && existsSync(PREBUILT_BUNDLE_PATH)) return prebuilt(PREBUILT_BUNDLE_PATH);
   const bundle = await bundleWorkflows();
   return { bundle, codeHash: workflowCodeHash(bundle.code), source: 'bundled' };
 }

@@ -23,6 +23,7 @@ import type { RequestCheckResult } from '../../src/workflow-safe/requestCheck.js
 import { isCluster } from '../../src/redis/connection.js';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
 import { isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
 import { tryAgain } from '../../src/api/tryAgain.js';
 
@@ -147,10 +148,12 @@ test(
       // reconciles every 2 s.
       await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
 
+      const bundleEnv = await sharedBundleEnv();
       const spawnWorker = (kind: Kind, n: number): WorkerProcess => {
         const entry = spawnEntryProcess(`${kind} worker ${n}`, `src/workers/${kind}.ts`, {
           ...process.env,
           ...stackEnv(stack),
+          ...bundleEnv,
           GATEWAY_STEPS: 'queue',
           WORKER_METRICS_PORT: '0',
           WORKER_SHUTDOWN_GRACE_MS: '2000',

@@ -11,6 +11,7 @@ import { switchIngestMode } from '../../src/ingest/mode.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from '../faults/entryProcess.js';
 import { servedLabels, servedNames } from '../ops/promqlNames.js';
 import { dashboardExpressions, labelsMissing, namesMissing, ruleExpressions } from '../ops/deployExpressions.js';
@@ -48,7 +49,7 @@ before(async () => {
     { client: running.client, taskQueues: running.taskQueues, workflowIdPrefix: running.config.WORKFLOW_ID_PREFIX },
     { reconcileEveryMs: 2000 },
   );
-  const env = { ...process.env, ...stackEnv(running), LOG_LEVEL: 'warn' };
+  const env = { ...process.env, ...stackEnv(running), ...(await sharedBundleEnv()), LOG_LEVEL: 'warn' };
   const workers = spawnEntryProcess('workers', 'src/workers/all.ts', { ...env, GATEWAY_STEPS: 'queue', WORKER_METRICS_PORT: '0' });
   const apiPort = await freePort();
   const api = spawnEntryProcess('API', 'src/api/main.ts', { ...env, API_HOST: '127.0.0.1', API_PORT: String(apiPort) });

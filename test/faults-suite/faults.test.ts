@@ -14,6 +14,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
+import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
 import { privatePostgres, privateRedis, privateTemporal, type PrivateService, type PrivateTemporal } from '../faults/privateServices.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { setIngestMode } from '../../src/db/systemConfig.js';
@@ -54,6 +55,7 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
   let temporal: PrivateTemporal | undefined;
   let stack: Stack | undefined;
   let relay: Relay | undefined;
+  let bundleEnv: Record<string, string> = {};
   let account: SeedAccount | undefined;
   const workers = new Map<Kind, EntryProcess>();
   const rows: FaultRow[] = [];
@@ -69,6 +71,7 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
   function workerEnv(): Record<string, string> {
     return {
       ...stackEnv(s()),
+      ...bundleEnv,
       // The gateway worker really runs the steps, and reaches the simulator through the relay.
       GATEWAY_STEPS: 'queue',
       GATEWAY_URL: (relay as Relay).url,
@@ -91,6 +94,7 @@ describe('fault-injection suite: one running system, one fault at a time', () =>
     process.env.REDIS_URL = redis.url;
     process.env.TEMPORAL_ADDRESS = temporal.url;
     stack = await createStack('faults-suite');
+    bundleEnv = await sharedBundleEnv();
     relay = await startRelay(stack.simulator.url);
     await setIngestMode(stack.db.pool, 'async', 'faults-suite');
     account = await seedAccount(stack, {

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { sandboxThreadOptions } from '../../src/workers/createWorker.js';
 import { createStack, stackControlActivities } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
@@ -126,6 +127,7 @@ test('a scheduler whose workflow task fails after its claim ran: the replayed ro
         workflowInterceptorModules: [fileURLToPath(new URL('../fixtures/failFirstTaskInterceptors.ts', import.meta.url))],
       }),
       activities,
+      ...sandboxThreadOptions('main'),
     });
     const handle = await env.client.workflow.start(carrierScheduler, {
       taskQueue,

@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -30,12 +31,13 @@ interface CardWorkerProcess {
 }
 
 /** The card worker entry (`src/workers/card.ts`) as its own process, configured for this stack. */
-function spawnCardWorker(stack: Stack): CardWorkerProcess {
+function spawnCardWorker(stack: Stack, bundleEnv: Record<string, string>): CardWorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/workers/card.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
       ...stackEnv(stack),
+      ...bundleEnv,
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,7 +49,7 @@ function spawnCardWorker(stack: Stack): CardWorkerProcess {
   return { child, output: () => output, exited };
 }
 
-/** Waits for the entry's "workers running" line (bundling the workflows takes seconds). */
+/** Waits for the entry's "workers running" line. */
 async function waitUntilReady(worker: CardWorkerProcess): Promise<void> {
   let gone = false;
   void worker.exited.then(() => void (gone = true));
@@ -87,7 +89,8 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
       simulator: { latencyMs: { p50: 800, p99: 1200 } },
     });
     const carrierId = account.carrier.id;
-    const first = spawnCardWorker(stack);
+    const bundleEnv = await sharedBundleEnv();
+    const first = spawnCardWorker(stack, bundleEnv);
     children.push(first);
     const workers = await stack.startWorkers(['control', 'gateway', 'ingest']);
     await waitUntilReady(first);
@@ -134,7 +137,7 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
       LEASE_MS + WAIT_MS,
       100,
     );
-    const second = spawnCardWorker(stack);
+    const second = spawnCardWorker(stack, bundleEnv);
     children.push(second);
     await waitUntilReady(second);
     const restartedAt = new Date();

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
+import { sandboxThreadOptions } from '../../src/workers/createWorker.js';
 import type { ControlActivities } from '../../src/activities/control.js';
 import { createControlActivities } from '../../src/activities/control.js';
 import { listAudit } from '../../testkit/dbReads.js';
@@ -58,6 +59,7 @@ async function runScheduler(
       taskQueue,
       workflowBundle: await bundleOnce(workflowsPath),
       activities,
+      ...sandboxThreadOptions('main'),
     });
     const args: CarrierSchedulerArgs = {
       carrierId: '7',
