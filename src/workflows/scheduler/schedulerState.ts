@@ -10,7 +10,7 @@ import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckR
 import type { CardRunPlacement, ClaimRoundInput, ClaimRoundResult, ClaimedCard } from '../../workflow-safe/claimRound.js';
 import type { SchedulerStatus } from '../../workflow-safe/loopStatus.js';
 import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
-import { initialInflightControl, nextInflightControl, type InflightControlState } from '../../workflow-safe/inflightControl.js';
+import { inflightLimitOf, initialInflightControl, nextInflightControl, type InflightControlState } from '../../workflow-safe/inflightControl.js';
 import { DEFAULT_CARD_BATCH_SIZE, cardBatches, type CardBatch } from '../../workflow-safe/cardBatches.js';
 import { FailureStreak } from '../failureStreak.js';
 import { ChildStarts } from './childStarts.js';
@@ -177,7 +177,7 @@ export class SchedulerState {
       refreshConfig: this.refreshConfig,
       sinceLastRoundMs,
       roundAt: now,
-      ...(inflight === undefined ? {} : { adaptiveLimit: inflight.limit, lookaheadMs: lookahead(inflight, this.settings.tickMs) }),
+      ...(inflight === undefined ? {} : { adaptiveLimit: inflightLimitOf(inflight), lookaheadMs: lookahead(inflight, this.settings.tickMs) }),
       // A draining run starts no children: the claim starts the round's runs itself.
       ...(this.drainingSince === undefined ? {} : { startRuns: true }),
       cardRuns: this.cardRuns,
@@ -240,7 +240,7 @@ export class SchedulerState {
       groups: result.groups,
       orchestration: {
         limitedBy: result.limitedBy,
-        inflightLimit: inflight.limit,
+        inflightLimit: inflightLimitOf(inflight),
         configuredInflightLimit: result.maxInflightLimit,
         startsPerSec: round1(inflight.startsPerSec),
         startLagMs: Math.round(inflight.startLagMs),
