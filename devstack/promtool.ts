@@ -3,15 +3,17 @@
  *
  * Installing the package would pull eleven JavaScript packages for the server's web UI and start a
  * Prometheus server from its post-install script; only the one static binary is needed, so the
- * package is downloaded and promtool alone is extracted into `.tools/promtool/` (one download of
+ * package is downloaded and promtool alone is extracted into `~/.cache/card-poller/promtool/` (one download of
  * about 19 MB, 46 MB kept). A `promtool` already on the PATH is used as it is.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileAsync } from './process.js';
-import { TOOLS_DIR } from './paths.js';
+import { userCacheDir } from './paths.js';
 
-export const PROMTOOL_PATH = join(TOOLS_DIR, 'promtool', 'promtool');
+/** In the user's cache (devstack/paths.ts): every clone uses the one extracted binary. */
+const PROMTOOL_DIR = join(userCacheDir(), 'promtool');
+export const PROMTOOL_PATH = join(PROMTOOL_DIR, 'promtool');
 
 async function onPath(binary: string): Promise<string | undefined> {
   try {
@@ -31,9 +33,9 @@ export async function ensurePromtool(log: (line: string) => void): Promise<strin
   if (found) return found;
   log(`extracting promtool from Debian's prometheus package into ${PROMTOOL_PATH}`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  mkdirSync(join(TOOLS_DIR, 'promtool'), { recursive: true });
+  mkdirSync(PROMTOOL_DIR, { recursive: true });
   // A directory of our own, so that two processes installing at once do not mix their files.
-  const work = mkdtempSync(join(TOOLS_DIR, 'promtool', '.download-'));
+  const work = mkdtempSync(join(PROMTOOL_DIR, '.download-'));
   try {
     try {
       await download(work, env);

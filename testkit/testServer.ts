@@ -1,10 +1,11 @@
 /**
  * The Temporal time-skipping test server (the Java SDK's `io.temporal:temporal-test-server`), pinned
- * and installed into `.tools/` on first use. The SDK would download its own build at run time, which
+ * and installed into the user's cache (`~/.cache/card-poller/`, devstack/paths.ts: every clone uses
+ * the one install; a fresh clone's `npm test` spent ~15 s of CPU in Maven) on first use. The SDK would download its own build at run time, which
  * this machine cannot; Maven Central has the same server as a Java library, so `mvn` copies its jars
  * (scripts/test-server/pom.xml) and the workflow tests start it with the local `java`.
  *
- * Layout of an install (`.tools/temporal-test-server/<version>/`): `lib/*.jar`, `classpath.txt`
+ * Layout of an install (`~/.cache/card-poller/temporal-test-server/<version>/`): `lib/*.jar`, `classpath.txt`
  * (the jars, relative to the install) and `test-server`, a wrapper script taking the port as its
  * argument (what `TestWorkflowEnvironment.createTimeSkipping`'s `existing-path` executable expects).
  */
@@ -12,14 +13,14 @@ import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT, TOOLS_DIR } from '../devstack/paths.js';
+import { PROJECT_ROOT, userCacheDir } from '../devstack/paths.js';
 
 const execFileAsync = promisify(execFile);
 
 /** Also in scripts/test-server/pom.xml (`temporal.test-server.version`): change both together. */
 export const TEST_SERVER_VERSION = '1.31.0';
 const POM = join(PROJECT_ROOT, 'scripts', 'test-server', 'pom.xml');
-const INSTALLS = join(TOOLS_DIR, 'temporal-test-server');
+const INSTALLS = join(userCacheDir(), 'temporal-test-server');
 export const TEST_SERVER_DIR = join(INSTALLS, TEST_SERVER_VERSION);
 const CLASSPATH_FILE = 'classpath.txt';
 export const TEST_SERVER_MAIN_CLASS = 'io.temporal.testserver.TestServer';
@@ -30,7 +31,7 @@ export const TEST_SERVER_MAIN_CLASS = 'io.temporal.testserver.TestServer';
 export const TEST_SERVER_JVM_OPTIONS: readonly string[] = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss512k', '-Xmx512m'];
 
 export interface TestServerInstall {
-  /** The install directory (`.tools/temporal-test-server/<version>`). */
+  /** The install directory (`~/.cache/card-poller/temporal-test-server/<version>`). */
   readonly dir: string;
   /** Absolute class path of the server's jars. */
   readonly classPath: string;

@@ -11,7 +11,7 @@
  * bundle; the cache never serves stale workflow code.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
@@ -60,6 +60,36 @@ function pruneOld(): void {
   }
 }
 
+/** How long a process waits for another one's bundling before it bundles itself (a crashed builder). */
+const BUILDER_WAIT_MS = 120_000;
+
+/**
+ * True when this process is the one to build `codePath`: it created the lock file. The others wait
+ * for the bundle instead of building the same one at once — at the start of a fresh clone's run,
+ * each of the first few test processes spent seconds of CPU on it.
+ */
+function takeBuilderLock(lockPath: string): boolean {
+  try {
+    // A lock older than any bundling is a builder that died (killed test run): taken over.
+    if (existsSync(lockPath) && Date.now() - statSync(lockPath).mtimeMs > BUILDER_WAIT_MS) rmSync(lockPath, { force: true });
+    closeSync(openSync(lockPath, 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitForBundle(codePath: string, lockPath: string): Promise<boolean> {
+  const until = Date.now() + BUILDER_WAIT_MS;
+  while (Date.now() < until) {
+    if (existsSync(codePath)) return true;
+    // The builder gave up without a bundle (its lock is gone): build here.
+    if (!existsSync(lockPath)) return false;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
+}
+
 const inProcess = new Map<string, Promise<WorkflowBundlePath>>();
 
 /** The bundle of `options`: from the cache when an equal one was built, else built now and cached. */
@@ -70,19 +100,30 @@ export function testWorkflowBundle(options: TestBundleOptions): Promise<Workflow
     bundle = (async () => {
       const codePath = join(CACHE_DIR, `${key}.js`);
       if (existsSync(codePath)) return { codePath };
-      const { code } = await bundleWorkflowCode({ ...options, workflowInterceptorModules: [...(options.workflowInterceptorModules ?? [])], logger: quiet });
       mkdirSync(CACHE_DIR, { recursive: true });
-      // Written whole, then renamed: a process reading the path never sees half a bundle (two
-      // processes building the same bundle at once write the same content).
-      const partial = `${codePath}.${process.pid}.tmp`;
-      writeFileSync(partial, code);
-      renameSync(partial, codePath);
-      pruneOld();
+      const lockPath = `${codePath}.lock`;
+      const builder = takeBuilderLock(lockPath);
+      if (!builder && (await waitForBundle(codePath, lockPath))) return { codePath };
+      try {
+        await buildInto(codePath, options);
+      } finally {
+        if (builder) rmSync(lockPath, { force: true });
+      }
       return { codePath };
     })();
     inProcess.set(key, bundle);
   }
   return bundle;
+}
+
+async function buildInto(codePath: string, options: TestBundleOptions): Promise<void> {
+  const { code } = await bundleWorkflowCode({ ...options, workflowInterceptorModules: [...(options.workflowInterceptorModules ?? [])], logger: quiet });
+  // Written whole, then renamed: a process reading the path never sees half a bundle (two
+  // processes building the same bundle at once write the same content).
+  const partial = `${codePath}.${process.pid}.tmp`;
+  writeFileSync(partial, code);
+  renameSync(partial, codePath);
+  pruneOld();
 }
 
 /**
