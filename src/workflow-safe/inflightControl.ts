@@ -10,11 +10,12 @@
  * back, and shrinks by a factor when they start late. Every account reacts to the same shared
  * queue, and AIMD converges to shares proportional to the additive step, so the step is scaled
  * by the account's budget: accounts share the engine weighted by budget. For the shares to be the
- * budgets' from the first round, every part of the rule scales with the budget: the first limit,
+ * budgets', every part of the rule scales with the budget: the first limit (up to a cap),
  * the step (a tenth of the budget, a fraction of an execution for a small account: the limit is
  * kept as a real number, the claim gets its whole part) and the cuts (factors). Whole steps of
- * at least one, and a first limit of 10 for every account above 10 QPS, made the overload bench's
- * shares 1.35 / 1.27 / 0.78 of budgets 1 : 2 : 4 in client start mode (2026-12-02).
+ * at least one (1, 2, 3 for budgets 8, 17, 33 QPS) and first limits of min(10, max(budget, 4))
+ * (8, 10, 10) made the overload bench's shares 1.35 / 1.27 / 0.78 of those budgets' shares in
+ * client start mode (2026-12-02).
  */
 
 /**
@@ -33,10 +34,12 @@ const STEEP_DECREASE_FACTOR = 0.5;
 /** Rounds to wait after a decrease before the next one: the effect of a cut shows a round later. */
 const DECREASE_HOLD_ROUNDS = 1;
 /**
- * Where slow start begins, per QPS of budget: a few rounds of doubling reach any limit the engine
- * can carry, and accounts start in the ratio of their budgets.
+ * Where slow start begins, per QPS of budget, up to {@link INITIAL_LIMIT_CAP}: a few rounds of
+ * doubling reach any limit the engine can carry, and accounts start in the ratio of their budgets.
  */
 const INITIAL_LIMIT_PER_QPS = 0.5;
+/** Above it, a large account's first round would hand the engine a backlog (leases expire in its queue). */
+const INITIAL_LIMIT_CAP = 10;
 /** The additive step per round, per QPS of budget. */
 const STEP_PER_QPS = 0.1;
 /** Weight of the newest round in the smoothed rates. */
@@ -95,7 +98,7 @@ export interface RoundObservation {
 export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
   return {
     // Starting at the configured limit would hand a backlog to the engine in the first round.
-    limit: clamp(budgetQps * INITIAL_LIMIT_PER_QPS, maxLimit),
+    limit: clamp(Math.min(budgetQps * INITIAL_LIMIT_PER_QPS, INITIAL_LIMIT_CAP), maxLimit),
     slowStart: true,
     holdRounds: 0,
     startsPerSec: 0,

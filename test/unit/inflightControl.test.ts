@@ -23,11 +23,13 @@ const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
   ...overrides,
 });
 
-test('starts small (slow start) at half the budget, bounded by the configured limit and the floor', () => {
+test('starts small (slow start) at half the budget up to 10, bounded by the configured limit and the floor', () => {
   assert.equal(initialInflightControl(200, 20).limit, 10);
   assert.equal(initialInflightControl(8, 20).limit, 8);
   assert.equal(initialInflightControl(200, 6).limit, 3);
-  assert.equal(initialInflightControl(200, 66).limit, 33);
+  assert.equal(initialInflightControl(200, 16).limit, 8);
+  // Capped: a large account's first round must not hand the engine a backlog.
+  assert.equal(initialInflightControl(200, 66).limit, 10);
   assert.equal(initialInflightControl(200, 0.5).limit, MIN_INFLIGHT_LIMIT);
 });
 
