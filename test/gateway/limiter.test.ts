@@ -360,26 +360,40 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     // carrier late (this process or the carrier starved of CPU) can make 7 arrivals of one carrier
     // second at 6 QPS, and the limiter then rightly stops at 5 (the cluster suite in CI, 2026-12-05:
     // rejections had stopped, the rate never came back to 6).
+    // A rejection after settling starts the settling again (the limiter answers it: 6 → 5), within
+    // the same 60 s: beside two busy-looping processes (CI, 2026-12-05 run 34) one late arrival was
+    // refused 0.5 s into the quiet window at 6 and the limiter settled at 5. What the test asserts is
+    // that rejections stop (a whole quiet window is reached in time) and where the limiter stops.
     const settleLimitMs = 60_000;
     const quietMs = 2500;
     const measureMs = 10_000;
     const start = Date.now();
     let end = start + settleLimitMs + measureMs;
     let settled: { calls: number; rejected: number } | undefined;
+    let resettled = 0;
     const snapshot = (async () => {
       let rejected = -1;
       let heldRate = -1;
       let quietSince = Date.now();
-      while (Date.now() - start < settleLimitMs) {
+      while (Date.now() < end) {
         await sleep(250);
         const now = groupStats(await simStats(sim.url), account, 'g');
         const rate = await limiter.effectiveRate('pb', 'g');
-        if (now.rejected !== rejected || rate !== heldRate || rate > 6) [rejected, heldRate, quietSince] = [now.rejected, rate, Date.now()];
-        if (rejected > 0 && Date.now() - quietSince >= quietMs) {
+        if (now.rejected !== rejected || rate !== heldRate || rate > 6) {
+          [rejected, heldRate, quietSince] = [now.rejected, rate, Date.now()];
+          if (settled !== undefined) {
+            // The quiet window was broken: settle again, if there is time left.
+            settled = undefined;
+            resettled += 1;
+            end = start + settleLimitMs + measureMs;
+          }
+        }
+        if (settled === undefined && rejected > 0 && Date.now() - quietSince >= quietMs) {
+          if (Date.now() - start >= settleLimitMs) break;
           settled = now;
           end = Date.now() + measureMs;
-          return;
         }
+        if (settled === undefined && Date.now() - start >= settleLimitMs) break;
       }
       end = Date.now();
     })();
@@ -403,7 +417,7 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     assert.ok(settled, `no ${quietMs} ms at one rate ≤ 6 QPS without rejections within ${settleLimitMs} ms: ${JSON.stringify(final)}`);
     const rate = ((final.calls - settled.calls) * 1000) / measureMs;
     const effective = await limiter.effectiveRate('pb', 'g');
-    const report = { settling: settled, final, measuredQps: rate, effectiveRate: effective, limiter: limiter.stats() };
+    const report = { settling: settled, final, resettled, measuredQps: rate, effectiveRate: effective, limiter: limiter.stats() };
     process.stdout.write(`# pushback: ${JSON.stringify(report)}\n`);
     assert.ok(settled.rejected > 0, 'the carrier did push back during settling');
     assert.ok(limiter.stats().pushbacksApplied >= 1);
