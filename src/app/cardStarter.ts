@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
-import { cardTaskQueue } from '../workflow-safe/taskQueues.js';
+import { cardRunPlacement } from '../workflow-safe/taskQueues.js';
 import {
   CARD_IDS_ATTRIBUTE,
   CARD_ID_ATTRIBUTE,
@@ -74,7 +74,7 @@ export function createClientCardStarter(client: Client, log: Log, shaping: CardR
     try {
       await client.workflow.start('cardCheck', {
         workflowId,
-        taskQueue: cardTaskQueue(request.placement.taskQueues, card.fromPriority),
+        ...cardRunPlacement(request.placement.taskQueues, card.fromPriority),
         args: [args],
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
         memo: { token: card.token },
@@ -155,7 +155,7 @@ async function startBatch(client: Client, log: Log, request: CardStartRequest, b
   try {
     await client.workflow.start('cardBatch', {
       workflowId,
-      taskQueue: cardTaskQueue(request.placement.taskQueues, batch.fromPriority),
+      ...cardRunPlacement(request.placement.taskQueues, batch.fromPriority),
       args: [args],
       // The id is unique per round and position: a run under it, even a finished one, was started
       // by an earlier attempt of this round, and must not be started twice.

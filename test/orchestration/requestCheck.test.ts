@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, type SeedAccount } from '../../testkit/seed.js';
 import { ensurePollingControl, requestCheck, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { PRIORITY_LANE_KEY } from '../../src/workflow-safe/taskQueues.js';
 
 interface ExecutionRow {
   workflow_id: string;
@@ -75,7 +76,10 @@ test('request-check: priority lane, not polled, cooldown, delayed confirmation, 
       assert.equal(execution.from_priority, true);
       assert.deepEqual(execution.types, ['card_status']);
       // It ran on the priority lane's own task queue, not behind the normal lane's runs.
-      assert.equal((await stack.client.workflow.getHandle(execution.workflow_id, execution.run_id).describe()).taskQueue, stack.taskQueues.cardPriority);
+      const run = await stack.client.workflow.getHandle(execution.workflow_id, execution.run_id).describe();
+      assert.equal(run.taskQueue, stack.taskQueues.cardPriority);
+      // …and with Temporal priority 1, which its activities inherit on the queues both lanes share.
+      assert.equal(run.priority?.priorityKey, PRIORITY_LANE_KEY);
       t.diagnostic(`request → execution finished in ${Date.now() - asked.getTime()} ms`);
       // The durable priority item went pending → processing → completed, each step audited.
       const { rows: items } = await stack.db.pool.query<{ status: string; id: string }>(

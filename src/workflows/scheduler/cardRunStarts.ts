@@ -6,7 +6,7 @@
 import { ParentClosePolicy, WorkflowIdReusePolicy, type ChildWorkflowOptions } from '@temporalio/workflow';
 import type { WithWorkflowArgs, Workflow } from '@temporalio/common';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE, cardIdsSearchAttribute } from '../../workflow-safe/searchAttributes.js';
-import { cardTaskQueue } from '../../workflow-safe/taskQueues.js';
+import { cardRunPlacement } from '../../workflow-safe/taskQueues.js';
 import { cardWorkflowId } from '../../workflow-safe/workflowIds.js';
 import { cardBatchWorkflowId } from '../../workflow-safe/workflowIds.js';
 import type { cardCheck } from '../cardCheck.js';
@@ -27,7 +27,7 @@ export function cardCheckStart(args: CarrierSchedulerArgs, run: CardLaunch, clai
   const { card } = run;
   return {
     workflowId: cardWorkflowId(card.cardId, args.workflowIdPrefix),
-    taskQueue: cardTaskQueue(args.taskQueues, card.fromPriority),
+    ...cardRunPlacement(args.taskQueues, card.fromPriority),
     args: [
       {
         carrierId: args.carrierId,
@@ -60,7 +60,7 @@ export function cardBatchStart(args: CarrierSchedulerArgs, run: BatchLaunch, cla
   const { batch } = run;
   return {
     workflowId: cardBatchWorkflowId(args.carrierId, run.tokenPrefix, batch.index, args.workflowIdPrefix),
-    taskQueue: cardTaskQueue(args.taskQueues, batch.fromPriority),
+    ...cardRunPlacement(args.taskQueues, batch.fromPriority),
     args: [
       {
         carrierId: args.carrierId,

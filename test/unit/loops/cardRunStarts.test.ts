@@ -23,6 +23,8 @@ test('cardCheck start: id card-<id> (with the prefix), a new run per execution, 
   ]);
   const priority = cardCheckStart(args, { kind: 'card', card: card('43', true), claimedAt: 5000, dueHorizonMs: 300 }, CLAIMED_BY);
   assert.equal(priority.taskQueue, QUEUES.cardPriority);
+  assert.deepEqual(priority.priority, { priorityKey: 1 }, 'the priority lane goes first on shared queues');
+  assert.equal(normal.priority, undefined, "the normal lane keeps the server's default");
   assert.equal(priority.args[0].dueHorizonMs, 300);
   assert.equal(priority.args[0].fromPriority, true);
 });
