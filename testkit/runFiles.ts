@@ -8,8 +8,10 @@
  * With `--failures FILE` it writes each failed test (file, name, the assertion's message) there too:
  * a log that shows only its end (a CI summary) then still says why a test failed, not just which.
  *
+ * With `--file-timeout SECONDS` a file still running after that long fails and its process is killed.
+ *
  * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE] [--failures FILE]
- *          [--test-name-pattern=RE]... [--test-only] -- FILE...
+ *          [--file-timeout SECONDS] [--test-name-pattern=RE]... [--test-only] -- FILE...
  * The files' processes get this process' Node options (`--import tsx`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -23,11 +25,13 @@ interface Options {
   failures: string | undefined;
   testNamePatterns: string[];
   only: boolean;
+  /** Seconds a file's process may run before the runner fails it and kills it (undefined = no bound). */
+  fileTimeoutSec: number | undefined;
   files: string[];
 }
 
 function parse(args: readonly string[]): Options {
-  const options: Options = { concurrency: 1, times: undefined, failures: undefined, testNamePatterns: [], only: false, files: [] };
+  const options: Options = { concurrency: 1, times: undefined, failures: undefined, testNamePatterns: [], only: false, fileTimeoutSec: undefined, files: [] };
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] ?? '';
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -44,9 +48,11 @@ function parse(args: readonly string[]): Options {
     else if (flag === '--failures') options.failures = value();
     else if (flag === '--test-name-pattern') options.testNamePatterns.push(value());
     else if (flag === '--test-only') options.only = true;
+    else if (flag === '--file-timeout') options.fileTimeoutSec = Number(value());
     else throw new Error(`unknown option ${arg} (files go after --)`);
   }
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1) throw new Error('--concurrency must be a whole number ≥ 1');
+  if (options.fileTimeoutSec !== undefined && !(options.fileTimeoutSec > 0)) throw new Error('--file-timeout must be a number of seconds > 0');
   if (options.files.length === 0) throw new Error('no test files given (after --)');
   return options;
 }
@@ -59,6 +65,10 @@ const stream = run({
   concurrency: options.concurrency,
   ...(options.testNamePatterns.length > 0 ? { testNamePatterns: options.testNamePatterns } : {}),
   ...(options.only ? { only: true } : {}),
+  // A file that hangs (a cleanup waiting for ever after a failure) fails alone instead of holding
+  // the whole run until CI's own limit
+  // (the test fails at the bound; `forceExit` then ends its process though the hung cleanup holds it).
+  ...(options.fileTimeoutSec === undefined ? {} : { timeout: options.fileTimeoutSec * 1000, forceExit: true }),
 });
 const failures: string[] = [];
 stream.on('test:fail', (data: { name: string; file?: string; todo?: boolean | string; details: { error: unknown } }) => {
