@@ -30,7 +30,7 @@ if [ "$(printf '%s\n' "${found[@]}" | sort)" != "$(printf '%s\n' "${files[@]}" |
   echo "test:faults: the fault test files found (${found[*]}) are not the ones listed in scripts/test-faults.sh" >&2
   exit 1
 fi
-# A file still running after 15 minutes fails and is killed (its longest outage is 3 minutes).
+# A test still running after 15 minutes fails and its file's process ends (the longest outage is 3 minutes).
 node --import tsx testkit/runFiles.ts --concurrency 2 --file-timeout 900 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
 # Last, so a log read from its end says why a test failed, not only which.
 cat test-results/faults-failures.txt

@@ -8,7 +8,8 @@
  * With `--failures FILE` it writes each failed test (file, name, the assertion's message) there too:
  * a log that shows only its end (a CI summary) then still says why a test failed, not just which.
  *
- * With `--file-timeout SECONDS` a file still running after that long fails and its process is killed.
+ * With `--file-timeout SECONDS` a test still running after that long fails (node:test's `timeout`,
+ * which the file's tests inherit) and the file's process then ends even if a hung cleanup holds it.
  *
  * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE] [--failures FILE]
  *          [--file-timeout SECONDS] [--test-name-pattern=RE]... [--test-only] -- FILE...
@@ -25,7 +26,7 @@ interface Options {
   failures: string | undefined;
   testNamePatterns: string[];
   only: boolean;
-  /** Seconds a file's process may run before the runner fails it and kills it (undefined = no bound). */
+  /** Seconds a test may run before it fails and its file's process is ended (undefined = no bound). */
   fileTimeoutSec: number | undefined;
   files: string[];
 }
