@@ -5,8 +5,8 @@
  *
  * CARD_RUN_SHAPE=card: one `cardCheck` per card. A start that finds a run already there is a
  * success when that run carries this claim's token (a retried claim activity started it before),
- * and a failure otherwise: an older execution of the card still runs, so this claim is released at
- * once instead of waiting for its lease.
+ * and otherwise waits (briefly) for that older execution of the card to close and starts again; one
+ * still running then is a failure, and this claim is released at once instead of waiting for its lease.
  *
  * CARD_RUN_SHAPE=batch: the round's cards in `cardBatch` runs (priority batches first), each named
  * by the round's token prefix and its position. A start that finds its batch already there (a
@@ -30,6 +30,13 @@ import type { CardBatchArgs } from '../workflows/cardBatch.js';
 
 /** Concurrent start calls per round: enough to hide the round trip, few enough not to flood the frontend. */
 const START_CONCURRENCY = 32;
+/**
+ * Longest a start that found the card's previous run still open waits for it to close before it
+ * tries once more. Short: the wait holds the claim activity's round (the child start mode waits
+ * longer, beside its loop: PREVIOUS_RUN_CLOSE_MAX_MS in src/workflows/scheduler/schedulerSettings.ts).
+ */
+const PREVIOUS_RUN_CLOSE_MAX_MS = 2_000;
+const PREVIOUS_RUN_POLL_MS = 200;
 
 export interface CardStartRequest {
   readonly carrierId: string;
@@ -60,7 +67,7 @@ export interface CardRunShaping {
 type Log = (message: string, fields: Record<string, unknown>) => void;
 
 export function createClientCardStarter(client: Client, log: Log, shaping: CardRunShaping = { runShape: 'card', batchSize: 1 }): CardStarter {
-  const startOne = async (request: CardStartRequest, card: ClaimedCard): Promise<boolean> => {
+  const startOne = async (request: CardStartRequest, card: ClaimedCard, waitedForPrevious = false): Promise<boolean> => {
     const workflowId = cardWorkflowId(card.cardId, request.placement.workflowIdPrefix);
     const args: CardCheckArgs = {
       carrierId: request.carrierId,
@@ -86,7 +93,12 @@ export function createClientCardStarter(client: Client, log: Log, shaping: CardR
       });
       return true;
     } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError && (await runningToken(client, workflowId)) === card.token) return true;
+      if (error instanceof WorkflowExecutionAlreadyStartedError) {
+        if ((await runningToken(client, workflowId)) === card.token) return true;
+        // Usually the card's previous run, its claim finished, still writing its record: started
+        // again once it has closed, rather than released and retried FAILED_START_RETRY_MS later.
+        if (!waitedForPrevious && (await closedWithin(client, workflowId, PREVIOUS_RUN_CLOSE_MAX_MS))) return startOne(request, card, true);
+      }
       log('cardCheck could not start; releasing its claim', { cardId: card.cardId, token: card.token, error: String(error) });
       return false;
     }
@@ -187,6 +199,20 @@ async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<voi
     }
   };
   await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, items.length) }, lane));
+}
+
+/** Whether the run under `workflowId` is closed within `maxMs` (polled; false when it cannot be described). */
+async function closedWithin(client: Client, workflowId: string, maxMs: number): Promise<boolean> {
+  const until = Date.now() + maxMs;
+  for (;;) {
+    try {
+      if ((await client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING') return true;
+    } catch {
+      return false;
+    }
+    if (Date.now() + PREVIOUS_RUN_POLL_MS > until) return false;
+    await new Promise((resolve) => setTimeout(resolve, PREVIOUS_RUN_POLL_MS));
+  }
 }
 
 /** The claim token of the card's running execution, from its memo; undefined when unknown. */

@@ -199,12 +199,62 @@ test(
         );
         return new Map(rows.map((row) => [row.card_id, Number(row.n)]));
       };
+      /**
+       * What a wait for the cards' checks that ran out saw: per account, its cards' successes and
+       * other outcomes, and its scheduler (status query, or why it did not answer); per process,
+       * its work and whether it still runs. A CI run once timed out here before any kill (300 s).
+       */
+      const whereItStands = async (since: Date, times: number): Promise<string> => {
+        const { rows } = await stack.db.pool.query<{ card_id: string; outcome: string; n: string }>(
+          'SELECT card_id::text, outcome, count(*)::text AS n FROM card_execution WHERE started_at > $1 GROUP BY card_id, outcome',
+          [since],
+        );
+        const lines: string[] = [];
+        for (const account of accounts) {
+          const cardsOf = account.cards.map((card) => {
+            const outcomes = rows.filter((row) => row.card_id === card.id).map((row) => `${row.outcome} ${row.n}`);
+            return `${card.id}: ${outcomes.length === 0 ? 'none' : outcomes.join(', ')}`;
+          });
+          const scheduler = await schedulerStatus(ref, account.carrier.id).then(
+            (s) =>
+              `mode ${s.mode}, rounds ${s.rounds}, running ${s.running}, lanes ${s.lanes.priority}/${s.lanes.normal}, start failures ${s.startFailures}${s.lastFailure ? `, last failure ${JSON.stringify(s.lastFailure)}` : ''}`,
+            (error: unknown) => `no answer: ${String(error).slice(0, 200)}`,
+          );
+          lines.push(`account ${account.carrier.id} (${scheduler}): ${cardsOf.join('; ')}`);
+        }
+        const work = await Promise.all(
+          processes.map(async (w) =>
+            isRunning(w) ? `${w.name} ${WORK_METRIC[w.kind]} ${await metric(w, WORK_METRIC[w.kind]).catch((e: unknown) => String(e))}` : `${w.name} exited`,
+          ),
+        );
+        // The last warnings and errors each process logged (LOG_LEVEL=warn: nothing else is printed).
+        const logged = processes.map((w) => {
+          const lines = w.output().match(/"level":(40|50|60)[^\n]*/g) ?? [];
+          return `${w.name}: ${lines.length} warning/error line(s)${
+            lines.length === 0
+              ? ''
+              : `, last: ${lines
+                  .slice(-2)
+                  .map((line) => line.slice(0, 300))
+                  .join(' | ')}`
+          }`;
+        });
+        return [`cards needing ${times} successes:`, ...lines, `processes: ${work.join(', ')}`, ...logged].join('\n');
+      };
       const everyCardChecked = async (since: Date, times: number): Promise<Map<string, number> | undefined> => {
         const done = await successesSince(since);
         return cards.every((card) => (done.get(card.id) ?? 0) >= times) ? done : undefined;
       };
       // Before the kills, every process of every queue takes its share.
-      await waitFor('every card checked twice', () => everyCardChecked(new Date(0), 2), RESUME_LIMIT_MS, 500);
+      const seeded = Date.now();
+      await waitFor('every card checked once', () => everyCardChecked(new Date(0), 1), RESUME_LIMIT_MS, 500).catch(async (error: unknown) => {
+        throw new Error(`${String(error)}\n${await whereItStands(new Date(0), 1)}`);
+      });
+      phase(`every card checked once, ${((Date.now() - seeded) / 1000).toFixed(1)} s after the accounts were created`);
+      await waitFor('every card checked twice', () => everyCardChecked(new Date(0), 2), RESUME_LIMIT_MS, 500).catch(async (error: unknown) => {
+        throw new Error(`${String(error)}\n${await whereItStands(new Date(0), 2)}`);
+      });
+      phase(`every card checked twice, ${((Date.now() - seeded) / 1000).toFixed(1)} s after the accounts were created`);
       // Request-checks from now on, across the kills: each must end in a priority execution of its card.
       const requests: { cardId: string; at: Date; status: string; ms: number }[] = [];
       const requestFailures: string[] = [];

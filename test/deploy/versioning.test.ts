@@ -142,10 +142,13 @@ test('deploy: every run stays on its version; the loops move to the new current 
     await makeCurrent('a');
     const began = new Date();
     await ensurePollingControl(ref, { reconcileEveryMs: 1000 });
+    // As many card runs on a as there are cards (the switch below must find some), one of them closed.
     const onA = await waitFor(
-      'a closed card run on version a',
+      `${account.cards.length} card runs on version a, one of them closed`,
       async () => {
-        for (const run of await cardRunsSince(began)) if (await isClosed(run)) return run;
+        const runs = await cardRunsSince(began);
+        if (runs.length < account.cards.length) return undefined;
+        for (const run of runs) if (await isClosed(run)) return run;
         return undefined;
       },
       60_000,

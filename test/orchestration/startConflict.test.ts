@@ -1,7 +1,8 @@
 /**
  * A card whose earlier run still runs (its records wait for PostgreSQL, say) cannot start a new
  * run under the same workflow id. Its claim is given back with a delay (FAILED_START_RETRY_MS)
- * instead of being claimed and released again every round, in both start modes: the control
+ * instead of being claimed and released again every round, in both start modes; an earlier run
+ * that closes within a moment (client mode: PREVIOUS_RUN_CLOSE_MAX_MS) is waited for instead: the control
  * activities over real Redis and PostgreSQL, the runs started on the real Temporal server (no
  * worker: a run started here only has to exist).
  *
@@ -107,6 +108,32 @@ test('CARD_START_MODE=child: releaseClaims gives the refused card back with the 
     assert.deepEqual(next.kind === 'claimed' ? next.claimed : next, []);
     // A release of a claim no longer held (released already) is no release.
     assert.equal(await control.releaseClaims({ carrierId, cards: refused }), 0);
+  } finally {
+    await stack.close();
+  }
+});
+
+test('CARD_START_MODE=client: an earlier run that closes within a moment (its claim finished, its record being written) is waited for; the new run starts with this claim', async () => {
+  const stack = await createStack('start-conflict-closing', { config: { CARD_START_MODE: 'client' } });
+  try {
+    const { account, blocked } = await conflict(stack, 'conflict3');
+    const warnings: string[] = [];
+    const control = stackControlActivities(stack, {
+      cardStartMode: 'client',
+      cardStarter: createClientCardStarter(stack.client, (message, fields) => warnings.push(`${message} ${JSON.stringify(fields)}`)),
+    });
+    const workflowId = cardWorkflowId(blocked, stack.config.WORKFLOW_ID_PREFIX);
+    // The earlier run closes 300 ms into the round (as a run does once its record is written).
+    const closing = new Promise((resolve) => setTimeout(resolve, 300)).then(() => stack.client.workflow.getHandle(workflowId).terminate('record written'));
+    const first = await control.claimRound(round(stack, account.carrier.id, 'run-c.1'));
+    await closing;
+    assert.equal(first.kind, 'claimed');
+    if (first.kind !== 'claimed') return;
+    assert.equal(first.startFailures, 0, warnings.join('\n'));
+    assert.deepEqual(warnings, []);
+    const run = await stack.client.workflow.getHandle(workflowId).describe();
+    assert.equal(run.memo?.token, first.claimed.find((card) => card.cardId === blocked)?.token, 'the run under the id carries this claim');
+    assert.notEqual(await stack.deps.redis.get(stack.deps.store.keys(account.carrier.id).claim(blocked)), null, 'the claim is held, not released');
   } finally {
     await stack.close();
   }
