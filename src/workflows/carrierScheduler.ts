@@ -3,10 +3,11 @@
  *
  * Every second: one claim activity (Redis decides which cards are due and owned), then one
  * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
- * A child that cannot start has its claim released at once; a card claimed again while its previous
- * run (a child of this run) is still completing starts once that run has completed. The loop continues-as-new before its
- * history grows large (a few thousand events), once its children have completed and every
- * in-flight update handler has finished; rounds go on meanwhile, their runs started by the claim.
+ * A child that cannot start has its claim released at once; a card claimed again while its
+ * previous run (a child of this run) is still completing starts once that run has completed. The
+ * loop continues-as-new before its history grows large (a few thousand events), once its children
+ * have completed and every in-flight update handler has finished; rounds go on meanwhile, their
+ * runs started by the claim.
  *
  * The loop's state and decisions are SchedulerState's (scheduler/schedulerState.ts, unit-tested);
  * this file wires them to the activities, child starts, timers, signals and updates, in an order
