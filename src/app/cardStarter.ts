@@ -31,9 +31,9 @@ import type { CardBatchArgs } from '../workflows/cardBatch.js';
 /** Concurrent start calls per round: enough to hide the round trip, few enough not to flood the frontend. */
 const START_CONCURRENCY = 32;
 /**
- * Longest a start that found the card's previous run still open waits for it to close before it
- * tries once more. Short: the wait holds the claim activity's round (the child start mode waits
- * longer, beside its loop: PREVIOUS_RUN_CLOSE_MAX_MS in src/workflows/scheduler/schedulerSettings.ts).
+ * Longest a start that found the card's previous run still open (its claim finished, its record
+ * being written) waits for it to close before it tries once more, instead of releasing the claim
+ * for FAILED_START_RETRY_MS (15 s). Short: the wait holds the claim activity's round.
  */
 const PREVIOUS_RUN_CLOSE_MAX_MS = 2_000;
 const PREVIOUS_RUN_POLL_MS = 200;

@@ -3,11 +3,9 @@
  *
  * Every second: one claim activity (Redis decides which cards are due and owned), then one
  * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
- * A child that cannot start has its claim released at once; a card claimed again while its
- * previous run (a child of this run) is still completing starts once that run has completed. The
- * loop continues-as-new before its history grows large (a few thousand events), once its children
- * have completed and every in-flight update handler has finished; rounds go on meanwhile, their
- * runs started by the claim.
+ * A child that cannot start has its claim released at once. The loop continues-as-new before its
+ * history grows large (a few thousand events), once its children have completed and every
+ * in-flight update handler has finished; rounds go on meanwhile, their runs started by the claim.
  *
  * The loop's state and decisions are SchedulerState's (scheduler/schedulerState.ts, unit-tested);
  * this file wires them to the activities, child starts, timers, signals and updates, in an order
@@ -37,7 +35,7 @@ import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdat
 import { SchedulerState, type Launch } from './scheduler/schedulerState.js';
 import { requestsByCard } from './scheduler/signalQueue.js';
 import { cardBatchStart, cardCheckStart } from './scheduler/cardRunStarts.js';
-import { PREVIOUS_RUN_CLOSE_MAX_MS, type CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
+import type { CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
 
 export { DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
 
@@ -51,8 +49,6 @@ const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';
 const CLAIM_BEFORE_SIGNALS_PATCH = 'scheduler-claim-before-signals';
 /** Runs from this patch on leave still-running children at continue-as-new only once they have gone quiet (schedulerSettings.ts). */
 const QUIET_DRAIN_PATCH = 'scheduler-quiet-drain';
-/** Runs from this patch on start a card claimed while its previous run (their child) is open once that run completed (schedulerSettings.ts). */
-const START_AFTER_CLOSE_PATCH = 'scheduler-start-after-close';
 
 export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
   const control = proxyActivities<ControlActivities>({
@@ -72,21 +68,19 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
   const claimsFirst = patched(CLAIM_BEFORE_SIGNALS_PATCH);
   const drainsUntilQuiet = patched(QUIET_DRAIN_PATCH);
-  const startsAfterClose = patched(START_AFTER_CLOSE_PATCH);
-  const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst, drainsUntilQuiet, startsAfterClose });
+  const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst, drainsUntilQuiet });
   const { claimedBy } = state;
 
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
   // A started child is counted open until it reports its completion; one that cannot start has
   // its cards' claims released.
-  // `cardId`: a card's own run (cardCheck), tracked per card; a batch's id is its round's.
-  const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], what: string, cardId?: string): void => {
+  const childClosed = (): void => state.starts.closed(Date.now());
+  const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], what: string): void => {
     state.starts.starting();
     start.then(
       (child) => {
-        state.starts.started(cardId);
-        const childClosed = (): void => state.starts.closed(Date.now(), cardId);
+        state.starts.started();
         void child.result().then(childClosed, childClosed);
       },
       (error: unknown) => {
@@ -95,17 +89,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       },
     );
   };
-  /** A card's run once its previous run, this run's child, has completed (bounded: past it, refused like a start the server refuses). */
-  const startAfterPreviousRun = async (run: Extract<Launch, { kind: 'card' }>): Promise<ChildWorkflowHandle<Workflow>> => {
-    const { cardId } = run.card;
-    if (!(await condition(() => !state.starts.cardRunOpen(cardId), PREVIOUS_RUN_CLOSE_MAX_MS)))
-      throw new Error(`the previous run of card ${cardId} is still open after ${PREVIOUS_RUN_CLOSE_MAX_MS} ms`);
-    return startChild(cardCheck, cardCheckStart(args, run, claimedBy));
-  };
   const launch = (run: Launch): void => {
-    if (run.kind === 'batch') track(startChild(cardBatch, cardBatchStart(args, run, claimedBy)), run.batch.cards, 'cardBatch');
-    else if (startsAfterClose && state.starts.cardRunOpen(run.card.cardId)) track(startAfterPreviousRun(run), [run.card], 'cardCheck', run.card.cardId);
-    else track(startChild(cardCheck, cardCheckStart(args, run, claimedBy)), [run.card], 'cardCheck', run.card.cardId);
+    if (run.kind === 'card') track(startChild(cardCheck, cardCheckStart(args, run, claimedBy)), [run.card], 'cardCheck');
+    else track(startChild(cardBatch, cardBatchStart(args, run, claimedBy)), run.batch.cards, 'cardBatch');
   };
   // Every activity of the loop can fail for as long as Redis or PostgreSQL is away: the loop
   // catches, backs off, reports it in status, and keeps going (nothing else would restart it).

@@ -22,7 +22,6 @@ import { requestCheckSignal, requestCheckUpdate, schedulerStatusQuery } from '..
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
 import { createTestWorker, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
 import { uniqueName } from '../../testkit/temporal.js';
-import { waitFor } from '../../testkit/seed.js';
 
 const { temporal } = proto;
 const EventType = temporal.api.enums.v1.EventType;
@@ -223,73 +222,6 @@ for (const mode of ['child', 'client'] as const) {
     }
   });
 }
-
-test('a card claimed again while its previous run is still completing: started once that run completed, not refused, no claim released', async () => {
-  const taskQueues = testTaskQueues('sched-after-close');
-  const prefix = `${uniqueName('p')}-`;
-  const cardId = '61';
-  const tokens = ['r.1@1:61', 'r.2@1:61'];
-  let round = 0;
-  let stop = false;
-  const prepared: string[] = [];
-  const released: ClaimedCard[][] = [];
-  // The first run stays open (its preparation waits) until the round after the one that claimed the card again.
-  let openFirstRun: () => void = () => undefined;
-  const firstRunHeld = new Promise<void>((resolve) => (openFirstRun = resolve));
-  const activities: SchedulerActivities & CardRunActivities = {
-    ...endingCardRuns([]),
-    async prepareExecution(input) {
-      prepared.push(input.token);
-      if (input.token === tokens[0]) await firstRunHeld;
-      return { kind: 'lost' };
-    },
-    async claimRound() {
-      round += 1;
-      if (stop) return STOP;
-      if (round === 3) openFirstRun();
-      const token = tokens[round - 1];
-      return claimedRound(token === undefined ? [] : [{ cardId, token, fromPriority: false }]);
-    },
-    async releaseClaims(input) {
-      released.push([...input.cards]);
-      return input.cards.length;
-    },
-    async requestCheck() {
-      return { status: 'requested', requested: 1 };
-    },
-    async requeueDuePriorityItems() {
-      return 0;
-    },
-  };
-  const worker = await createTestWorker(env, taskQueues.control, activities);
-  const handle = await env.client.workflow.start(carrierScheduler, {
-    taskQueue: taskQueues.control,
-    workflowId: uniqueName('sched-after-close'),
-    args: [schedulerArgs(taskQueues, prefix)],
-  });
-  const status = await worker.runUntil(async () => {
-    // Both claims prepared — or the second one refused and handed back (what happened before).
-    await waitFor('both claims prepared or one released', async () => prepared.length === 2 || released.length > 0, 60_000, 50);
-    await env.sleep('2 s');
-    const view = await handle.query(schedulerStatusQuery);
-    stop = true;
-    await handle.result();
-    return view;
-  });
-  // Both claims ran, in order; nothing refused or handed back.
-  assert.deepEqual(prepared, tokens);
-  assert.equal(status.startFailures, 0);
-  assert.deepEqual(released, []);
-  const events = (await handle.fetchHistory()).events ?? [];
-  assert.equal(eventsOf(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED).length, 0);
-  // The second start was asked for only after the first run's completion reached the scheduler.
-  const cardStarts = eventsOf(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED).filter(
-    (event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId === cardWorkflowId(cardId, prefix),
-  );
-  const firstCompleted = eventsOf(events, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED)[0];
-  assert.equal(cardStarts.length, 2);
-  assert.ok(firstCompleted !== undefined && Number(cardStarts[1]?.eventId) > Number(firstCompleted.eventId), 'second start after the first run completed');
-});
 
 /**
  * History events that make the scheduler continue as new in the test below. The production

@@ -11,10 +11,6 @@ export class ChildStarts {
   // to this run, and a completion that arrives while the run's task continues as new makes the
   // server refuse that task (UNHANDLED_COMMAND), which evicts the run and replays its history.
   private open = 0;
-  // Open `cardCheck` children per card: a card claimed again while its previous run is still closing
-  // (its claim finished, its record still being written) waits for that run instead of colliding
-  // with its workflow id.
-  private readonly openCards = new Map<string, number>();
   private readonly toRelease: ClaimedCard[] = [];
   private failed = 0;
   private lastClosedAt: number | undefined;
@@ -47,26 +43,16 @@ export class ChildStarts {
     this.inFlight += 1;
   }
 
-  /** A start succeeded: the child is counted open until it reports its completion (`cardId`: a card's own run). */
-  started(cardId?: string): void {
+  /** A start succeeded: the child is counted open until it reports its completion. */
+  started(): void {
     this.inFlight -= 1;
     this.open += 1;
-    if (cardId !== undefined) this.openCards.set(cardId, (this.openCards.get(cardId) ?? 0) + 1);
   }
 
   /** A child reported its completion, at `now` (workflow time). */
-  closed(now: number, cardId?: string): void {
+  closed(now: number): void {
     this.open -= 1;
     this.lastClosedAt = now;
-    if (cardId === undefined) return;
-    const left = (this.openCards.get(cardId) ?? 0) - 1;
-    if (left > 0) this.openCards.set(cardId, left);
-    else this.openCards.delete(cardId);
-  }
-
-  /** A `cardCheck` child of this run for the card has not reported its completion yet. */
-  cardRunOpen(cardId: string): boolean {
-    return this.openCards.has(cardId);
   }
 
   /** When the last child completion arrived (undefined: none in this run). */

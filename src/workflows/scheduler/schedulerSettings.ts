@@ -51,14 +51,6 @@ export const CHILD_DRAIN_MAX_MS = 30_000;
 export const CHILD_DRAIN_QUIET_MS = 5_000;
 /** …and leave them in any case after this long (rounds go on meanwhile; the history grows ~6 events a round). */
 export const CHILD_DRAIN_HARD_MAX_MS = 180_000;
-/**
- * Longest a card's start waits for the previous run of the card (a child of the same run) to
- * complete, from the start-after-close patch on. That run's claim is finished, so the card can be
- * due again while the run still writes its record (a few hundred ms; longer on a loaded machine or
- * while PostgreSQL is away): a start under the same id then would be refused and the card retried
- * only after FAILED_START_RETRY_MS (15 s). Past this bound it is refused and retried that way.
- */
-export const PREVIOUS_RUN_CLOSE_MAX_MS = 5_000;
 export const DEFAULT_TICK_MS = 1000;
 /** Enough for a burst of request-checks to clear in a few ticks, small enough to bound one batch's work. */
 export const DEFAULT_MAX_SIGNALS_PER_TICK = 100;
@@ -73,8 +65,6 @@ export interface SchedulerPatches {
   readonly claimsFirst: boolean;
   /** Leave children only once they have gone quiet (CHILD_DRAIN_QUIET_MS); before: after CHILD_DRAIN_MAX_MS whatever they do. */
   readonly drainsUntilQuiet: boolean;
-  /** A card claimed while its previous run (this run's child) is open starts once that run completed; before: started at once (refused). */
-  readonly startsAfterClose: boolean;
 }
 
 export interface SchedulerSettings extends SchedulerPatches {

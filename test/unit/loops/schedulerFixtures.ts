@@ -8,9 +8,9 @@ import type { CarrierSchedulerArgs, SchedulerPatches } from '../../../src/workfl
 export const QUEUES: TaskQueueNames = { control: 'ctl', card: 'card', cardPriority: 'card-prio', gateway: 'gw', ingest: 'ing' };
 export const RUN = { workflowId: 'carrier-scheduler-7', runId: 'run1' };
 /** Runs of the current release: both patches taken. */
-export const CURRENT: SchedulerPatches = { drainsChildren: true, claimsFirst: true, drainsUntilQuiet: true, startsAfterClose: true };
+export const CURRENT: SchedulerPatches = { drainsChildren: true, claimsFirst: true, drainsUntilQuiet: true };
 /** Runs started before both patches. */
-export const UNPATCHED: SchedulerPatches = { drainsChildren: false, claimsFirst: false, drainsUntilQuiet: false, startsAfterClose: false };
+export const UNPATCHED: SchedulerPatches = { drainsChildren: false, claimsFirst: false, drainsUntilQuiet: false };
 
 export const schedulerArgs = (extra: Partial<CarrierSchedulerArgs> = {}): CarrierSchedulerArgs => ({ carrierId: '7', taskQueues: QUEUES, ...extra });
 

@@ -380,29 +380,11 @@ test('continue-as-new: waits for the children to complete, at most 30 s from the
 });
 
 test('continue-as-new (runs before the drain patch): at once, children or not', () => {
-  const state = newState({}, { drainsChildren: false, claimsFirst: true, drainsUntilQuiet: false, startsAfterClose: false });
+  const state = newState({}, { drainsChildren: false, claimsFirst: true, drainsUntilQuiet: false });
   state.starts.starting();
   state.starts.started();
   state.observeHistory(history({ historyLength: 8000 }), T0);
   assert.equal(state.continueAsNewDecision(T0), 'now');
-});
-
-test('child starts: a card’s run is open from its start to its completion, counted per card (two open runs of one card need two completions); batches are not tracked per card', () => {
-  const { starts } = newState();
-  assert.equal(starts.cardRunOpen('5'), false);
-  for (let i = 0; i < 3; i += 1) starts.starting();
-  starts.started('5');
-  starts.started('5');
-  starts.started();
-  assert.equal(starts.cardRunOpen('5'), true);
-  assert.equal(starts.cardRunOpen('6'), false);
-  starts.closed(T0, '5');
-  assert.equal(starts.cardRunOpen('5'), true, 'one of its two runs still open');
-  starts.closed(T0, '5');
-  assert.equal(starts.cardRunOpen('5'), false);
-  assert.equal(starts.childrenOpen, 1, 'the batch');
-  starts.closed(T0);
-  assert.equal(starts.drained, true);
 });
 
 test('closing: updates are refused with the retry type from then on; invalid ones always', () => {
