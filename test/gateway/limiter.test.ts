@@ -14,7 +14,6 @@ import { GatewayError } from '../../src/gateway/errors.js';
 import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
 import { configureAccount, groupStats, simStats } from './simHelpers.js';
 import type { CallerInput, CallerOutput } from './fixtures/limiterCaller.js';
-import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const WINDOW_MS = 1000 + DEFAULT_WINDOW_MARGIN_MS;
 
@@ -443,7 +442,7 @@ interface Child {
 
 /** Spawns a caller process; it answers `ready`, waits for the start time on stdin, then prints its counts. */
 function spawnCaller(fixture: string, input: CallerInput): Child {
-  const child = spawn(process.execPath, [...typescriptExecArgv(), fixture], {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
     env: { ...process.env, LIMITER_CALLER: JSON.stringify(input) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
