@@ -141,9 +141,9 @@ export class SimWorld {
   /**
    * Carrier-side QPS enforcement at arrival (`now` = monotonic ms): a call is accepted while fewer
    * than the group's QPS calls were accepted in the last second. Types without a group, or groups
-   * without a limit, are counted but not limited.
+   * without a limit, are counted but not limited. `call` names the arrival in {@link GroupStats.busiestSecond}.
    */
-  admit(accountName: string, type: GatewayCheckType, now: number): Admission {
+  admit(accountName: string, type: GatewayCheckType, now: number, call = ''): Admission {
     const account = this.account(accountName);
     const group = account.settings.typeGroups[type] ?? 'default';
     let counters = account.groups.get(group);
@@ -151,7 +151,7 @@ export class SimWorld {
       counters = { calls: 0, rejected: 0, faults: 0, accepted: new SlidingWindow(ONE_SECOND_MS), arrivals: new SlidingWindow(ONE_SECOND_MS) };
       account.groups.set(group, counters);
     }
-    counters.arrivals.record(now);
+    counters.arrivals.record(now, call);
     const limit = account.settings.groups[group];
     if (limit !== undefined && counters.accepted.count(now) >= limit) {
       counters.rejected += 1;
@@ -217,7 +217,15 @@ export class SimWorld {
     for (const [name, account] of this.accounts) {
       const groups: Record<string, GroupStats> = {};
       for (const [group, c] of account.groups) {
-        groups[group] = { calls: c.calls, rejected: c.rejected, maxPerSecond: c.arrivals.max, maxAcceptedPerSecond: c.accepted.max, faults: c.faults };
+        groups[group] = {
+          calls: c.calls,
+          rejected: c.rejected,
+          maxPerSecond: c.arrivals.max,
+          maxAcceptedPerSecond: c.accepted.max,
+          faults: c.faults,
+          // Arrival times are monotonic; epoch ms lets a caller set them beside its own send times.
+          busiestSecond: c.arrivals.worst.map((entry) => ({ call: entry.label, arrivedAtMs: Math.round((performance.timeOrigin + entry.at) * 10) / 10 })),
+        };
       }
       accounts[name] = { groups };
     }
@@ -246,6 +254,14 @@ export interface GroupStats {
   /** Most accepted calls in any sliding one-second window (never above the enforced limit). */
   readonly maxAcceptedPerSecond: number;
   readonly faults: number;
+  /**
+   * The calls of the first one-second window that held `maxPerSecond` of them: `call` is the
+   * request's `requestId`, or `<iccid>#<n>` (the card's n-th call here) without one; `arrivedAtMs`
+   * when the handler saw it (epoch ms).
+   * Set beside the caller's send times, it tells a limiter that let too many go from an
+   * instrument that read them late.
+   */
+  readonly busiestSecond: readonly { readonly call: string; readonly arrivedAtMs: number }[];
 }
 
 export interface SimStats {

@@ -65,7 +65,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const arrival = performance.now();
     const parsed = checkRequestSchema.safeParse(body);
     if (!parsed.success) throw new HttpError(400, 'permanent', 'bad_request', parsed.error.issues[0]?.message ?? 'invalid request');
-    const { account: accountName, iccid } = parsed.data;
+    const { account: accountName, iccid, requestId } = parsed.data;
     const card = world.card(iccid);
     card.calls += 1;
     card.lastCallAt = Date.now();
@@ -80,7 +80,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     // 'close' also fires when the client gives up early: the card is no longer being executed.
     res.on('close', finish);
 
-    const admission = world.admit(accountName, type, arrival);
+    const admission = world.admit(accountName, type, arrival, requestId ?? `${iccid}#${card.calls}`);
     if (!admission.admitted) {
       res.setHeader('retry-after', String(Math.ceil(admission.retryAfterMs / 1000)));
       sendError(res, 429, {

@@ -4,10 +4,19 @@
  * ending at each arrival is the maximum over all windows, since a window's count only grows at
  * arrivals.
  */
+export interface WindowEntry {
+  /** When it was recorded (the clock `record` was given). */
+  readonly at: number;
+  /** What the recorder named it (e.g. which call); empty when unnamed. */
+  readonly label: string;
+}
+
 export class SlidingWindow {
   private times: number[] = [];
+  private labels: string[] = [];
   private head = 0;
   private maxSeen = 0;
+  private worstSeen: readonly WindowEntry[] = [];
 
   constructor(private readonly windowMs: number) {}
 
@@ -23,15 +32,26 @@ export class SlidingWindow {
     return this.times[this.head];
   }
 
-  record(now: number): void {
+  record(now: number, label = ''): void {
     this.evict(now);
     this.times.push(now);
-    this.maxSeen = Math.max(this.maxSeen, this.times.length - this.head);
+    this.labels.push(label);
+    const count = this.times.length - this.head;
+    if (count > this.maxSeen) {
+      this.maxSeen = count;
+      // Copied only when the maximum grows: at most `max` entries, at most `max` times.
+      this.worstSeen = this.times.slice(this.head).map((at, i) => ({ at, label: this.labels[this.head + i] ?? '' }));
+    }
   }
 
   /** Highest count seen in any window since creation. */
   get max(): number {
     return this.maxSeen;
+  }
+
+  /** The events of the first window that held {@link max} of them, oldest first. */
+  get worst(): readonly WindowEntry[] {
+    return this.worstSeen;
   }
 
   private evict(now: number): void {
@@ -40,6 +60,7 @@ export class SlidingWindow {
     // Compact now and then so the array does not grow without bound.
     if (this.head > 1024 && this.head * 2 > times.length) {
       this.times = times.slice(this.head);
+      this.labels = this.labels.slice(this.head);
       this.head = 0;
     }
   }

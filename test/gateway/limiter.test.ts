@@ -13,6 +13,7 @@ import { GatewayClient } from '../../src/gateway/client.js';
 import { GatewayError } from '../../src/gateway/errors.js';
 import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
 import { configureAccount, groupStats, simStats } from './simHelpers.js';
+import { judgeArrivals, RecordingClient } from './arrivals.js';
 import type { CallerInput, CallerOutput } from './fixtures/limiterCaller.js';
 
 const WINDOW_MS = 1000 + DEFAULT_WINDOW_MARGIN_MS;
@@ -258,10 +259,17 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     const startAt = Date.now() + 200;
     for (const child of children) child.start(startAt);
     const outputs = await Promise.all(children.map((child) => child.output));
-    const stats = groupStats(await simStats(sim.url), account, 'g');
+    const stats = (await simStats(sim.url)).accounts[account]?.groups['g'];
+    assert.ok(stats, 'the simulator counted the group');
     const ok = outputs.reduce((sum, o) => sum + o.ok, 0);
     const deferred = outputs.reduce((sum, o) => sum + o.deferred, 0);
-    const errors = outputs.reduce((sum, o) => sum + Object.values(o.errors).reduce((a, b) => a + b, 0), 0);
+    const errors: Record<string, number> = {};
+    for (const o of outputs) for (const [key, n] of Object.entries(o.errors)) errors[key] = (errors[key] ?? 0) + n;
+    const arrivals = judgeArrivals(
+      stats,
+      outputs.flatMap((o) => o.sends),
+      qps,
+    );
     // Steady-state rate: the time between a call and the one `qps` calls later is the length the
     // limiter really gives a window (1000 ms + its margin). Counting calls in the run instead
     // depends on how many whole windows happen to fit in it (10 s held exactly 10 of 1.1 s).
@@ -275,8 +283,6 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     spacings.sort((a, b) => a - b);
     const medianWindowMs = spacings[Math.floor(spacings.length / 2)]!;
     const meanWindowMs = spacings.reduce((a, b) => a + b, 0) / spacings.length;
-    const utilisation = 1000 / medianWindowMs;
-    const meanUtilisation = 1000 / meanWindowMs;
     const report = {
       maxPerSecond: stats.maxPerSecond,
       calls: stats.calls,
@@ -284,18 +290,29 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
       ok,
       errors,
       deferred,
+      densestSends: arrivals.densestSends,
+      busiestReadOnTime: arrivals.busiestReadOnTime,
+      busiestReadAfterMs: arrivals.busiest.map((b) => b.readAfterMs),
       medianWindowMs,
       meanWindowMs: Math.round(meanWindowMs),
-      utilisation,
-      meanUtilisation,
+      utilisation: 1000 / medianWindowMs,
+      meanUtilisation: 1000 / meanWindowMs,
       limiters: outputs.map((o) => o.limiter),
     };
     process.stdout.write(`# multi-process limiter: ${JSON.stringify(report)}\n`);
     for (const o of outputs) assert.ok(o.runMs >= durationMs, `process ${o.processIndex} stopped after ${o.runMs} ms`);
-    assert.ok(stats.maxPerSecond <= qps, `simulator saw ${stats.maxPerSecond} calls in one second`);
-    assert.equal(stats.rejected, 0);
-    assert.equal(errors, 0);
-    assert.equal(stats.calls, ok, 'every call sent reached the simulator, nothing else did');
+    // What the limiter decided (the sends) holds its promise, and the simulator counted more than
+    // the budget in a second only by reading calls late (its event loop shares these two cores;
+    // CI saw 12–20 in a second beside the whole suite): see ./arrivals.ts.
+    assert.deepEqual(arrivals.problems, []);
+    // Refusals are the simulator's count above the budget: there only as far as it read late.
+    assert.equal(errors['rate_limited'] ?? 0, stats.rejected);
+    assert.deepEqual(
+      Object.keys(errors).filter((key) => key !== 'rate_limited'),
+      [],
+      `errors: ${JSON.stringify(errors)}`,
+    );
+    assert.equal(stats.calls, ok, 'every call sent and accepted reached the simulator, nothing else did');
     // Enough calls for a second above the limit to be possible: more than one window's worth, and
     // callers waited for slots (deferrals below), so demand was above what the limiter granted.
     assert.ok(sent.length > 2 * qps, `${sent.length} calls after warm-up`);
@@ -311,7 +328,7 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
     await configureAccount(sim.url, 'acct-queued', { groups: { g: 100 }, typeGroups: { card_status: 'g' }, latencyMs: { p50: 2, p99: 5 } });
     const limiter = new RedisRateLimiter({ redis: t.redis, namespace: t.namespace, qps: () => qps });
     // One socket: every call waits for the slow one, long after its slot was granted.
-    const client = new GatewayClient({ baseUrl: sim.url, maxSockets: 1 });
+    const client = new RecordingClient({ baseUrl: sim.url, maxSockets: 1 }, 'acct-queued');
     const call = (account: string, index: number): ReturnType<typeof callThroughLimiter<'card_status'>> =>
       callThroughLimiter(
         { client, limiter },
@@ -332,15 +349,17 @@ describe('rate limiter across processes and carrier pushback (simulator)', () =>
       await sleep(30);
       const queued = await Promise.all(Array.from({ length: 9 }, (_, i) => call('acct-queued', i + 1)));
       assert.equal((await slow).outcome, 'ok');
-      const stats = groupStats(await simStats(sim.url), 'acct-queued', 'g');
-      process.stdout.write(`# queued behind a slow call: ${JSON.stringify({ stats, limiter: limiter.stats() })}\n`);
+      const stats = (await simStats(sim.url)).accounts['acct-queued']?.groups['g'];
+      assert.ok(stats, 'the simulator counted the group');
+      const arrivals = judgeArrivals(stats, client.sends, qps);
+      process.stdout.write(`# queued behind a slow call: ${JSON.stringify({ stats, arrivals, limiter: limiter.stats() })}\n`);
       assert.deepEqual(
         queued.map((r) => r.outcome),
         Array.from({ length: 9 }, () => 'ok'),
       );
       assert.equal(stats.calls, 9);
-      // Granted calls released at once by the slow call's socket would arrive together.
-      assert.ok(stats.maxPerSecond <= qps, `the carrier saw ${stats.maxPerSecond} calls in one second (limit ${qps})`);
+      // Granted calls released at once by the slow call's socket would be sent together.
+      assert.deepEqual(arrivals.problems, []);
       assert.ok(limiter.stats().lateSlots > 0, 'late calls gave their slots back');
     } finally {
       client.close();
