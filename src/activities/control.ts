@@ -9,7 +9,14 @@ import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
-import { FAILED_START_RETRY_MS, type ClaimRoundInput, type ClaimRoundResult, type ClaimedCard, type GroupBudgetView } from '../workflow-safe/claimRound.js';
+import {
+  FAILED_START_RETRY_MS,
+  type ClaimRelease,
+  type ClaimRoundInput,
+  type ClaimRoundResult,
+  type ClaimedCard,
+  type GroupBudgetView,
+} from '../workflow-safe/claimRound.js';
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { limitingFactor } from '../workflow-safe/inflightControl.js';
@@ -204,10 +211,13 @@ export function createControlActivities(deps: ControlActivityDeps) {
       };
     },
 
-    /** Gives back the claims of runs that could not start; they are claimed again after FAILED_START_RETRY_MS. */
-    async releaseClaims(input: { carrierId: string; cards: readonly ClaimedCard[] }): Promise<number> {
+    /** Gives back the claims of runs that could not start; each is claimable again after its `retryAfterMs` (at most, and by default, FAILED_START_RETRY_MS). */
+    async releaseClaims(input: { carrierId: string; cards: readonly ClaimRelease[] }): Promise<number> {
       let released = 0;
-      for (const card of input.cards) if (await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS)) released += 1;
+      for (const card of input.cards) {
+        const retryAfterMs = Math.min(FAILED_START_RETRY_MS, Math.max(0, card.retryAfterMs ?? FAILED_START_RETRY_MS));
+        if (await deps.store.release(input.carrierId, card.cardId, card.token, undefined, retryAfterMs)) released += 1;
+      }
       return released;
     },
 

@@ -101,3 +101,18 @@ export type ClaimRoundResult =
  * next round would only fail again, every round, until that run ends.
  */
 export const FAILED_START_RETRY_MS = 15_000;
+
+/**
+ * A card claimed while its previous run is still open — that run has finished its claim and is
+ * writing its record, and the card came due again within the claim's due horizon — usually only
+ * needs a moment: its claim is given back due this soon, then twice as late after each refusal in
+ * a row, up to FAILED_START_RETRY_MS (a run open for minutes, its records waiting for PostgreSQL,
+ * costs one refused start per 15 s, as before). Given back, not held: a claim held back for the
+ * previous run's end would live in the scheduler's memory and expire when its worker dies.
+ */
+export const STILL_RUNNING_FIRST_RETRY_MS = 500;
+
+/** A claim to give back, due again after `retryAfterMs` (absent: FAILED_START_RETRY_MS). */
+export interface ClaimRelease extends ClaimedCard {
+  readonly retryAfterMs?: number;
+}

@@ -24,6 +24,7 @@ import {
   log,
   patched,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { isPermanent, loopFailures } from './loopFailures.js';
 import { continueAsNewToCurrentVersion, targetVersionChanged } from './versionUpgrade.js';
 import type { ControlActivities } from '../activities/control.js';
@@ -80,11 +81,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     state.starts.starting();
     start.then(
       (child) => {
-        state.starts.started();
+        state.starts.started(cards);
         void child.result().then(childClosed, childClosed);
       },
       (error: unknown) => {
-        state.starts.startFailed(cards);
+        // A card run's id is the card's: the server refuses it while the previous run is open.
+        state.starts.startFailed(cards, error instanceof WorkflowExecutionAlreadyStartedError);
         log.warn(`${what} could not start; releasing its claims`, { cardIds: cards.map((card) => card.cardId), error: String(error) });
       },
     );

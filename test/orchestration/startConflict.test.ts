@@ -1,7 +1,8 @@
 /**
  * A card whose earlier run still runs (its records wait for PostgreSQL, say) cannot start a new
- * run under the same workflow id. Its claim is given back with a delay (FAILED_START_RETRY_MS)
- * instead of being claimed and released again every round, in both start modes; an earlier run
+ * run under the same workflow id. Its claim is given back with a delay (FAILED_START_RETRY_MS;
+ * the child mode's scheduler asks for a shorter one that grows with each refusal in a row,
+ * STILL_RUNNING_FIRST_RETRY_MS) instead of being claimed and released every round; an earlier run
  * that closes within a moment (client mode: PREVIOUS_RUN_CLOSE_MAX_MS) is waited for instead: the control
  * activities over real Redis and PostgreSQL, the runs started on the real Temporal server (no
  * worker: a run started here only has to exist).
@@ -15,7 +16,8 @@ import assert from 'node:assert/strict';
 import { createStack, stackControlActivities, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, type SeedAccount } from '../../testkit/seed.js';
 import { createClientCardStarter } from '../../src/app/cardStarter.js';
-import { FAILED_START_RETRY_MS, type ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
+import { FAILED_START_RETRY_MS, STILL_RUNNING_FIRST_RETRY_MS, type ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 
 /** An account of two cards due now, the first of them with a run under its workflow id already. */
@@ -108,6 +110,33 @@ test('CARD_START_MODE=child: releaseClaims gives the refused card back with the 
     assert.deepEqual(next.kind === 'claimed' ? next.claimed : next, []);
     // A release of a claim no longer held (released already) is no release.
     assert.equal(await control.releaseClaims({ carrierId, cards: refused }), 0);
+  } finally {
+    await stack.close();
+  }
+});
+
+test('CARD_START_MODE=child: a claim released with its own retry (the previous run still open: 0.5 s) is due again that soon, and claimed again once due', async () => {
+  const stack = await createStack('start-conflict-retry', { config: { CARD_START_MODE: 'child' } });
+  try {
+    const { account, blocked } = await conflict(stack, 'conflict4');
+    const carrierId = account.carrier.id;
+    const control = stackControlActivities(stack, { cardStartMode: 'child' });
+    const first = await control.claimRound(round(stack, carrierId, 'run-d.1'));
+    assert.equal(first.kind, 'claimed');
+    if (first.kind !== 'claimed') return;
+    const refused = first.claimed.filter((card) => card.cardId === blocked).map((card) => ({ ...card, retryAfterMs: STILL_RUNNING_FIRST_RETRY_MS }));
+    const before = Date.now();
+    assert.equal(await control.releaseClaims({ carrierId, cards: refused }), 1);
+    const after = Date.now();
+    const score = Number(await stack.deps.redis.zscore(stack.deps.store.keys(carrierId).queue, blocked));
+    // One machine, one clock (Redis TIME and this process' agree to the millisecond).
+    assert.ok(
+      score >= before + STILL_RUNNING_FIRST_RETRY_MS - 5 && score <= after + STILL_RUNNING_FIRST_RETRY_MS + 5,
+      `lane score ${score - before} ms after the release`,
+    );
+    await sleep(Math.max(0, score - Date.now()) + 50);
+    const next = await control.claimRound(round(stack, carrierId, 'run-d.2'));
+    assert.deepEqual(next.kind === 'claimed' ? next.claimed.map((card) => card.cardId) : next, [blocked]);
   } finally {
     await stack.close();
   }

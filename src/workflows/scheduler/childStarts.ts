@@ -3,7 +3,10 @@
  * completed, and the claims of cards whose run could not start, to release. Pure: the workflow
  * reports each start's outcome; the run continues as new only once these have settled.
  */
-import type { ClaimedCard } from '../../workflow-safe/claimRound.js';
+import { FAILED_START_RETRY_MS, STILL_RUNNING_FIRST_RETRY_MS, type ClaimRelease, type ClaimedCard } from '../../workflow-safe/claimRound.js';
+
+/** Cards remembered with refusals in a row; beyond it the oldest is forgotten (it starts over at the first retry). */
+const MAX_CARDS_REMEMBERED = 10_000;
 
 export class ChildStarts {
   private inFlight = 0;
@@ -11,7 +14,10 @@ export class ChildStarts {
   // to this run, and a completion that arrives while the run's task continues as new makes the
   // server refuse that task (UNHANDLED_COMMAND), which evicts the run and replays its history.
   private open = 0;
-  private readonly toRelease: ClaimedCard[] = [];
+  private readonly toRelease: ClaimRelease[] = [];
+  // Per card, its starts refused in a row because its previous run was still open. In memory only:
+  // a lost count (a new worker, the next run) only makes the next retry the first, short one.
+  private readonly stillRunning = new Map<string, number>();
   private failed = 0;
   private lastClosedAt: number | undefined;
 
@@ -44,9 +50,10 @@ export class ChildStarts {
   }
 
   /** A start succeeded: the child is counted open until it reports its completion. */
-  started(): void {
+  started(cards: readonly ClaimedCard[] = []): void {
     this.inFlight -= 1;
     this.open += 1;
+    for (const card of cards) this.stillRunning.delete(card.cardId);
   }
 
   /** A child reported its completion, at `now` (workflow time). */
@@ -60,11 +67,25 @@ export class ChildStarts {
     return this.lastClosedAt;
   }
 
-  /** A start failed: its cards' claims are to be released. */
-  startFailed(cards: readonly ClaimedCard[]): void {
+  /**
+   * A start failed: its cards' claims are to be released. `previousRunOpen`: refused because the
+   * card's previous run has not closed yet — released for a short retry that doubles with each such
+   * refusal in a row (STILL_RUNNING_FIRST_RETRY_MS); any other failure waits FAILED_START_RETRY_MS.
+   */
+  startFailed(cards: readonly ClaimedCard[], previousRunOpen = false): void {
     this.inFlight -= 1;
     this.failed += cards.length;
-    this.toRelease.push(...cards);
+    if (!previousRunOpen) {
+      this.toRelease.push(...cards);
+      return;
+    }
+    for (const card of cards) {
+      const refusals = this.stillRunning.get(card.cardId) ?? 0;
+      this.stillRunning.delete(card.cardId);
+      this.stillRunning.set(card.cardId, refusals + 1);
+      if (this.stillRunning.size > MAX_CARDS_REMEMBERED) this.stillRunning.delete(this.stillRunning.keys().next().value ?? '');
+      this.toRelease.push({ ...card, retryAfterMs: Math.min(FAILED_START_RETRY_MS, STILL_RUNNING_FIRST_RETRY_MS * 2 ** refusals) });
+    }
   }
 
   /** Runs the claim activity could not start (client start mode); it released their claims itself. */
@@ -73,12 +94,12 @@ export class ChildStarts {
   }
 
   /** The claims to release now (all of them; none is kept back). */
-  takeReleases(): ClaimedCard[] {
+  takeReleases(): ClaimRelease[] {
     return this.toRelease.splice(0, this.toRelease.length);
   }
 
   /** A release that failed: its cards are released with the next ones. */
-  releaseFailed(cards: readonly ClaimedCard[]): void {
+  releaseFailed(cards: readonly ClaimRelease[]): void {
     this.toRelease.push(...cards);
   }
 }

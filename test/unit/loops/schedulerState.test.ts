@@ -142,6 +142,27 @@ test('round outcome: a failed claim reports degraded, an idle one idle, a stop e
   assert.deepEqual(state.endRound({ kind: 'stop', reason: 'carrier_disabled' }), { kind: 'stop', reason: 'carrier_disabled' });
 });
 
+test('a start refused while the card’s previous run is open: released due in 0.5 s, doubled at each refusal in a row up to 15 s, back to 0.5 s after a start; other failures wait 15 s', () => {
+  const starts = newState().starts;
+  const refuse = (id: string, previousRunOpen = true): number | undefined => {
+    starts.starting();
+    starts.startFailed([card(id)], previousRunOpen);
+    const [release] = starts.takeReleases();
+    assert.equal(release?.cardId, id);
+    return release?.retryAfterMs;
+  };
+  assert.deepEqual(
+    Array.from({ length: 7 }, () => refuse('1')),
+    [500, 1000, 2000, 4000, 8000, 15_000, 15_000],
+  );
+  assert.equal(refuse('2'), 500, 'counted per card');
+  starts.starting();
+  starts.started([card('1')]);
+  assert.equal(refuse('1'), 500, 'a run started in between: the count starts over');
+  assert.equal(refuse('3', false), undefined, 'any other failure: the release’s default (FAILED_START_RETRY_MS)');
+  assert.equal(starts.failures, 10);
+});
+
 test('status: expired leases and start failures add up across rounds and runs (carried counters, refused by the claim, failed child starts)', () => {
   const state = newState({ counters: { expiredLeases: 5, startFailures: 2 } });
   state.beginRound(T0);
