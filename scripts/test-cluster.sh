@@ -34,6 +34,8 @@ if ! npx tsx scripts/temporal-cluster.ts status >/dev/null 2>&1; then
 fi
 npx tsx scripts/temporal-cluster.ts up
 npx tsx scripts/migrate.ts
+# TypeScript through Node's own type transform, not tsx (scripts/ts-node-options.sh).
+source scripts/ts-node-options.sh
 echo "[test-cluster] services ready in $(( $(date +%s) - began )) s: TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS REDIS_CLUSTER_NODES=$REDIS_CLUSTER_NODES"
 disruptive=(
   test/cluster/connection.test.ts
@@ -44,6 +46,6 @@ disruptive=(
 )
 mapfile -t files < <(find test/cluster -name '*.test.ts' | sort | grep -v -x -F "${disruptive[@]/#/-e}")
 status=0
-node --import tsx --test --test-concurrency=2 "${@}" "${files[@]}" || status=$?
-node --import tsx --test --test-concurrency=1 "${@}" "${disruptive[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" --test --test-concurrency=2 "${@}" "${files[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" --test --test-concurrency=1 "${@}" "${disruptive[@]}" || status=$?
 exit "$status"

@@ -18,6 +18,8 @@ source scripts/use-node.sh
 if [ ! -x node_modules/.bin/tsx ]; then npm ci; fi
 npx tsx scripts/services.ts up --test
 npx tsx scripts/migrate.ts
+# TypeScript through Node's own type transform, not tsx (scripts/ts-node-options.sh).
+source scripts/ts-node-options.sh
 files=(
   test/faults-suite/faults.test.ts
   test/faults-suite/ingestOutage.test.ts
@@ -31,7 +33,7 @@ if [ "$(printf '%s\n' "${found[@]}" | sort)" != "$(printf '%s\n' "${files[@]}" |
   exit 1
 fi
 # A test still running after 15 minutes fails and its file's process ends (the longest outage is 3 minutes).
-node --import tsx testkit/runFiles.ts --concurrency 2 --file-timeout 900 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 2 --file-timeout 900 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
 # Last, so a log read from its end says why a test failed, not only which.
 cat test-results/faults-failures.txt
 exit "${status:-0}"

@@ -50,9 +50,11 @@ longest=(
 # Not here: the fault-injection suite (test/faults-suite, test/faults: `npm run test:faults`) and
 # the cluster suite (test/cluster: `npm run test:cluster`); .ci/run runs both after this.
 mapfile -t rest < <(find test -name '*.test.ts' -not -path 'test/faults-suite/*' -not -path 'test/faults/*' -not -path 'test/cluster/*' | sort | grep -v -x -F "${longest[@]/#/-e}")
+# TypeScript through Node's own type transform, not tsx (scripts/ts-node-options.sh).
+source scripts/ts-node-options.sh
 # A test still running after 5 minutes fails and its file's process ends (the longest file took 91 s
 # beside two busy loops): a hung cleanup then costs minutes, not the rest of CI's 90.
-node --import tsx testkit/runFiles.ts --concurrency 3 --file-timeout 300 --times test-results/test-file-times.txt --failures test-results/test-failures.txt "${@}" -- "${longest[@]}" "${rest[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 3 --file-timeout 300 --times test-results/test-file-times.txt --failures test-results/test-failures.txt "${@}" -- "${longest[@]}" "${rest[@]}" || status=$?
 head -n 16 test-results/test-file-times.txt
 # Last, so a log read from its end says why a test failed, not only which.
 cat test-results/test-failures.txt

@@ -11,9 +11,10 @@
  * With `--file-timeout SECONDS` a test still running after that long fails (node:test's `timeout`,
  * which the file's tests inherit) and the file's process then ends even if a hung cleanup holds it.
  *
- * Usage: node --import tsx testkit/runFiles.ts [--concurrency N] [--times FILE] [--failures FILE]
+ * Usage: node <TypeScript loader options> testkit/runFiles.ts [--concurrency N] [--times FILE] [--failures FILE]
  *          [--file-timeout SECONDS] [--test-name-pattern=RE]... [--test-only] -- FILE...
- * The files' processes get this process' Node options (`--import tsx`).
+ * The files' processes get this process' Node options (`--import tsx`, or Node's own type transform
+ * with devstack/tsLoader.ts as scripts/test.sh runs it).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';

@@ -11,10 +11,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { dirname, extname, join } from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { simulatorControl, type SimulatorControl } from './control.js';
 import { defaultLogger, type LogSink } from '../runtime/logger.js';
+import { typescriptExecArgv } from '../runtime/typescriptChild.js';
 
 /** A child that has not reported its URL by then is killed (tsx start-up on a loaded machine takes seconds). */
 const READY_TIMEOUT_MS = 60_000;
@@ -59,16 +59,14 @@ export interface SimulatorProcess extends SimulatorControl {
   close(): Promise<void>;
 }
 
-/** The entry beside this module: main.ts under tsx, main.js in the compiled build (dist/). */
+/** The entry beside this module: main.ts from sources, main.js in the compiled build (dist/). */
 function entry(): { readonly script: string; readonly execArgv: string[] } {
   const self = fileURLToPath(import.meta.url);
   const extension = extname(self);
   const script = join(dirname(self), `main${extension}`);
   if (extension !== '.ts') return { script, execArgv: [] };
-  // TypeScript sources need the tsx loader, resolved from here so the child's cwd does not matter
-  // (require.resolve: import.meta.resolve is flagged before Node 20.6).
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return { script, execArgv: ['--import', loader] };
+  // TypeScript sources: loaded the way this process loads them.
+  return { script, execArgv: typescriptExecArgv() };
 }
 
 export async function startSimulatorProcess(options: SimulatorProcessOptions = {}): Promise<SimulatorProcess> {

@@ -5,6 +5,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './entries.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 export const ROOT_DIR = fileURLToPath(ROOT);
 
@@ -17,7 +18,7 @@ export interface Build {
 
 export function buildInto(label: string): Build {
   const dir = join(ROOT_DIR, 'test-results', `build-${label}-${randomUUID().slice(0, 8)}`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--out', dir], { cwd: ROOT_DIR, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [...typescriptExecArgv(), 'scripts/build.ts', '--out', dir], { cwd: ROOT_DIR, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`build failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
   return {
     dir,

@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Stack } from '../../testkit/orchestration.js';
 import { waitFor } from '../../testkit/seed.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -21,7 +22,7 @@ export interface EntryProcess {
 }
 
 export function spawnEntry(name: string, script: string, env: Record<string, string>): EntryProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...typescriptExecArgv(), script], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

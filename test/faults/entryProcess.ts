@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../testkit/seed.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -19,7 +20,7 @@ export interface EntryProcess {
 }
 
 export function spawnEntryProcess(name: string, script: string, env: NodeJS.ProcessEnv): EntryProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...typescriptExecArgv(), script], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));

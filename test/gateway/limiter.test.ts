@@ -15,6 +15,7 @@ import { callThroughLimiter } from '../../src/gateway/limitedCall.js';
 import { configureAccount, groupStats, simStats } from './simHelpers.js';
 import { judgeArrivals, RecordingClient } from './arrivals.js';
 import type { CallerInput, CallerOutput } from './fixtures/limiterCaller.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const WINDOW_MS = 1000 + DEFAULT_WINDOW_MARGIN_MS;
 
@@ -461,7 +462,7 @@ interface Child {
 
 /** Spawns a caller process; it answers `ready`, waits for the start time on stdin, then prints its counts. */
 function spawnCaller(fixture: string, input: CallerInput): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+  const child = spawn(process.execPath, [...typescriptExecArgv(), fixture], {
     env: { ...process.env, LIMITER_CALLER: JSON.stringify(input) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -18,6 +18,7 @@ import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
 import { waitFor } from '../../testkit/seed.js';
 import { iccid, makeCarrier } from '../db/fixtures.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 let db: TestDb;
 let redis: TestRedis;
@@ -164,7 +165,7 @@ test('the process dies between the PostgreSQL commit and the Redis write: the ca
   convergence = undefined;
   const card = await lifecycle(store).createCard({ iccid: iccid(731), carrierId: carrier.id, status: 'active' });
   await lifecycle(store).disablePolling(card.id);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/lifecycle/outboxCrash.ts'], {
+  const child = spawn(process.execPath, [...typescriptExecArgv(), 'test/lifecycle/outboxCrash.ts'], {
     env: { ...process.env, SCHEMA: db.schema, NAMESPACE: redis.namespace, CARD_ID: card.id },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,6 +11,7 @@ import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.j
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
 import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CARDS = 8;
@@ -32,7 +33,7 @@ interface CardWorkerProcess {
 
 /** The card worker entry (`src/workers/card.ts`) as its own process, configured for this stack. */
 function spawnCardWorker(stack: Stack, bundleEnv: Record<string, string>): CardWorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/workers/card.ts'], {
+  const child = spawn(process.execPath, [...typescriptExecArgv(), 'src/workers/card.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -15,6 +15,7 @@ import { SEARCH_ATTRIBUTES } from '../../src/workflow-safe/searchAttributes.js';
 import { registerSearchAttributes, SearchAttributeConflictError } from '../../scripts/temporalSetup.js';
 import { uniqueName } from '../../testkit/temporal.js';
 import { waitFor } from '../../testkit/seed.js';
+import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const run = promisify(execFile);
 const SCRIPT = new URL('../../scripts/temporalSetup.ts', import.meta.url).pathname;
@@ -22,7 +23,7 @@ const { IndexedValueType } = proto.temporal.api.enums.v1;
 
 async function setup(address: string, namespace: string): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', SCRIPT, '--address', address, '--namespace', namespace]);
+    const { stdout, stderr } = await run(process.execPath, [...typescriptExecArgv(), SCRIPT, '--address', address, '--namespace', namespace]);
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
