@@ -50,6 +50,14 @@ const DRAIN_CHILDREN_PATCH = 'scheduler-drain-children';
 const CLAIM_BEFORE_SIGNALS_PATCH = 'scheduler-claim-before-signals';
 /** Runs from this patch on leave still-running children at continue-as-new only once they have gone quiet (schedulerSettings.ts). */
 const QUIET_DRAIN_PATCH = 'scheduler-quiet-drain';
+/**
+ * Runs from this patch on give a refused start's claims back in the workflow task that learns of
+ * the refusal, not after the next claim round: a claim held meanwhile (≈ 1 s, more often since a
+ * card whose previous run is still open is retried within 0.5 s) expires instead of being released
+ * when the control worker dies then (the cluster test saw 4 such leases expire beyond the runs on
+ * its killed card worker, CI run 59).
+ */
+const RELEASE_AT_ONCE_PATCH = 'scheduler-release-at-once';
 
 export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
   const control = proxyActivities<ControlActivities>({
@@ -69,8 +77,28 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
   const claimsFirst = patched(CLAIM_BEFORE_SIGNALS_PATCH);
   const drainsUntilQuiet = patched(QUIET_DRAIN_PATCH);
+  const releasesAtOnce = patched(RELEASE_AT_ONCE_PATCH);
   const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst, drainsUntilQuiet });
   const { claimedBy } = state;
+
+  // Every activity of the loop can fail for as long as Redis or PostgreSQL is away: the loop
+  // catches, backs off, reports it in status, and keeps going (nothing else would restart it).
+  const failures = loopFailures('carrierScheduler', args.carrierId, state.failures);
+  // Release activities under way; the run continues as new only once they have ended.
+  let releasesInFlight = 0;
+  const releaseFailedStarts = async (): Promise<void> => {
+    const cards = state.starts.takeReleases();
+    if (cards.length === 0) return;
+    releasesInFlight += 1;
+    try {
+      await control.releaseClaims({ carrierId: args.carrierId, cards });
+    } catch (error) {
+      state.starts.releaseFailed(cards);
+      failures.record('releaseClaims', error, { backoff: false });
+    } finally {
+      releasesInFlight -= 1;
+    }
+  };
 
   // Children start without blocking the loop: each start costs a server round trip, and a loop
   // that waited for them would stretch its one-second tick (and with it the budget per round).
@@ -88,25 +116,13 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
         // A card run's id is the card's: the server refuses it while the previous run is open.
         state.starts.startFailed(cards, error instanceof WorkflowExecutionAlreadyStartedError);
         log.warn(`${what} could not start; releasing its claims`, { cardIds: cards.map((card) => card.cardId), error: String(error) });
+        if (releasesAtOnce) void releaseFailedStarts();
       },
     );
   };
   const launch = (run: Launch): void => {
     if (run.kind === 'card') track(startChild(cardCheck, cardCheckStart(args, run, claimedBy)), [run.card], 'cardCheck');
     else track(startChild(cardBatch, cardBatchStart(args, run, claimedBy)), run.batch.cards, 'cardBatch');
-  };
-  // Every activity of the loop can fail for as long as Redis or PostgreSQL is away: the loop
-  // catches, backs off, reports it in status, and keeps going (nothing else would restart it).
-  const failures = loopFailures('carrierScheduler', args.carrierId, state.failures);
-  const releaseFailedStarts = async (): Promise<void> => {
-    const cards = state.starts.takeReleases();
-    if (cards.length === 0) return;
-    try {
-      await control.releaseClaims({ carrierId: args.carrierId, cards });
-    } catch (error) {
-      state.starts.releaseFailed(cards);
-      failures.record('releaseClaims', error, { backoff: false });
-    }
   };
 
   /**
@@ -204,7 +220,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       // Let child starts and running update handlers (request-checks) complete first, accepting no
       // new update meanwhile (see SchedulerState.admitUpdate); queued signals travel along as input.
       state.close();
-      await condition(() => state.starts.startsInFlight === 0 && allHandlersFinished());
+      await condition(() => state.starts.startsInFlight === 0 && releasesInFlight === 0 && allHandlersFinished());
       await releaseFailedStarts();
       // The next run starts on the current worker-deployment version (src/workflows/versionUpgrade.ts).
       await continueAsNewToCurrentVersion<typeof carrierScheduler>(state.nextRunArgs(args));

@@ -158,11 +158,13 @@ for (const mode of ['child', 'client'] as const) {
     let round = 0;
     let stop = false;
     const released: ClaimRelease[][] = [];
+    const calls: string[] = [];
     const prepared: string[] = [];
     const activities: SchedulerActivities & CardRunActivities = {
       ...endingCardRuns(prepared),
       async claimRound() {
         round += 1;
+        calls.push(`claim ${round}`);
         if (stop) return STOP;
         // Child mode: the refused card is claimed again in the next two rounds (its retry is short).
         if (mode === 'child' && (round === 2 || round === 3)) return claimedRound([blocked]);
@@ -172,6 +174,7 @@ for (const mode of ['child', 'client'] as const) {
       },
       async releaseClaims(input) {
         released.push([...input.cards]);
+        calls.push('release');
         return input.cards.length;
       },
       async requestCheck() {
@@ -217,6 +220,9 @@ for (const mode of ['child', 'client'] as const) {
         assert.equal(childStarts.length, 4);
         assert.equal(eventsOf(events, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED).length, 3);
         assert.deepEqual(released, [[{ ...blocked, retryAfterMs: 500 }], [{ ...blocked, retryAfterMs: 1000 }], [{ ...blocked, retryAfterMs: 2000 }]]);
+        // Each refused claim given back before the next round, not held until after it: a claim
+        // held when the control worker dies expires instead.
+        assert.deepEqual(calls.slice(0, 7), ['claim 1', 'release', 'claim 2', 'release', 'claim 3', 'release', 'claim 4']);
         assert.deepEqual(prepared, [free.cardId]);
       } else {
         // The claim started (and released) them: the scheduler starts no child and releases nothing.
