@@ -227,24 +227,31 @@ function pollingIntervals(card: ScopedCard | undefined, carrierId: string, inter
 }
 
 /**
- * Takes out of the account's Redis the cards PostgreSQL does not poll under it *now*. A lifecycle
- * event that lands between that read and the removal wrote PostgreSQL first, so a second read
- * after the removal sees it: those cards are put back (a card briefly in no lane is fine, one in
+ * Takes out of the account's Redis the cards PostgreSQL does not poll under it *now* (cards and
+ * polling configs read again here). A lifecycle event that lands between that read and the
+ * removal wrote PostgreSQL first, so a second read after the removal sees it: those cards are put back (a card briefly in no lane is fine, one in
  * two is not: docs/design.md, 'Lifecycle').
  */
 async function settle(pass: CarrierPass, cardIds: readonly string[]): Promise<void> {
   if (cardIds.length === 0) return;
   const { deps, carrierId } = pass;
   const current = await cardsById(deps.pool, cardIds);
-  const stale = cardIds.filter((cardId) => pollingIntervals(current.get(cardId), carrierId, pass.intervals) === null);
+  if (cardIds.every((cardId) => pollingIntervals(current.get(cardId), carrierId, pass.intervals) !== null)) return;
+  // Removal is decided on the polling configs as they are now, not as the pass read them: a config
+  // created since (an account being set up: its config, then its cards, within a second) polls
+  // cards the pass's copy does not, and taking them out left them unpolled until the periodic
+  // reconcile (likely what left a cluster test's new account without its 3 cards for 5 minutes, CI run 64).
+  const latest = (await loadPollingContext(deps.pool)).intervals;
+  const stale = cardIds.filter((cardId) => pollingIntervals(current.get(cardId), carrierId, latest) === null);
   if (stale.length === 0) return;
   const kept = await readDuesMany(deps.redis, pass.namespace, carrierId, stale);
   await deps.store.removeMany(stale.map((cardId) => ({ carrierId, cardId })));
   const after = await cardsById(deps.pool, stale);
+  const afterIntervals = (await loadPollingContext(deps.pool)).intervals;
   const at = pass.now();
   const restore: UpsertInput[] = [];
   for (const cardId of stale) {
-    const intervals = pollingIntervals(after.get(cardId), carrierId, pass.intervals);
+    const intervals = pollingIntervals(after.get(cardId), carrierId, afterIntervals);
     if (intervals) restore.push({ carrierId, cardId, now: at, dues: initialDues(intervals, at, pass.random, kept.get(cardId) ?? {}) });
   }
   if (restore.length > 0) await deps.store.upsertMany(restore);
