@@ -203,7 +203,10 @@ test('ingest database away in async mode: polling goes on, the backlog alert ope
     );
     assert.ok(resolved.opened_at.getTime() < resolved.resolved_at!.getTime());
     assert.ok(resolved.opened_at.getTime() >= cutAt - 1000, 'opened when the backlog went over, during the outage');
-    assert.equal((await pressure.state()).tightened, false, 'claiming back to normal');
+    // The alert resolves once the backlog is below half its thresholds; the pressure is read now,
+    // with polling going on: a backlog briefly over again (a slow ingest beside the suite, CI run
+    // 67) tightens it for a moment. Claiming must come back to normal, not at this instant.
+    await waitFor('claiming back to normal', async () => !(await pressure.state()).tightened, 30_000, 250);
     assert.ok(
       logs.lines().some((line) => line.level === 'warn' && /retrying/.test(line.msg)),
       'batches were retried while the database was away',
