@@ -2,6 +2,8 @@
 import type pg from 'pg';
 import { createCarrier } from '../../src/db/carriers.js';
 import type { Carrier } from '../../src/domain/carrier.js';
+import type { LifecycleStore } from '../../src/lifecycle/queueStore.js';
+import type { CarrierQueueStore, UpsertInput } from '../../src/redis/carrierQueueStore.js';
 
 let counter = 0;
 
@@ -43,4 +45,23 @@ export async function countStatements<T>(pg_: typeof pg, fn: () => Promise<T>): 
   } finally {
     proto.query = original;
   }
+}
+
+/**
+ * A LifecycleStore that passes every call to `store`, except `upsertMany`, which runs `around` (the
+ * rebuild tests land lifecycle events between a rebuild's reads and its writes there).
+ */
+export function storeWithUpsertMany(
+  store: CarrierQueueStore,
+  around: (inputs: readonly UpsertInput[], write: () => Promise<void>) => Promise<void>,
+): LifecycleStore {
+  return {
+    upsert: (input) => store.upsert(input),
+    remove: (carrierId, cardId) => store.remove(carrierId, cardId),
+    removeMany: (refs) => store.removeMany(refs),
+    requestCheck: (input) => store.requestCheck(input),
+    laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
+    clockNow: () => store.clockNow(),
+    upsertMany: (inputs) => around(inputs, () => store.upsertMany(inputs)),
+  };
 }

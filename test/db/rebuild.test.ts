@@ -7,13 +7,13 @@ import type { Carrier } from '../../src/domain/carrier.js';
 import type { ScopedCard } from '../../src/domain/card.js';
 import { rebuild, RebuildLockedError, requestRebuild } from '../../src/lifecycle/rebuild.js';
 import { LifecycleService } from '../../src/lifecycle/service.js';
-import { laneMembers, type LifecycleStore } from '../../src/lifecycle/queueStore.js';
+import { laneMembers } from '../../src/lifecycle/queueStore.js';
 import { findCards } from '../../src/db/cards.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { accountKeys, globalKeys } from '../../src/redis/keys.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { createTestRedis, deleteMatching, type TestRedis } from '../../testkit/redis.js';
-import { iccid, makeCarrier } from './fixtures.js';
+import { iccid, makeCarrier, storeWithUpsertMany } from './fixtures.js';
 
 let db: TestDb;
 let redis: TestRedis;
@@ -146,30 +146,22 @@ test('rebuild beside live lifecycle traffic: cards enabled, moved in or created 
 
   // The rebuild's writes go through this store; lifecycle events land between its reads and writes.
   let batches = 0;
-  const racing: LifecycleStore = {
-    upsert: (input) => store.upsert(input),
-    remove: (carrierId, cardId) => store.remove(carrierId, cardId),
-    removeMany: (refs) => store.removeMany(refs),
-    requestCheck: (input) => store.requestCheck(input),
-    laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
-    clockNow: () => store.clockNow(),
-    async upsertMany(inputs) {
-      batches += 1;
-      if (batches === 1) {
-        // After the rebuild read its first page, before it wrote it.
-        await live.enablePolling(enabledBeforeWrite.id);
-        await live.disablePolling(disabledBeforeWrite.id);
-        await live.changeCarrier(movedOutBeforeWrite.id, other.id);
-      }
-      await store.upsertMany(inputs);
-      if (batches === 1) {
-        // After the first page was written: the rebuild has moved past these ids.
-        await live.enablePolling(enabledAfterWrite.id);
-        await live.changeCarrier(movedIn.id, home.id);
-        createdDuring = await live.createCard({ iccid: iccid(9999), carrierId: home.id, enablePolling: true });
-      }
-    },
-  };
+  const racing = storeWithUpsertMany(store, async (_inputs, write) => {
+    batches += 1;
+    if (batches === 1) {
+      // After the rebuild read its first page, before it wrote it.
+      await live.enablePolling(enabledBeforeWrite.id);
+      await live.disablePolling(disabledBeforeWrite.id);
+      await live.changeCarrier(movedOutBeforeWrite.id, other.id);
+    }
+    await write();
+    if (batches === 1) {
+      // After the first page was written: the rebuild has moved past these ids.
+      await live.enablePolling(enabledAfterWrite.id);
+      await live.changeCarrier(movedIn.id, home.id);
+      createdDuring = await live.createCard({ iccid: iccid(9999), carrierId: home.id, enablePolling: true });
+    }
+  });
 
   const result = await rebuild(
     { pool: db.pool, redis: redis.redis, store: racing, namespace: redis.namespace },

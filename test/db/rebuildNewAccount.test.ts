@@ -9,12 +9,11 @@ import assert from 'node:assert/strict';
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
 import { rebuild } from '../../src/lifecycle/rebuild.js';
 import { LifecycleService } from '../../src/lifecycle/service.js';
-import type { LifecycleStore } from '../../src/lifecycle/queueStore.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { accountKeys } from '../../src/redis/keys.js';
 import { createTestDb, type TestDb } from '../../testkit/db.js';
 import { createTestRedis, type TestRedis } from '../../testkit/redis.js';
-import { iccid, makeCarrier } from './fixtures.js';
+import { iccid, makeCarrier, storeWithUpsertMany } from './fixtures.js';
 
 let db: TestDb;
 let redis: TestRedis;
@@ -38,22 +37,14 @@ test('rebuild: an account whose polling config and cards were created after the 
   let newCardId: string | undefined;
   // The rebuild's writes go through this store: while it writes the older account's page (it has
   // read the configs already), the newer account gets its config and a card.
-  const racing: LifecycleStore = {
-    upsert: (input) => store.upsert(input),
-    remove: (carrierId, cardId) => store.remove(carrierId, cardId),
-    removeMany: (refs) => store.removeMany(refs),
-    requestCheck: (input) => store.requestCheck(input),
-    laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
-    clockNow: () => store.clockNow(),
-    async upsertMany(inputs) {
-      if (newCardId === undefined) {
-        await createPollingConfig(db.pool, { name: 'newer', match: { carrierId: newer.id }, intervalsSec: { card_status: 300 } });
-        newCardId = (await live.createCard({ iccid: iccid(7002), carrierId: newer.id, enablePolling: true })).id;
-        assert.equal(await store.laneOf(newer.id, newCardId), 'normal', 'the lifecycle put the new card in its lane');
-      }
-      await store.upsertMany(inputs);
-    },
-  };
+  const racing = storeWithUpsertMany(store, async (_inputs, write) => {
+    if (newCardId === undefined) {
+      await createPollingConfig(db.pool, { name: 'newer', match: { carrierId: newer.id }, intervalsSec: { card_status: 300 } });
+      newCardId = (await live.createCard({ iccid: iccid(7002), carrierId: newer.id, enablePolling: true })).id;
+      assert.equal(await store.laneOf(newer.id, newCardId), 'normal', 'the lifecycle put the new card in its lane');
+    }
+    await write();
+  });
   const result = await rebuild({ pool: db.pool, redis: redis.redis, store: racing, namespace: redis.namespace }, { now: () => NOW });
   assert.ok(newCardId !== undefined, 'the newer account was set up during the pass');
   assert.equal(result.carriers, 2);
