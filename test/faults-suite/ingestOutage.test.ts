@@ -21,6 +21,7 @@ import { switchIngestMode } from '../../src/ingest/mode.js';
 import { IngestStream } from '../../src/ingest/stream.js';
 import { createIngestPressure, type IngestPressure } from '../../src/ingest/pressure.js';
 import { ingestSettings } from '../../src/ingest/service.js';
+import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 
 /** Port and data folder of this test's own PostgreSQL (the shared one is 5433, the fault suite's 15433). */
 const PG_PORT = 15533;
@@ -35,6 +36,13 @@ const THRESHOLD_AGE_MS = 5000;
 const RECORDED = ['success', 'partial', 'failure', 'deferred', 'lease_lost'];
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A finished card run as Temporal visibility lists it. */
+interface OutageRun {
+  readonly workflowId: string;
+  readonly runId: string;
+  readonly outcome: string;
+}
 
 interface Sample {
   readonly at: number;
@@ -105,12 +113,17 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     return dues;
   }
 
-  /** Card runs of this stack that completed with `outcome` and started after `since` (Temporal visibility). */
-  async function completedRuns(since: Date, until: Date, outcome: string): Promise<number> {
+  /** Card runs of this stack started between `since` and `until` that have completed, with their outcome (Temporal visibility). */
+  async function outageRuns(since: Date, until: Date): Promise<OutageRun[]> {
     const query =
-      `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND Outcome ` +
-      `= "${outcome}" AND StartTime > "${since.toISOString()}" AND StartTime < "${until.toISOString()}"`;
-    return (await s().client.workflow.count(query)).count;
+      `WorkflowId STARTS_WITH "${s().config.WORKFLOW_ID_PREFIX}card-" AND ExecutionStatus = "Completed" AND ` +
+      `StartTime > "${since.toISOString()}" AND StartTime < "${until.toISOString()}"`;
+    const runs: OutageRun[] = [];
+    for await (const run of s().client.workflow.list({ query })) {
+      const outcome = run.searchAttributes.Outcome?.[0];
+      runs.push({ workflowId: run.workflowId, runId: run.runId, outcome: typeof outcome === 'string' ? outcome : 'none' });
+    }
+    return runs;
   }
 
   test('polling continues, nothing is lost, the backlog alert opens and resolves, claiming tightens and recovers', async (t) => {
@@ -180,20 +193,30 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
     assert.ok(callsAtEnd > callsHalfway, `no gateway call in the second half of the outage (${callsHalfway} → ${callsAtEnd})`);
     const stuck = [...duesAtEnd].filter(([cardId, due]) => !(due > (duesAtStop.get(cardId) ?? 0)));
     assert.deepEqual(stuck, [], 'cards whose card_status due time did not move during the outage');
-    // Runs started during the outage that succeeded, counted once they have completed and are
-    // listed: on a loaded machine most are still running when PostgreSQL comes back (ci5, beside the
-    // cluster suite: 8 listed at once; beside a CI run, 2 of them had also closed within the outage,
-    // with 124 gateway calls made meanwhile). That polling went on during the outage is the gateway
-    // calls and the due times above; this is that those runs end in success. Waited for, bounded.
-    let succeededDuring = 0;
+    // Every card ran during the outage: a run of each card that started while PostgreSQL was down
+    // and ended having run (an outcome that hands over a record; `unprepared` would mean its row was
+    // not remembered). Most of them are still running when PostgreSQL comes back on a loaded machine,
+    // so they are waited for, bounded. How many of them succeeded is a figure for the log, not an
+    // assertion: a run with `package` due ends `partial` while its local evaluation cannot read
+    // PostgreSQL (quiet, 28 success and 65 partial), and which runs carry it depends on timing
+    // (CI run 68, beside a CPU hog: 10 successes for 12 cards, with 158 gateway calls in the outage).
+    let ranDuring: OutageRun[] = [];
+    const ranCards = (): Set<string> => new Set(ranDuring.filter((r) => RECORDED.includes(r.outcome)).map((r) => r.workflowId));
     await waitFor(
-      `${CARDS} successful card runs started during the outage`,
-      async () => (succeededDuring = await completedRuns(stoppedAt, restartedAt, 'success')) >= CARDS,
-      30_000,
+      'a run of every card started during the outage and finished',
+      async () => {
+        ranDuring = await outageRuns(stoppedAt, restartedAt);
+        return ranCards().size === CARDS;
+      },
+      60_000,
       500,
     ).catch(() => undefined);
-    phase(t, `${succeededDuring} successful card runs started during the outage; ${await completedRuns(stoppedAt, restartedAt, 'unprepared')} unprepared`);
-    assert.ok(succeededDuring >= CARDS, `only ${succeededDuring} successful runs started during the outage`);
+    const outcomes = new Map<string, number>();
+    for (const run of ranDuring) outcomes.set(run.outcome, (outcomes.get(run.outcome) ?? 0) + 1);
+    phase(t, `runs started during the outage, finished: ${[...outcomes].map(([o, n]) => `${o} ${n}`).join(', ') || 'none'}`);
+    const idle = (account as SeedAccount).cards.map((c) => cardWorkflowId(c.id, s().config.WORKFLOW_ID_PREFIX)).filter((id) => !ranCards().has(id));
+    assert.deepEqual(idle, [], 'cards with no finished run started during the outage');
+    assert.equal(outcomes.get('unprepared') ?? 0, 0, 'runs of the outage that found no card row');
     assert.ok(backlogAtEnd.records > THRESHOLD_RECORDS, `the backlog did not grow past its threshold (${backlogAtEnd.records})`);
 
     // The alert: written once PostgreSQL takes it (opened when the backlog went over), resolved once drained.
@@ -306,7 +329,8 @@ describe('faults: PostgreSQL stopped for 60 s in async ingest mode', () => {
       ])
     ).rows[0]!.n;
     phase(t, `${runs.length} finished runs, each recorded exactly once; ${duringRows} of them started during the outage`);
-    assert.ok(duringRows >= succeededDuring, 'the runs of the outage reached PostgreSQL');
+    const unrecorded = ranDuring.filter((r) => RECORDED.includes(r.outcome) && !recorded.has(`${r.workflowId}/${r.runId}`));
+    assert.deepEqual(unrecorded, [], 'runs of the outage with no execution row');
     // The simulator saw no card executed twice at once.
     const world = await s().simulator.stats();
     assert.ok(
