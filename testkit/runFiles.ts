@@ -64,6 +64,8 @@ const began = Date.now();
 const fileTimes = new Map<string, number>();
 const stream = run({
   files: options.files,
+  // Each file's stdout blocking, so `forceExit` cannot drop its last results (testkit/blockingStdout.ts).
+  execArgv: ['--import', new URL('./blockingStdout.ts', import.meta.url).href],
   concurrency: options.concurrency,
   ...(options.testNamePatterns.length > 0 ? { testNamePatterns: options.testNamePatterns } : {}),
   ...(options.only ? { only: true } : {}),
