@@ -16,7 +16,7 @@
  * - RSS of this process (workers + bench), the simulator's process and the Temporal server, and
  *   whether each levels off.
  */
-import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { ScopedCard } from '../../src/domain/card.js';
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
@@ -25,7 +25,7 @@ import { cpuNote, leaseExpiries, measureWindow } from '../lib/window.js';
 import { latenessBetween } from '../lib/measure.js';
 import { servicePidsFor, type CpuTimes } from '../lib/processes.js';
 import { capacityNote, orchestrationCapacity, type Capacity } from '../lib/capacity.js';
-import { schedulerSnapshots } from '../lib/cardExecutions.js';
+import { schedulerSnapshots, type SchedulerSnapshot } from '../lib/cardExecutions.js';
 import { schedulerRounds, type SchedulerRounds } from '../lib/schedulerRounds.js';
 import { settledExecutionsBetween } from '../lib/checkCost.js';
 import { addCounts, countEvents, emptyCounts, eventsInWindow, fetchEvents, type EventCounts } from '../lib/actions.js';
@@ -74,6 +74,24 @@ interface AccountFigures {
   readonly shareOverBudgetShare: number;
   readonly latenessP99Ms: number;
   readonly rounds: SchedulerRounds;
+  /** The scheduler's adaptive in-flight limit and smoothed start lag, means of the window's samples. */
+  readonly meanInflightLimit: number | null;
+  readonly meanStartLagMs: number | null;
+  /** What held its claim rounds back, per sample. */
+  readonly limitedBy: Record<string, number>;
+}
+
+/**
+ * Where a request-check's time goes, each stage from the requests that reached it: the request to
+ * its card run's start (the scheduler's claim and the start call; the run's StartTime), the run's
+ * start to its execution's start (card_execution.started_at: the engine dispatching the run's
+ * first tasks), the execution's start to the first gateway call (the gateway activity's dispatch
+ * and the rate limiter).
+ */
+interface RequestStages {
+  readonly toRunStartMs: Distribution;
+  readonly runStartToExecutionMs: Distribution;
+  readonly executionToCallMs: Distribution;
 }
 
 interface OverloadRun {
@@ -95,6 +113,7 @@ interface OverloadRun {
     readonly requested: number;
     readonly answered: number;
     readonly toFirstCallMs: Distribution;
+    readonly stages: RequestStages;
     readonly statuses: Record<string, number>;
   };
   readonly rss: RssTrend[];
@@ -138,6 +157,51 @@ async function cardRunCounts(stack: BenchStack, from: Date, to: Date): Promise<E
   return { ...counts, runsRead: rows.length };
 }
 
+async function requestStages(stack: BenchStack, requested: readonly Pending[]): Promise<RequestStages> {
+  const { rows } = await stack.pool.query<{ card_id: string; started_at: Date }>(
+    'SELECT card_id::text, started_at FROM card_execution WHERE from_priority AND card_id = ANY($1::bigint[]) ORDER BY started_at',
+    [requested.map((p) => p.card.id)],
+  );
+  const toRunStart: number[] = [];
+  const runToExecution: number[] = [];
+  const executionToCall: number[] = [];
+  for (const p of requested) {
+    // The requested cards are otherwise polled daily: the first run started after the request is the request's.
+    let runStart: number | undefined;
+    const query = `WorkflowId = "${cardWorkflowId(p.card.id, stack.ref.workflowIdPrefix)}"`;
+    for await (const run of stack.client.workflow.list({ query })) {
+      const at = run.startTime.getTime();
+      if (at >= p.requestedAt && (runStart === undefined || at < runStart)) runStart = at;
+    }
+    const executionStart = rows.find((r) => r.card_id === p.card.id && r.started_at.getTime() >= p.requestedAt - 5)?.started_at.getTime();
+    if (runStart !== undefined) toRunStart.push(runStart - p.requestedAt);
+    if (runStart !== undefined && executionStart !== undefined) runToExecution.push(executionStart - runStart);
+    if (executionStart !== undefined && p.firstCallAt !== undefined) executionToCall.push(p.firstCallAt - executionStart);
+  }
+  return { toRunStartMs: distribution(toRunStart), runStartToExecutionMs: distribution(runToExecution), executionToCallMs: distribution(executionToCall) };
+}
+
+/** Samples the schedulers' status (adaptive limit, start lag, what limits their rounds) until stopped. */
+function sampleControllers(stack: BenchStack, carrierIds: readonly string[], everyMs: number): { stop: () => Promise<SchedulerSnapshot[]> } {
+  const samples: SchedulerSnapshot[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      samples.push(...(await schedulerSnapshots(stack, carrierIds)));
+      for (let waited = 0; running && waited < everyMs; waited += 250) await sleep(250);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+const mean = (values: readonly number[]): number | null => (values.length === 0 ? null : round(values.reduce((a, b) => a + b, 0) / values.length, 1));
+
 async function overloadRun(context: ScenarioContext, startMode: StartMode, seconds: { warmupSec: number; durationSec: number }): Promise<OverloadRun> {
   const log = (line: string): void => context.log(`${startMode}: ${line}`);
   const capacity = await orchestrationCapacity(context, { startMode, runShape: 'card' });
@@ -161,6 +225,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
     const answers: Promise<void>[] = [];
     let rss: ReturnType<typeof sampleRss> | undefined;
     let watcher: ReturnType<typeof watchFirstCalls> | undefined;
+    let controllers: ReturnType<typeof sampleControllers> | undefined;
     const window = await measureWindow(stack, seconds, log, async (until) => {
       // From the window's start: RSS at start and end of the measured overload, request-checks throughout.
       rss = sampleRss(
@@ -172,9 +237,15 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         RSS_EVERY_MS,
       );
       watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
+      controllers = sampleControllers(
+        stack,
+        accounts.map((a) => a.carrier.id),
+        RSS_EVERY_MS,
+      );
       await sendRequests(stack, pools, rate, until, sent, answers);
     });
     const rssSamples = rss?.stop() ?? [];
+    const controllerSamples = (await controllers?.stop()) ?? [];
     await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
     while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(200);
@@ -193,6 +264,9 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
       const budgetShare = (account.spec.qps.status ?? 0) / budgetTotal;
       const share = executions > 0 ? n / executions : 0;
       const lateness = await latenessBetween(stack.pool, window.from, window.to, `carrier_id = ${Number(id)} AND NOT from_priority`);
+      const own = controllerSamples.filter((sample) => sample.carrierId === id);
+      const limitedBy: Record<string, number> = {};
+      for (const sample of own) limitedBy[sample.limitedBy] = (limitedBy[sample.limitedBy] ?? 0) + 1;
       figures.push({
         account: account.spec.name,
         carrierId: id,
@@ -204,6 +278,9 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         shareOverBudgetShare: round(budgetShare > 0 ? share / budgetShare : 0, 3),
         latenessP99Ms: lateness.latenessMs.p99,
         rounds: await schedulerRounds(stack.client, schedulerWorkflowId(id, stack.ref.workflowIdPrefix), window.from, window.to),
+        meanInflightLimit: mean(own.map((sample) => sample.inflightLimit)),
+        meanStartLagMs: mean(own.map((sample) => sample.startLagMs)),
+        limitedBy,
       });
     }
     const longest = figures.reduce((max, f) => (f.rounds.longestGapMs > max.rounds.longestGapMs ? f : max), figures[0]!);
@@ -241,6 +318,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         requested: requested.length,
         answered: answered.length,
         toFirstCallMs: distribution(answered.map((p) => p.firstCallAt! - p.requestedAt)),
+        stages: await requestStages(stack, requested),
         statuses,
       },
       rss: rssTrends(rssSamples),
@@ -251,6 +329,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
   }
 }
 
+const stageText = (d: Distribution): string => `${d.p50} / ${d.p99} (${d.n})`;
 const signed = (mb: number): string => `${mb >= 0 ? '+' : '−'}${Math.abs(mb)}`;
 const failuresOf = (run: OverloadRun): number =>
   run.schedulerCounts.workflowTaskFailures + run.controlCounts.workflowTaskFailures + run.cardRunCounts.workflowTaskFailures;
@@ -374,8 +453,11 @@ export const overload: Scenario = async (context) => {
         'scheduler WFT failures',
         'scheduler WFT timeouts',
         'lateness p99 s',
+        'mean in-flight limit',
+        'mean start lag ms',
+        'limited by (samples)',
       ],
-      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true],
+      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, false],
       rows: runs.flatMap((run) =>
         run.accounts.map((a) => [
           run.startMode,
@@ -391,6 +473,11 @@ export const overload: Scenario = async (context) => {
           a.rounds.counts.workflowTaskFailures,
           a.rounds.counts.workflowTaskTimeouts,
           round(a.latenessP99Ms / 1000, 1),
+          a.meanInflightLimit ?? '—',
+          a.meanStartLagMs ?? '—',
+          Object.entries(a.limitedBy)
+            .map(([why, n]) => `${why} ${n}`)
+            .join(', ') || '—',
         ]),
       ),
     },
@@ -443,6 +530,9 @@ export const overload: Scenario = async (context) => {
         `pollingControl ${JSON.stringify(run.controlCounts.workflowTaskFailureCauses)}, card runs ${JSON.stringify(run.cardRunCounts.workflowTaskFailureCauses)}; ` +
         `request statuses ${JSON.stringify(run.requests.statuses)}.`,
       `${run.startMode}: ${cpuNote(run.cpuShares)}`,
+      `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)}; ` +
+        `run started → execution started ${stageText(run.requests.stages.runStartToExecutionMs)}; execution started → first gateway call ` +
+        `${stageText(run.requests.stages.executionToCallMs)}.`,
     ]),
   };
 };
