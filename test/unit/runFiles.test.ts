@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const FILES = 40;
+/** Flags node:test gives its files' processes (coverage, concurrency, inspector): not for a runner of its own. */
+const TEST_PROCESS_FLAG = /^--(test|inspect)/;
 const TESTS_PER_FILE = 50;
 
 test(`the runner reports all ${FILES * TESTS_PER_FILE} tests of ${FILES} quick files run with its file timeout`, async (t) => {
@@ -31,7 +33,7 @@ test(`the runner reports all ${FILES * TESTS_PER_FILE} tests of ${FILES} quick f
     // This process' Node options (the TypeScript loader) run the runner as scripts/test.sh does.
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [...process.execArgv, runner, '--concurrency', '3', '--file-timeout', '300', '--', ...files],
+      [...process.execArgv.filter((flag) => !TEST_PROCESS_FLAG.test(flag)), runner, '--concurrency', '3', '--file-timeout', '300', '--', ...files],
       {
         maxBuffer: 64 * 1024 * 1024,
         // Not as a child of this test run: node:test marks its files' processes with this variable.
