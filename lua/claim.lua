@@ -8,7 +8,7 @@
 --   KEYS[2] queue    ZSET normal lane
 --   KEYS[3] running  ZSET claim tokens in flight (score = lease expiry, ms)
 --   KEYS[4 ..]       per card the round may touch, three keys: its due HASH, claim STRING and exec
---                    STRING (the cards claimCandidates.lua returned); ARGV[13 ..] names the cards
+--                    STRING (the cards claimCandidates.lua returned); ARGV[14 ..] names the cards
 --   ARGV[1] now ms ('' = Redis TIME)
 --   ARGV[2] lease ms (> 0)
 --   ARGV[3] in-flight limit
@@ -28,7 +28,9 @@
 --            not known: nothing is dropped). A budgeted round drops a `due:t` (with its `req:t`) of
 --            a gateway type outside this list once it is STRAY_AGE_MS overdue: no run would call
 --            the gateway for it, so it is neither counted against a group nor a reason to claim
---   ARGV[13 ..] the card id of each KEYS triple, in order. Every key the round touches is declared:
+--   ARGV[13] priority in-flight limit (>= ARGV[3]; '' = ARGV[3]): the priority lane may claim past
+--            the in-flight limit up to it (the scheduler's adaptive limit must not hold a request back)
+--   ARGV[14 ..] the card id of each KEYS triple, in order. Every key the round touches is declared:
 --            a due card, or a card of an expired token, that is not among them waits for the next
 --            round (an expired token of such a card is still dropped from `running`; its orphan
 --            claim key is cleared when the card is next claimed)
@@ -86,14 +88,17 @@ local SKIP_EXTRA = 100
 local countRealname = ARGV[8] == '1'
 -- See the header: how long past due a stray due must be before a round drops it.
 local STRAY_AGE_MS = 60000
+local prioLimit = limit
+if ARGV[13] ~= nil and ARGV[13] ~= '' then prioLimit = tonumber(ARGV[13]) end
+if prioLimit == nil or prioLimit < limit then return -2 end
 local polledKnown = ARGV[12] ~= nil and ARGV[12] ~= ''
 local polledType = {}
 if polledKnown then
   for t in string.gmatch(ARGV[12], '[^,]+') do polledType[t] = true end
 end
 
--- The declared keys of each card (KEYS[4 ..] with ARGV[13 ..]).
-local CARD_ARGV = 13
+-- The declared keys of each card (KEYS[4 ..] with ARGV[14 ..]).
+local CARD_ARGV = 14
 local dueKeyOf, claimKeyOf, execKeyOf = {}, {}, {}
 if (#KEYS - 3) % 3 ~= 0 or #ARGV - CARD_ARGV + 1 ~= (#KEYS - 3) / 3 then return -2 end
 for i = CARD_ARGV, #ARGV do
@@ -133,9 +138,12 @@ if ARGV[10] == '1' then
   if #result > 1 then return result end
 end
 
--- 2. Capacity.
-local capacity = limit - redis.call('ZCARD', runningKey)
-if capacity <= 0 then return result end
+-- 2. Capacity: the normal lane's, and the priority lane's (at least as large; its extra room serves
+-- priority cards only).
+local inFlight = redis.call('ZCARD', runningKey)
+local capacity = math.max(0, limit - inFlight)
+local prioCapacity = math.max(capacity, prioLimit - inFlight)
+if prioCapacity <= 0 then return result end
 
 local budget = {}
 for g, n in string.gmatch(ARGV[6], '([^=;]+)=(%-?[%d%.]+)') do budget[g] = tonumber(n) end
@@ -186,7 +194,7 @@ local skipped = 0
 local stop = false
 -- A round examines at most this many cards that it leaves due (all their types deferred): it
 -- keeps one round's Lua time bounded when the lane head is full of cards only closed groups serve.
-local skipLimit = capacity + SKIP_EXTRA
+local skipLimit = prioCapacity + SKIP_EXTRA
 
 local CLAIMED, HANDLED, SKIPPED = 1, 2, 3
 -- Arguments every claim of the round repeats, formatted once (as Redis formats a Lua number).
@@ -377,13 +385,13 @@ end
 -- Handled candidates leave the due range (claimed or pushed past now); skipped ones stay in it, in
 -- front of the cards not yet looked at, so each lane is read from its count of skipped cards on.
 local skippedIn = {}
-local function drain(laneKey, fromPriority, quota)
+local function drain(laneKey, fromPriority, quota, cap)
   local offset = skippedIn[laneKey] or 0
-  while quota > 0 and not stop and taken < capacity do
+  while quota > 0 and not stop and taken < cap do
     local ids = redis.call('ZRANGEBYSCORE', laneKey, '-inf', dueBy, 'LIMIT', offset, quota)
     if #ids == 0 then break end
     for _, id in ipairs(ids) do
-      if stop or quota <= 0 or taken >= capacity then break end
+      if stop or quota <= 0 or taken >= cap then break end
       -- Not declared (due after the candidates were read): left for the next round, in place,
       -- and counted as a skip so that a round never reads on through a lane of such cards.
       local outcome = dueKeyOf[id] and tryClaim(id, fromPriority, laneKey) or SKIPPED
@@ -400,14 +408,15 @@ local function drain(laneKey, fromPriority, quota)
   skippedIn[laneKey] = offset
 end
 
--- 3. Lane order.
+-- 3. Lane order: priority up to its quota of the normal capacity, normal up to that capacity, then
+-- priority again up to its own capacity (the rest of the normal one plus the extra room).
 local priorityQuota = capacity
-if ratio > 0 then
+if ratio > 0 and capacity > 0 then
   priorityQuota = math.floor(capacity * ratio)
   if priorityQuota < 1 then priorityQuota = 1 end
   if priorityQuota > capacity then priorityQuota = capacity end
 end
-drain(prioKey, true, priorityQuota)
-drain(queueKey, false, capacity - taken)
-drain(prioKey, true, capacity - taken)
+drain(prioKey, true, priorityQuota, capacity)
+drain(queueKey, false, capacity - taken, capacity)
+drain(prioKey, true, prioCapacity - taken, prioCapacity)
 return result

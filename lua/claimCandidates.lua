@@ -10,11 +10,13 @@
 --   ARGV[3] due horizon ms (>= 0)
 --   ARGV[4] token prefix of the round
 --   ARGV[5] '1' when the round is a retry (claim.lua ARGV[10])
+--   ARGV[6] priority in-flight limit (claim.lua ARGV[13]; absent or '' = ARGV[2])
 -- Output:
 --   {cardId1, cardId2, …} without repeats: the cards of running tokens whose lease ended at or
 --   before now (the round reclaims them), then, unless a retried round's prefix already holds
 --   live claims (lease ending after now: it hands them back and claims nothing then), the first
---   capacity + SKIP_EXTRA cards due by now + horizon of each lane, capacity = limit − live claims.
+--   capacity + SKIP_EXTRA cards due by now + horizon of each lane, capacity = limit − live claims
+--   (the priority lane's with its own limit; the normal lane none when its capacity is 0).
 --   A card that becomes due after this read, or lies beyond it, waits for the next round
 --   (claim.lua leaves undeclared cards alone).
 --   -2 when an argument is invalid
@@ -25,7 +27,9 @@ local now = resolveNow(ARGV[1])
 local limit = tonumber(ARGV[2])
 local horizon = tonumber(ARGV[3])
 local prefix = ARGV[4]
-if now == nil or limit == nil or horizon == nil or horizon < 0 or prefix == nil or prefix == '' then return -2 end
+local prioLimit = limit
+if ARGV[6] ~= nil and ARGV[6] ~= '' then prioLimit = tonumber(ARGV[6]) end
+if now == nil or limit == nil or horizon == nil or horizon < 0 or prefix == nil or prefix == '' or prioLimit == nil or prioLimit < limit then return -2 end
 -- Cards a round may skip beyond its capacity (claim.lua SKIP_EXTRA).
 local SKIP_EXTRA = 100
 
@@ -53,10 +57,14 @@ if ARGV[5] == '1' then
   until cursor == '0'
 end
 
-local capacity = limit - (redis.call('ZCARD', runningKey) - #stale)
-if capacity <= 0 then return result end
+local live = redis.call('ZCARD', runningKey) - #stale
+local capacity = limit - live
+local prioCapacity = math.max(capacity, prioLimit - live)
 local dueBy = now + horizon
-for _, laneKey in ipairs({prioKey, queueKey}) do
-  for _, cardId in ipairs(redis.call('ZRANGEBYSCORE', laneKey, '-inf', dueBy, 'LIMIT', 0, capacity + SKIP_EXTRA)) do add(cardId) end
+local function read(laneKey, cap)
+  if cap <= 0 then return end
+  for _, cardId in ipairs(redis.call('ZRANGEBYSCORE', laneKey, '-inf', dueBy, 'LIMIT', 0, cap + SKIP_EXTRA)) do add(cardId) end
 end
+read(prioKey, prioCapacity)
+read(queueKey, capacity)
 return result

@@ -67,6 +67,8 @@ export interface SchedulerSnapshot {
   readonly limitedBy: string;
   readonly inflightLimit: number;
   readonly startLagMs: number;
+  /** Run creation to first task (the engine's queue); null from a scheduler of older code. */
+  readonly queueLagMs: number | null;
   readonly capacityPerSec: number | null;
   readonly expiredLeases: number;
 }
@@ -81,6 +83,7 @@ export async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly
             limitedBy: view.orchestration.limitedBy,
             inflightLimit: view.orchestration.inflightLimit,
             startLagMs: view.orchestration.startLagMs,
+            queueLagMs: view.orchestration.queueLagMs ?? null,
             capacityPerSec: view.orchestration.capacityPerSec,
             expiredLeases: view.expiredLeases,
           },

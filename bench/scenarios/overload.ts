@@ -77,6 +77,7 @@ interface AccountFigures {
   /** The scheduler's adaptive in-flight limit and smoothed start lag, means of the window's samples. */
   readonly meanInflightLimit: number | null;
   readonly meanStartLagMs: number | null;
+  readonly meanQueueLagMs: number | null;
   /** What held its claim rounds back, per sample. */
   readonly limitedBy: Record<string, number>;
 }
@@ -280,6 +281,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         rounds: await schedulerRounds(stack.client, schedulerWorkflowId(id, stack.ref.workflowIdPrefix), window.from, window.to),
         meanInflightLimit: mean(own.map((sample) => sample.inflightLimit)),
         meanStartLagMs: mean(own.map((sample) => sample.startLagMs)),
+        meanQueueLagMs: mean(own.flatMap((sample) => (sample.queueLagMs === null ? [] : [sample.queueLagMs]))),
         limitedBy,
       });
     }
@@ -455,9 +457,10 @@ export const overload: Scenario = async (context) => {
         'lateness p99 s',
         'mean in-flight limit',
         'mean start lag ms',
+        'mean queue lag ms',
         'limited by (samples)',
       ],
-      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, false],
+      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false],
       rows: runs.flatMap((run) =>
         run.accounts.map((a) => [
           run.startMode,
@@ -475,6 +478,7 @@ export const overload: Scenario = async (context) => {
           round(a.latenessP99Ms / 1000, 1),
           a.meanInflightLimit ?? '—',
           a.meanStartLagMs ?? '—',
+          a.meanQueueLagMs ?? '—',
           Object.entries(a.limitedBy)
             .map(([why, n]) => `${why} ${n}`)
             .join(', ') || '—',

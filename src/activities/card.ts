@@ -92,10 +92,15 @@ export interface PrepareInput {
   readonly executorId: string;
   readonly fromPriority: boolean;
   /**
-   * Time from the run's creation to its first workflow task (server times): how far the engine
-   * is behind. Counted for the account's adaptive in-flight limit.
+   * Time from the claim (or the run's creation) to its first workflow task (server times): what a
+   * claim waits to run. The adaptive in-flight limit's lease guard and due horizon follow it.
    */
   readonly startLagMs?: number;
+  /**
+   * Time from the run's creation to its first workflow task (server times): the wait in the
+   * engine's queue, the adaptive limit's congestion signal. Absent from runs of older code.
+   */
+  readonly queueLagMs?: number;
   /** The claim's due horizon: types due up to this long from now count as due (claimed ahead). */
   readonly dueHorizonMs?: number;
 }
@@ -193,7 +198,7 @@ export function createCardActivities(deps: CardActivityDeps) {
       const leaseMs = carrier?.leaseMs ?? DEFAULT_LEASE_MS;
       if (input.startLagMs !== undefined) {
         deps.metrics?.executionStart(input.carrierId, input.startLagMs);
-        await deps.store.recordStart(input.carrierId, input.startLagMs);
+        await deps.store.recordStart(input.carrierId, input.startLagMs, input.queueLagMs);
       }
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
       if (right === 'lost') return { kind: 'lost' };

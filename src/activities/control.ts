@@ -71,6 +71,21 @@ export const DEFAULT_RETENTION: RetentionPolicy = { keepMonths: 3, monthsAhead: 
 /** Upper bound on how many seconds of budget one late round may plan for. */
 const MAX_ROUND_BUDGET_SECONDS = 3;
 
+/**
+ * Room the priority lane has above the in-flight limit the engine or ingest imposes (never above the
+ * configured one): a share of that limit, at least {@link MIN_PRIORITY_HEADROOM}. Under overload the
+ * adaptive limit is full all the time, and without it a request-check waited for enough of its
+ * account's runs to finish before it could be claimed (the overload bench's request → run p99: 6.3 s).
+ */
+const PRIORITY_HEADROOM_SHARE = 0.25;
+const MIN_PRIORITY_HEADROOM = 2;
+
+/** The priority lane's in-flight limit: `limit` plus the headroom, at most `maxLimit`, never below `limit`. */
+export function priorityInflightLimit(limit: number, maxLimit: number): number {
+  const headroom = Math.max(MIN_PRIORITY_HEADROOM, Math.ceil(limit * PRIORITY_HEADROOM_SHARE));
+  return Math.max(limit, Math.min(maxLimit, limit + headroom));
+}
+
 /** Upper bound on how early a card is claimed before its due time. */
 export const MAX_DUE_HORIZON_MS = 5000;
 
@@ -141,6 +156,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
           carrierId: input.carrierId,
           leaseMs: carrier.leaseMs,
           inflightLimit,
+          priorityInflightLimit: priorityInflightLimit(inflightLimit, maxInflightLimit),
           priorityRatio: carrier.priorityRatio,
           tokenPrefix: input.tokenPrefix,
           groupBudget: budget,

@@ -56,6 +56,8 @@ export interface ClaimInput {
   readonly now?: number;
   readonly leaseMs: number;
   readonly inflightLimit: number;
+  /** The priority lane's in-flight limit (>= inflightLimit, default it): priority cards may be claimed past inflightLimit. */
+  readonly priorityInflightLimit?: number;
   /** Share of capacity for the first priority pass; 0 = unlimited. */
   readonly priorityRatio: number;
   /** Unique per claimer and round; tokens are `<tokenPrefix>@<claim ms>:<cardId>` (the claim script adds its instant). */
@@ -119,10 +121,13 @@ export interface LaneDepths {
   readonly running: number;
 }
 
-/** Execution starts of an account since the last read, and their summed start lag. */
+/** Execution starts of an account since the last read, their summed start lag and queue lag. */
 export interface StartStats {
   readonly starts: number;
   readonly lagSumMs: number;
+  /** Starts that reported a queue lag (runs of older code did not), and its sum. */
+  readonly queueStarts: number;
+  readonly queueLagSumMs: number;
 }
 
 const START_STATS_TTL_MS = 60_000;
@@ -289,18 +294,18 @@ export class CarrierQueueStore {
   }
 
   /**
-   * Counts one execution start and its start lag (time from the run's creation to its first
-   * workflow task) for the account's next claim round. Statistics, not authority: a plain
-   * MULTI, and the hash expires when no scheduler reads it.
+   * Counts one execution start, its start lag (claim to first workflow task) and its queue lag
+   * (run creation to first workflow task) for the account's next claim round. Statistics, not
+   * authority: a plain MULTI, and the hash expires when no scheduler reads it.
    */
-  async recordStart(carrierId: CarrierId, lagMs: number): Promise<void> {
+  async recordStart(carrierId: CarrierId, lagMs: number, queueLagMs?: number): Promise<void> {
     const key = this.keys(carrierId).engine;
-    await this.redis
+    const multi = this.redis
       .multi()
       .hincrby(key, 'starts', 1)
-      .hincrby(key, 'lagSumMs', Math.max(0, Math.round(lagMs)))
-      .pexpire(key, START_STATS_TTL_MS)
-      .exec();
+      .hincrby(key, 'lagSumMs', Math.max(0, Math.round(lagMs)));
+    if (queueLagMs !== undefined) multi.hincrby(key, 'queueStarts', 1).hincrby(key, 'queueLagSumMs', Math.max(0, Math.round(queueLagMs)));
+    await multi.pexpire(key, START_STATS_TTL_MS).exec();
   }
 
   /** The starts recorded since the previous call, read and reset in one step (one reader: the account's scheduler). */
@@ -310,7 +315,12 @@ export class CarrierQueueStore {
     const [error, hash] = replies[0] ?? [null, {}];
     if (error) throw error;
     const fields = (hash ?? {}) as Record<string, string>;
-    return { starts: Number(fields.starts ?? 0), lagSumMs: Number(fields.lagSumMs ?? 0) };
+    return {
+      starts: Number(fields.starts ?? 0),
+      lagSumMs: Number(fields.lagSumMs ?? 0),
+      queueStarts: Number(fields.queueStarts ?? 0),
+      queueLagSumMs: Number(fields.queueLagSumMs ?? 0),
+    };
   }
 
   private upsertScriptCall(input: UpsertInput): ScriptCall {

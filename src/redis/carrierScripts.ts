@@ -63,6 +63,11 @@ export interface ClaimArgs {
   readonly now: NowArg;
   readonly leaseMs: number;
   readonly inflightLimit: number;
+  /**
+   * In-flight limit of the priority lane (>= inflightLimit; default inflightLimit): priority cards
+   * may be claimed past `inflightLimit` up to it, normal ones never.
+   */
+  readonly priorityInflightLimit?: number;
   /** 0 = unlimited. */
   readonly priorityRatio: number;
   readonly tokenPrefix: string;
@@ -104,12 +109,21 @@ export interface ClaimResult {
   readonly claimed: ClaimedCard[];
 }
 
+/** The priority lane's in-flight limit: inflightLimit unless a larger whole number is given. */
+function priorityLimitOf(script: string, input: ClaimArgs): number {
+  const limit = input.priorityInflightLimit ?? input.inflightLimit;
+  if (!Number.isInteger(limit) || limit < input.inflightLimit)
+    throw new InvalidStoreInputError(script, 'priorityInflightLimit', 'must be an integer >= inflightLimit');
+  return limit;
+}
+
 /** The cards a claim round with these arguments may touch (lua/claimCandidates.lua). */
 export function claimCandidatesCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
+  const priorityInflightLimit = priorityLimitOf('claimCandidates', input);
   return {
     name: 'claimCandidates',
     keys: [keys.prio, keys.queue, keys.running],
-    args: [input.now, input.inflightLimit, Math.max(0, Math.floor(input.dueHorizonMs ?? 0)), input.tokenPrefix, input.retry ? '1' : '0'],
+    args: [input.now, input.inflightLimit, Math.max(0, Math.floor(input.dueHorizonMs ?? 0)), input.tokenPrefix, input.retry ? '1' : '0', priorityInflightLimit],
   };
 }
 
@@ -128,6 +142,7 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
   const script = 'claim';
   assertPositive(script, 'leaseMs', input.leaseMs);
   if (!Number.isInteger(input.inflightLimit)) throw new InvalidStoreInputError(script, 'inflightLimit', 'must be an integer');
+  const priorityInflightLimit = priorityLimitOf(script, input);
   if (!(input.priorityRatio >= 0)) throw new InvalidStoreInputError(script, 'priorityRatio', 'must be >= 0');
   if (input.tokenPrefix === '' || input.tokenPrefix.includes('|')) throw new InvalidStoreInputError(script, 'tokenPrefix', "must be non-empty without '|'");
   let budget = '';
@@ -156,6 +171,7 @@ export function claimCall(keys: AccountKeys, input: ClaimArgs): ScriptCall {
       Math.max(0, Math.floor(input.dueHorizonMs ?? 0)),
       // ',' = known and empty (the account polls nothing); '' = not known.
       input.polledTypes === undefined ? '' : input.polledTypes.join(',') || ',',
+      priorityInflightLimit,
       ...cards,
     ],
   };

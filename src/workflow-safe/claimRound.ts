@@ -51,10 +51,13 @@ export interface CardRunPlacement {
   readonly claimedBy: string;
 }
 
-/** Executions that started since the previous round (from the card workers) and their start lag. */
+/** Executions that started since the previous round (from the card workers), their start lag and queue lag. */
 export interface EngineRoundStats {
   readonly starts: number;
   readonly lagSumMs: number;
+  /** Absent from rounds recorded by older code (replay): the start lag stands in. */
+  readonly queueStarts?: number;
+  readonly queueLagSumMs?: number;
 }
 
 export interface GroupBudgetView {

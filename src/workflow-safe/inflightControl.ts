@@ -3,9 +3,13 @@
  * what the engine can run. Pure and deterministic: the scheduler workflow keeps the state and
  * feeds it one observation per claim round.
  *
- * The congestion signal is the start lag of card executions — from the claim to the run's first
+ * The congestion signal is the queue lag of card executions — from the run's creation to its first
  * workflow task, both server times — above the lag measured with no queue: it grows when the
- * engine backs up. The limit
+ * engine backs up, and it is the same for every account on the queue. (The start lag, from the
+ * claim, also holds the claimer's own round: in child start mode a larger account's round is a
+ * longer workflow task, so its lag was longer on the same queue — 1.0 / 1.8 / 2.6 s for budgets
+ * 1 : 2 : 4 in the overload bench of 2026-12-06 — and AIMD cut the largest account hardest. The
+ * start lag still guards the lease.) The limit
  * follows AIMD: it grows while executions start promptly and the limit is what holds the account
  * back, and shrinks by a factor when they start late. Every account reacts to the same shared
  * queue, and AIMD converges to shares proportional to the additive step, so the step is scaled
@@ -72,9 +76,11 @@ export interface InflightControlState {
   readonly holdRounds: number;
   /** Smoothed execution starts per second. */
   readonly startsPerSec: number;
-  /** Smoothed mean start lag. */
+  /** Smoothed mean start lag (claim to first task). */
   readonly startLagMs: number;
-  /** Learnt start lag with no queue (null until the first start); see BASE_LAG_DRIFT_MS. */
+  /** Smoothed mean queue lag (run creation to first task); absent from states of older code. */
+  readonly queueLagMs?: number;
+  /** Learnt queue lag with no queue (null until the first start); see BASE_LAG_DRIFT_MS. */
   readonly baseLagMs: number | null;
   /** Smoothed starts per second measured while the engine was the limit; null until then. */
   readonly capacityPerSec: number | null;
@@ -84,6 +90,9 @@ export interface RoundObservation {
   /** Executions of the account that started since the previous round, and their summed start lag. */
   readonly starts: number;
   readonly lagSumMs: number;
+  /** Of those, the ones that reported their queue lag, and its sum (absent: the start lag stands in). */
+  readonly queueStarts?: number;
+  readonly queueLagSumMs?: number;
   readonly elapsedMs: number;
   /** What held the round back (from the claim): only a binding limit may grow. */
   readonly limitedBy: LimitingFactor;
@@ -103,6 +112,7 @@ export function initialInflightControl(maxLimit: number, budgetQps: number): Inf
     holdRounds: 0,
     startsPerSec: 0,
     startLagMs: 0,
+    queueLagMs: 0,
     baseLagMs: null,
     capacityPerSec: null,
   };
@@ -123,14 +133,18 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
   const seconds = Math.max(round.elapsedMs, 1) / 1000;
   const rate = round.starts / seconds;
   const meanLag = round.starts > 0 ? round.lagSumMs / round.starts : null;
+  const queueStarts = round.queueStarts ?? 0;
+  const meanQueueLag = queueStarts > 0 ? (round.queueLagSumMs ?? 0) / queueStarts : meanLag;
   const startsPerSec = smooth(state.startsPerSec, rate);
   const startLagMs = meanLag === null ? state.startLagMs : smooth(state.startLagMs, meanLag);
+  const previousQueueLag = state.queueLagMs ?? state.startLagMs;
+  const queueLagMs = meanQueueLag === null ? previousQueueLag : smooth(previousQueueLag, meanQueueLag);
   // (A state carried over from a run without a base lag reads as none yet.)
   const previousBase = state.baseLagMs ?? null;
-  const baseLagMs = meanLag === null ? previousBase : Math.min(previousBase === null ? meanLag : previousBase + BASE_LAG_DRIFT_MS, meanLag);
+  const baseLagMs = meanQueueLag === null ? previousBase : Math.min(previousBase === null ? meanQueueLag : previousBase + BASE_LAG_DRIFT_MS, meanQueueLag);
   const holdRounds = Math.max(0, state.holdRounds - 1);
-  const base = { ...state, startsPerSec, startLagMs, baseLagMs, holdRounds };
-  const queueDelay = meanLag === null ? null : meanLag - Math.min(baseLagMs ?? 0, BASE_LAG_CAP_MS);
+  const base = { ...state, startsPerSec, startLagMs, queueLagMs, baseLagMs, holdRounds };
+  const queueDelay = meanQueueLag === null ? null : meanQueueLag - Math.min(baseLagMs ?? 0, BASE_LAG_CAP_MS);
 
   if (meanLag !== null && meanLag > round.leaseMs * LEASE_WAIT_SHARE) {
     // Claims wait a good part of their lease to start: keep no more in flight than the engine

@@ -10,7 +10,9 @@ export interface OrchestrationView {
   readonly configuredInflightLimit: number;
   readonly startsPerSec: number;
   readonly startLagMs: number;
-  /** Start lag with no queue (learnt); the part of startLagMs above it is queueing. Null until measured. */
+  /** Run creation to first task: the engine's queue alone. Absent from schedulers started by older code. */
+  readonly queueLagMs?: number;
+  /** Queue lag with no queue (learnt); the part of queueLagMs above it is queueing. Null until measured. */
   readonly baseLagMs: number | null;
   /** Executions/s the engine sustained for this account while it was the limit; null until measured. */
   readonly capacityPerSec: number | null;

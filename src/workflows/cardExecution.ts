@@ -143,6 +143,10 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
   const startedAt = Date.now();
   // From the claim (or the run's creation) to this first workflow task: both on the server's clock.
   const startLagMs = startedAt - (input.claimedAt ?? info.startTime.getTime());
+  // From the run's creation to this first workflow task: the wait in the engine's queue alone, the
+  // same for every account on it (the claim lag also holds the claimer's own round, longer for a
+  // larger account in child start mode).
+  const queueLagMs = startedAt - info.startTime.getTime();
 
   let plan: Awaited<ReturnType<CardActivities['prepareExecution']>>;
   try {
@@ -153,6 +157,7 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
       executorId: context.executorId,
       fromPriority: input.fromPriority,
       startLagMs,
+      queueLagMs,
       ...(input.dueHorizonMs === undefined ? {} : { dueHorizonMs: input.dueHorizonMs }),
     });
   } catch {

@@ -55,7 +55,7 @@ test('switchMode: the rebuild heartbeats through the activity context, and refer
 function claimDeps(claims: { retry: boolean | undefined }[], starter: CardStarter | undefined): ControlActivityDeps {
   const store = partial<CarrierQueueStore>({
     async takeStartStats() {
-      return { starts: 0, lagSumMs: 0 };
+      return { starts: 0, lagSumMs: 0, queueStarts: 0, queueLagSumMs: 0 };
     },
     async claim(input) {
       claims.push({ retry: input.retry });

@@ -172,6 +172,32 @@ describe('claim', () => {
     assert.deepEqual(ids(await claim(c2, { inflightLimit: 3, priorityRatio: 0.01 })), ['p1', 'n1', 'n2']);
   });
 
+  test('priority in-flight limit: the priority lane claims past a full in-flight set, the normal lane does not', async () => {
+    const c = nextCarrier();
+    for (const id of ['n1', 'n2', 'n3']) await card(c, id, { package: NOW - 5 });
+    assert.deepEqual(ids(await claim(c, { inflightLimit: 2, priorityInflightLimit: 4 })), ['n1', 'n2']);
+    for (const id of ['p1', 'p2', 'p3']) await card(c, id, { package: NOW - 5 }, 'priority');
+    // Running 2 = the in-flight limit: without the priority limit nothing is claimed (a request waits
+    // for the account's runs to finish); with it, priority cards up to 4 in flight, n3 still waits.
+    assert.deepEqual(ids(await claim(c, { inflightLimit: 2, tokenPrefix: 'r2' })), []);
+    const result = await claim(c, { inflightLimit: 2, priorityInflightLimit: 4, tokenPrefix: 'r3' });
+    assert.deepEqual(
+      result.claimed.map((x) => [x.cardId, x.fromPriority]),
+      [
+        ['p1', true],
+        ['p2', true],
+      ],
+    );
+    assert.equal(await fx.redis.zcard(fx.keys(c).running), 4);
+    assert.deepEqual(ids(await claim(c, { inflightLimit: 2, priorityInflightLimit: 4, tokenPrefix: 'r4' })), []);
+    // With room in both: normal up to its limit, priority on top up to its own.
+    const c2 = nextCarrier();
+    for (const id of ['p1', 'p2', 'p3']) await card(c2, id, { package: NOW - 5 }, 'priority');
+    for (const id of ['n1', 'n2']) await card(c2, id, { package: NOW - 5 });
+    assert.deepEqual(ids(await claim(c2, { inflightLimit: 2, priorityInflightLimit: 3, priorityRatio: 0.5 })), ['p1', 'n1', 'p2']);
+    await assert.rejects(claim(c2, { inflightLimit: 2, priorityInflightLimit: 1, tokenPrefix: 'r5' }), /priorityInflightLimit/);
+  });
+
   test('claiming from the priority lane clears prio; from the normal lane leaves it', async () => {
     const c = nextCarrier();
     await card(c, 'p', { package: NOW - 5 }, 'priority');

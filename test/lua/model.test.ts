@@ -254,10 +254,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         // The account's polled types as production passes them (cached configs), sometimes not known:
         // a budgeted round drops long-overdue dues of other gateway types (stray dues).
         const polledTypes = rnd.chance(0.3) ? undefined : CHECK_TYPES.filter(() => rnd.chance(0.75));
+        const inflightLimit = rnd.int(1, 6);
+        // Sometimes a priority lane allowed past the limit (the scheduler's headroom over its adaptive limit).
+        const priorityInflightLimit = rnd.chance(0.4) ? inflightLimit + rnd.int(0, 3) : undefined;
         const input = {
           now,
           leaseMs: LEASE,
-          inflightLimit: rnd.int(1, 6),
+          inflightLimit,
+          ...(priorityInflightLimit === undefined ? {} : { priorityInflightLimit }),
           priorityRatio: rnd.pick([0, 0.5, 0.34, 1]),
           tokenPrefix,
           typeGroups: TYPE_GROUPS,
@@ -308,6 +312,19 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
           for (const [cardId, score] of [...Object.entries(snap.prio), ...Object.entries(snap.queue)])
             assert.ok(score > now + dueHorizonMs, `I4: ${cardId} due at ${score} left unclaimed at ${now} (horizon ${dueHorizonMs})`);
         }
+        if (!groupBudget && result.claimed.length < expected.priorityCapacity) {
+          // The priority lane's own room: no priority card left due while it has some.
+          for (const [cardId, score] of Object.entries(after.get(account)!.prio))
+            assert.ok(score > now + dueHorizonMs, `I4: priority ${cardId} due at ${score} left unclaimed at ${now} (horizon ${dueHorizonMs})`);
+        }
+        // Never more in flight than the lanes' limits allow: normal claims within the in-flight limit.
+        const normalClaims = result.claimed.filter((c) => !c.fromPriority).length;
+        assert.ok(normalClaims <= expected.capacity, `normal claims ${normalClaims} over capacity ${expected.capacity}`);
+        assert.ok(
+          result.claimed.length <= expected.priorityCapacity,
+          `claims ${result.claimed.length} over the priority capacity ${expected.priorityCapacity}`,
+        );
+        if (priorityInflightLimit !== undefined && priorityInflightLimit > inflightLimit) tally('claim:priorityRoom');
       },
     },
     {

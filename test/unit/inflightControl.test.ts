@@ -213,3 +213,62 @@ test('accounts of budgets 1 : 2 : 4 share a saturated engine within ±10 % of th
     });
   }
 });
+
+/**
+ * Child start mode: a run's start lag also holds its scheduler's round (claim, then the workflow task
+ * that starts the round's children), longer for a larger account — the overload bench of 2026-12-06
+ * measured 1.0 / 1.8 / 2.6 s for budgets 1 : 2 : 4 on one queue, and shares 2.12 / 1.25 / 0.60. The
+ * queue lag (run creation to first task) is the same for all: the controller follows it.
+ */
+test('a round overhead that grows with the account skews the shares on the start lag, not on the queue lag', () => {
+  const capacity = 40;
+  const budgets = [10, 20, 40];
+  const share = (useQueueLag: boolean): number[] => {
+    let states = budgets.map((qps) => initialInflightControl(500, qps));
+    const executions = budgets.map(() => 0);
+    const rounds = 1200;
+    for (let r = 0; r < rounds; r += 1) {
+      const limits = states.map(inflightLimitOf);
+      const total = limits.reduce((sum, limit) => sum + limit, 0);
+      const queueMs = (Math.max(0, total - capacity) * 1000) / capacity;
+      const startRate = Math.min(1, capacity / total);
+      states = states.map((state, i) => {
+        const starts = (limits[i] ?? 0) * startRate;
+        if (r >= rounds / 4) executions[i] = (executions[i] ?? 0) + starts;
+        // The scheduler's own part of the lag: 40 ms per card its round starts.
+        const roundOverheadMs = 40 * starts;
+        return nextInflightControl(state, {
+          starts,
+          lagSumMs: starts * (queueMs + 50 + roundOverheadMs),
+          ...(useQueueLag ? { queueStarts: starts, queueLagSumMs: starts * (queueMs + 50) } : {}),
+          elapsedMs: 1000,
+          limitedBy: 'orchestration',
+          maxLimit: 500,
+          budgetQps: budgets[i] ?? 1,
+          leaseMs: 60_000,
+        });
+      });
+    }
+    const allExecutions = executions.reduce((sum, n) => sum + n, 0);
+    const allBudgets = budgets.reduce((sum, qps) => sum + qps, 0);
+    return budgets.map((qps, i) => (executions[i] ?? 0) / allExecutions / (qps / allBudgets));
+  };
+  const onStartLag = share(false);
+  assert.ok((onStartLag[2] ?? 1) < 0.9, `on the start lag the largest account got ${onStartLag.map((r) => r.toFixed(2)).join(' / ')} of its budget share`);
+  const onQueueLag = share(true);
+  for (const ratio of onQueueLag)
+    assert.ok(ratio > 0.9 && ratio < 1.1, `on the queue lag: ${onQueueLag.map((r) => r.toFixed(2)).join(' / ')} of the budget shares`);
+});
+
+test('the queue lag drives the cut and the base; the start lag still guards the lease', () => {
+  const state: InflightControlState = { ...initialInflightControl(200, 20), limit: 100, baseLagMs: 50 };
+  // Start lag 3 s (the scheduler's round), queue lag 100 ms: no congestion, the limit grows.
+  const prompt = nextInflightControl(state, round({ lagSumMs: 10 * 3000, queueStarts: 10, queueLagSumMs: 10 * 100 }));
+  assert.ok(prompt.limit > 100, String(prompt.limit));
+  assert.equal(prompt.baseLagMs, 70);
+  assert.ok(prompt.queueLagMs !== undefined && prompt.startLagMs > prompt.queueLagMs);
+  // Queue lag 3 s above the base: cut.
+  assert.equal(nextInflightControl(state, round({ lagSumMs: 10 * 3100, queueStarts: 10, queueLagSumMs: 10 * 3100 })).limit, 70);
+  // Start lag past a quarter of the lease: the lease guard, whatever the queue lag.
+  assert.equal(nextInflightControl(state, round({ starts: 14, lagSumMs: 14 * 16_000, queueStarts: 14, queueLagSumMs: 14 * 100 })).limit, 14);
+});

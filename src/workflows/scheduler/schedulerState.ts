@@ -244,6 +244,7 @@ export class SchedulerState {
         configuredInflightLimit: result.maxInflightLimit,
         startsPerSec: round1(inflight.startsPerSec),
         startLagMs: Math.round(inflight.startLagMs),
+        ...(inflight.queueLagMs === undefined ? {} : { queueLagMs: Math.round(inflight.queueLagMs) }),
         baseLagMs: inflight.baseLagMs == null ? null : Math.round(inflight.baseLagMs),
         capacityPerSec: inflight.capacityPerSec === null ? null : round1(inflight.capacityPerSec),
       },

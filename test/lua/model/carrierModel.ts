@@ -35,6 +35,8 @@ export interface ModelClaimResult {
   /** Gateway types each claimed card was claimed without (closed groups), as written to `dfr`. */
   deferred: string[][];
   capacity: number;
+  /** The priority lane's capacity (its own in-flight limit, at least the normal capacity). */
+  priorityCapacity: number;
   stopped: boolean;
   /** Candidates left due because every type they needed waited for a closed group. */
   skipped: number;
@@ -114,7 +116,18 @@ export class CarrierModel {
       if (cardId !== undefined) this.clearClaim(a, cardId, token);
       a.running.delete(token);
     }
-    const result: ModelClaimResult = { expired, claimed: [], needs: [], deferred: [], capacity: 0, stopped: false, skipped: 0, handedBack: false, dropped: [] };
+    const result: ModelClaimResult = {
+      expired,
+      claimed: [],
+      needs: [],
+      deferred: [],
+      capacity: 0,
+      priorityCapacity: 0,
+      stopped: false,
+      skipped: 0,
+      handedBack: false,
+      dropped: [],
+    };
     // A retried round whose first attempt landed: its live claims back, nothing claimed.
     if (input.retry === true) {
       const mine = [...a.running.keys()].filter((token) => token.startsWith(`${input.tokenPrefix}@`));
@@ -130,9 +143,11 @@ export class CarrierModel {
         return result;
       }
     }
-    const capacity = input.inflightLimit - a.running.size;
+    const capacity = Math.max(0, input.inflightLimit - a.running.size);
+    const priorityCapacity = Math.max(capacity, (input.priorityInflightLimit ?? input.inflightLimit) - a.running.size);
     result.capacity = capacity;
-    if (capacity <= 0) return result;
+    result.priorityCapacity = priorityCapacity;
+    if (priorityCapacity <= 0) return result;
     const budgeted = input.groupBudget !== undefined;
     const budget = input.groupBudget ?? {};
     // Per gateway type, the budgeted group it counts against (realname only when it counts).
@@ -153,7 +168,7 @@ export class CarrierModel {
     let taken = 0;
     let skipped = 0;
     let stop = false;
-    const skipLimit = capacity + CLAIM_SKIP_EXTRA;
+    const skipLimit = priorityCapacity + CLAIM_SKIP_EXTRA;
     // Known polled types (absent: not known, nothing is dropped).
     const polled = input.polledTypes === undefined ? null : new Set<string>(input.polledTypes);
 
@@ -262,14 +277,14 @@ export class CarrierModel {
     };
 
     const skippedIn = new Map<Map<string, number>, number>();
-    const drain = (lane: Map<string, number>, fromPriority: boolean, startQuota: number): void => {
+    const drain = (lane: Map<string, number>, fromPriority: boolean, startQuota: number, cap: number): void => {
       let quota = startQuota;
       let offset = skippedIn.get(lane) ?? 0;
-      while (quota > 0 && !stop && taken < capacity) {
+      while (quota > 0 && !stop && taken < cap) {
         const ids = dueMembers(lane, dueBy, offset, quota);
         if (ids.length === 0) break;
         for (const id of ids) {
-          if (stop || quota <= 0 || taken >= capacity) break;
+          if (stop || quota <= 0 || taken >= cap) break;
           const outcome = tryClaim(id, fromPriority, lane);
           if (outcome === 'claimed') quota -= 1;
           else if (outcome === 'skipped') {
@@ -283,12 +298,12 @@ export class CarrierModel {
     };
 
     let priorityQuota = capacity;
-    if (input.priorityRatio > 0) {
+    if (input.priorityRatio > 0 && capacity > 0) {
       priorityQuota = Math.min(capacity, Math.max(1, Math.floor(capacity * input.priorityRatio)));
     }
-    drain(a.prio, true, priorityQuota);
-    drain(a.queue, false, capacity - taken);
-    drain(a.prio, true, capacity - taken);
+    drain(a.prio, true, priorityQuota, capacity);
+    drain(a.queue, false, capacity - taken, capacity);
+    drain(a.prio, true, priorityCapacity - taken, priorityCapacity);
     result.stopped = stop;
     result.skipped = skipped;
     return result;
