@@ -82,6 +82,11 @@ export type ClaimRoundResult =
       readonly groups: readonly GroupBudgetView[];
       /** True when the claim activity already started the claimed cards' runs (client start mode). */
       readonly startedByClaim: boolean;
+      /**
+       * True when the claim activity started the runs of the cards it took from the priority lane
+       * (child start mode, card shape): the scheduler starts only the others as children.
+       */
+      readonly priorityStartedByClaim?: boolean;
       /** Claimed cards whose run could not be started; their claims are already released. */
       readonly startFailures: number;
       readonly engine: EngineRoundStats;

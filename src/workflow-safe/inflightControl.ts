@@ -3,13 +3,12 @@
  * what the engine can run. Pure and deterministic: the scheduler workflow keeps the state and
  * feeds it one observation per claim round.
  *
- * The congestion signal is the queue lag of card executions — from the run's creation to its first
- * workflow task, both server times — above the lag measured with no queue: it grows when the
- * engine backs up, and it is the same for every account on the queue. (The start lag, from the
- * claim, also holds the claimer's own round: in child start mode a larger account's round is a
- * longer workflow task, so its lag was longer on the same queue — 1.0 / 1.8 / 2.6 s for budgets
- * 1 : 2 : 4 in the overload bench of 2026-12-06 — and AIMD cut the largest account hardest. The
- * start lag still guards the lease.) The limit
+ * The congestion signal is the queue lag of card executions (both server times) above the lag
+ * measured with no queue: it grows when the engine backs up. For a run the claim started with the
+ * client it is its creation to its first workflow task, the same for every account on the queue
+ * (the start lag, from the claim, also holds the claim's start calls, more for a larger round);
+ * for a child it is the start lag, its start having gone through its scheduler's history, the
+ * account's own queue (src/workflows/cardExecution.ts). The start lag guards the lease. The limit
  * follows AIMD: it grows while executions start promptly and the limit is what holds the account
  * back, and shrinks by a factor when they start late. Every account reacts to the same shared
  * queue, and AIMD converges to shares proportional to the additive step, so the step is scaled

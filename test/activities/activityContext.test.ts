@@ -18,7 +18,7 @@ import type { RedisRateLimiter } from '../../src/ratelimit/limiter.js';
 import type { GatewayClient } from '../../src/gateway/client.js';
 import type { CardStarter } from '../../src/app/cardStarter.js';
 import type { Carrier } from '../../src/domain/carrier.js';
-import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
+import type { ClaimRoundInput, ClaimedCard } from '../../src/workflow-safe/claimRound.js';
 import type { GatewayStepInput } from '../../src/workflow-safe/cardRun.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
@@ -52,14 +52,18 @@ test('switchMode: the rebuild heartbeats through the activity context, and refer
   assert.equal(invalidated, 1);
 });
 
-function claimDeps(claims: { retry: boolean | undefined }[], starter: CardStarter | undefined): ControlActivityDeps {
+function claimDeps(
+  claims: { retry: boolean | undefined }[],
+  starter: CardStarter | undefined,
+  options: { mode?: 'child' | 'client'; claimed?: (prefix: string) => ClaimedCard[]; released?: string[] } = {},
+): ControlActivityDeps {
   const store = partial<CarrierQueueStore>({
     async takeStartStats() {
       return { starts: 0, lagSumMs: 0, queueStarts: 0, queueLagSumMs: 0 };
     },
     async claim(input) {
       claims.push({ retry: input.retry });
-      return { claimed: [{ cardId: '42', token: `${input.tokenPrefix}@1:42`, fromPriority: false }], expired: 0 };
+      return { claimed: options.claimed?.(input.tokenPrefix) ?? [{ cardId: '42', token: `${input.tokenPrefix}@1:42`, fromPriority: false }], expired: 0 };
     },
     async depths() {
       return { running: 1, priority: 0, normal: 0 };
@@ -67,7 +71,8 @@ function claimDeps(claims: { retry: boolean | undefined }[], starter: CardStarte
     async dueNowCount() {
       return 0;
     },
-    async release() {
+    async release(_carrierId, cardId) {
+      options.released?.push(cardId);
       return true;
     },
   });
@@ -96,7 +101,8 @@ function claimDeps(claims: { retry: boolean | undefined }[], starter: CardStarte
     store,
     reference,
     limiter,
-    ...(starter ? { cardStarter: starter, cardStartMode: 'client' as const } : { cardStartMode: 'child' as const }),
+    ...(starter ? { cardStarter: starter } : {}),
+    cardStartMode: options.mode ?? (starter ? 'client' : 'child'),
   });
 }
 
@@ -123,6 +129,36 @@ test('claimRound: a claim under a round token prefix already used is a retry —
     assert.deepEqual(claims, [{ retry: expected }], `${mode} start mode, attempt ${attempt}`);
     assert.equal(result.kind === 'claimed' && result.startedByClaim, mode === 'client');
   }
+});
+
+test('claimRound in child start mode starts the priority lane’s runs itself and leaves the others to the scheduler; a failed start is released', async () => {
+  const started: string[][] = [];
+  const starter = partial<CardStarter>({
+    async start(request) {
+      started.push(request.cards.map((card) => card.cardId));
+      return request.cards.filter((card) => card.cardId === 'p2');
+    },
+  });
+  const released: string[] = [];
+  const claimed = (prefix: string): ClaimedCard[] => [
+    { cardId: 'p1', token: `${prefix}@1:p1`, fromPriority: true },
+    { cardId: 'p2', token: `${prefix}@1:p2`, fromPriority: true },
+    { cardId: 'n1', token: `${prefix}@1:n1`, fromPriority: false },
+  ];
+  const activities = createControlActivities(claimDeps([], starter, { mode: 'child', claimed, released }));
+  const result = await inContext(mockEnv(), () => activities.claimRound(ROUND));
+  assert.equal(result.kind, 'claimed');
+  if (result.kind !== 'claimed') return;
+  assert.deepEqual(started, [['p1', 'p2']], 'only the priority cards, by the client');
+  assert.equal(result.startedByClaim, false);
+  assert.equal(result.priorityStartedByClaim, true);
+  assert.equal(result.startFailures, 1);
+  assert.deepEqual(released, ['p2']);
+  // No priority card: nothing started here, the flag absent (a result as older code gave it).
+  const normalOnly = createControlActivities(claimDeps([], starter, { mode: 'child' }));
+  const plain = await inContext(mockEnv(), () => normalOnly.claimRound(ROUND));
+  assert.equal(plain.kind === 'claimed' && 'priorityStartedByClaim' in plain, false);
+  assert.equal(started.length, 1);
 });
 
 const STEP: GatewayStepInput = {

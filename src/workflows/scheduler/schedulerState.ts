@@ -205,19 +205,21 @@ export class SchedulerState {
     }
     const claimedAt = round.at;
     const dueHorizonMs = result.dueHorizonMs ?? 0;
-    // The claim started the runs itself (client start mode, or a draining run): nothing to start here.
+    // The claim started the runs itself (client start mode, or a draining run): nothing to start here;
+    // or those of the priority lane (child start mode): the others.
     // CARD_RUN_SHAPE=batch: one cardBatch run per batch of the round (priority batches first).
+    const toStart = result.priorityStartedByClaim === true ? result.claimed.filter((card) => !card.fromPriority) : result.claimed;
     const launches: Launch[] = result.startedByClaim
       ? []
       : result.runShape === 'batch'
-        ? cardBatches(result.claimed, result.batchSize ?? DEFAULT_CARD_BATCH_SIZE).map((batch) => ({
+        ? cardBatches(toStart, result.batchSize ?? DEFAULT_CARD_BATCH_SIZE).map((batch) => ({
             kind: 'batch' as const,
             batch,
             tokenPrefix: round.tokenPrefix,
             claimedAt,
             dueHorizonMs,
           }))
-        : result.claimed.map((card) => ({ kind: 'card' as const, card, claimedAt, dueHorizonMs }));
+        : toStart.map((card) => ({ kind: 'card' as const, card, claimedAt, dueHorizonMs }));
     this.starts.refusedByClaim(result.startFailures);
     const inflight = nextInflightControl(this.inflight ?? initialInflightControl(result.maxInflightLimit, result.budgetQps), {
       ...result.engine,

@@ -104,6 +104,15 @@ test('round outcome: one cardCheck per claimed card in claim order, at the round
   ]);
   state.beginRound(T0 + 1000);
   assert.deepEqual(launches(state.endRound(claimed(cards, { startedByClaim: true }))), [], 'client start mode: the claim started them');
+  const next = state.beginRound(T0 + 2000);
+  assert.deepEqual(
+    launches(state.endRound(claimed(cards, { priorityStartedByClaim: true }))),
+    [
+      { kind: 'card', card: cards[0], claimedAt: next.roundAt, dueHorizonMs: 0 },
+      { kind: 'card', card: cards[2], claimedAt: next.roundAt, dueHorizonMs: 0 },
+    ],
+    'child start mode: the claim started the priority card, the scheduler the others',
+  );
 });
 
 test('round outcome (batch shape): priority batches first, each lane in claim order, at most batchSize cards, ids naming the round', () => {
