@@ -84,12 +84,15 @@ interface AccountFigures {
 
 /**
  * Where a request-check's time goes, each stage from the requests that reached it: the request to
- * its card run's start (the scheduler's claim and the start call; the run's StartTime), the run's
+ * its card run's start (the scheduler's claim and the start call; the run's StartTime) — split at
+ * the update's answer (the card is in the priority lane then; the rest is the claim) — the run's
  * start to its execution's start (card_execution.started_at: the engine dispatching the run's
  * first tasks), the execution's start to the first gateway call (the gateway activity's dispatch
  * and the rate limiter).
  */
 interface RequestStages {
+  readonly toAnswerMs: Distribution;
+  readonly answerToRunStartMs: Distribution;
   readonly toRunStartMs: Distribution;
   readonly runStartToExecutionMs: Distribution;
   readonly executionToCallMs: Distribution;
@@ -163,6 +166,8 @@ async function requestStages(stack: BenchStack, requested: readonly Pending[]): 
     'SELECT card_id::text, started_at FROM card_execution WHERE from_priority AND card_id = ANY($1::bigint[]) ORDER BY started_at',
     [requested.map((p) => p.card.id)],
   );
+  const toAnswer: number[] = [];
+  const answerToRunStart: number[] = [];
   const toRunStart: number[] = [];
   const runToExecution: number[] = [];
   const executionToCall: number[] = [];
@@ -176,10 +181,18 @@ async function requestStages(stack: BenchStack, requested: readonly Pending[]): 
     }
     const executionStart = rows.find((r) => r.card_id === p.card.id && r.started_at.getTime() >= p.requestedAt - 5)?.started_at.getTime();
     if (runStart !== undefined) toRunStart.push(runStart - p.requestedAt);
+    if (p.answeredAt !== undefined) toAnswer.push(p.answeredAt - p.requestedAt);
+    if (p.answeredAt !== undefined && runStart !== undefined) answerToRunStart.push(runStart - p.answeredAt);
     if (runStart !== undefined && executionStart !== undefined) runToExecution.push(executionStart - runStart);
     if (executionStart !== undefined && p.firstCallAt !== undefined) executionToCall.push(p.firstCallAt - executionStart);
   }
-  return { toRunStartMs: distribution(toRunStart), runStartToExecutionMs: distribution(runToExecution), executionToCallMs: distribution(executionToCall) };
+  return {
+    toAnswerMs: distribution(toAnswer),
+    answerToRunStartMs: distribution(answerToRunStart),
+    toRunStartMs: distribution(toRunStart),
+    runStartToExecutionMs: distribution(runToExecution),
+    executionToCallMs: distribution(executionToCall),
+  };
 }
 
 /** Samples the schedulers' status (adaptive limit, start lag, what limits their rounds) until stopped. */
@@ -534,7 +547,8 @@ export const overload: Scenario = async (context) => {
         `pollingControl ${JSON.stringify(run.controlCounts.workflowTaskFailureCauses)}, card runs ${JSON.stringify(run.cardRunCounts.workflowTaskFailureCauses)}; ` +
         `request statuses ${JSON.stringify(run.requests.statuses)}.`,
       `${run.startMode}: ${cpuNote(run.cpuShares)}`,
-      `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)}; ` +
+      `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)} ` +
+        `(request → update answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}); ` +
         `run started → execution started ${stageText(run.requests.stages.runStartToExecutionMs)}; execution started → first gateway call ` +
         `${stageText(run.requests.stages.executionToCallMs)}.`,
     ]),

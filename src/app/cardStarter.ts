@@ -24,7 +24,7 @@ import {
 } from '../workflow-safe/searchAttributes.js';
 import { cardBatchWorkflowId, cardWorkflowId } from '../workflow-safe/workflowIds.js';
 import type { CardRunPlacement, ClaimedCard } from '../workflow-safe/claimRound.js';
-import { cardBatches, type CardBatch, type CardRunShape } from '../workflow-safe/cardBatches.js';
+import { cardBatches, priorityFirst, type CardBatch, type CardRunShape } from '../workflow-safe/cardBatches.js';
 import type { CardCheckArgs } from '../workflows/cardCheck.js';
 import type { CardBatchArgs } from '../workflows/cardBatch.js';
 
@@ -107,7 +107,7 @@ export function createClientCardStarter(client: Client, log: Log, shaping: CardR
   return {
     async start(request) {
       const failed: ClaimedCard[] = [];
-      await inParallel(request.cards, async (card) => {
+      await inParallel(priorityFirst(request.cards), async (card) => {
         if (!(await startOne(request, card))) failed.push(card);
       });
       return failed;

@@ -29,6 +29,15 @@ export interface CardBatch {
  * The round's cards in batches of at most `size`, priority cards in batches of their own and
  * first (they are started first), each lane in claim order.
  */
+/**
+ * The cards of a round with the priority lane's first, each lane in claim order. A claim lists the
+ * priority cards it took past the in-flight limit last (its third pass): started in claim order,
+ * a request-check's run would wait for the round's other starts.
+ */
+export function priorityFirst(cards: readonly ClaimedCard[]): ClaimedCard[] {
+  return [...cards.filter((card) => card.fromPriority), ...cards.filter((card) => !card.fromPriority)];
+}
+
 export function cardBatches(cards: readonly ClaimedCard[], size: number): CardBatch[] {
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`batch size must be a positive integer, got ${size}`);
   const batches: CardBatch[] = [];

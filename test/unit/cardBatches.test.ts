@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cardBatchWorkflowId } from '../../src/workflow-safe/workflowIds.js';
-import { cardBatches } from '../../src/workflow-safe/cardBatches.js';
+import { cardBatches, priorityFirst } from '../../src/workflow-safe/cardBatches.js';
 import type { ClaimedCard } from '../../src/workflow-safe/claimRound.js';
 
 const card = (id: number, fromPriority: boolean): ClaimedCard => ({ cardId: String(id), token: `r.1@0:${id}`, fromPriority });
@@ -36,4 +36,13 @@ test('batch workflow ids: one per round and position, with the deployment prefix
   assert.equal(cardBatchWorkflowId('7', 'run-a.12', 3), 'card-batch-7-run-a.12-3');
   assert.equal(cardBatchWorkflowId('7', 'run-a.12', 3, 'test-'), 'test-card-batch-7-run-a.12-3');
   assert.notEqual(cardBatchWorkflowId('7', 'run-a.12', 0), cardBatchWorkflowId('7', 'run-a.13', 0));
+});
+
+test('priorityFirst: the priority cards first, each lane in claim order (a claim lists the ones past the in-flight limit last)', () => {
+  const cards = [card(1, true), card(2, false), card(3, false), card(4, true), card(5, false)];
+  assert.deepEqual(
+    priorityFirst(cards).map((c) => c.cardId),
+    ['1', '4', '2', '3', '5'],
+  );
+  assert.deepEqual(priorityFirst([]), []);
 });
