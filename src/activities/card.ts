@@ -97,8 +97,9 @@ export interface PrepareInput {
    */
   readonly startLagMs?: number;
   /**
-   * Time from the run's creation to its first workflow task (server times): the wait in the
-   * engine's queue, the adaptive limit's congestion signal. Absent from runs of older code.
+   * The wait in the engine's queue (server times), the adaptive limit's congestion signal: the run's
+   * creation to its first workflow task, or for a scheduler's child its start lag (see
+   * src/workflows/cardExecution.ts). Absent from runs of older code.
    */
   readonly queueLagMs?: number;
   /** The claim's due horizon: types due up to this long from now count as due (claimed ahead). */
