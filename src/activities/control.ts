@@ -180,32 +180,23 @@ export function createControlActivities(deps: ControlActivityDeps) {
         }),
       ]);
       const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
-      let startFailures = 0;
-      if (starter && claimed.length > 0) {
-        const failed = await starter.start({
+      // Starts the runs of `cards` with `cardStarter`; those that could not start are given back at once.
+      const startRuns = async (cardStarter: CardStarter, cards: ClaimedCard[]): Promise<number> => {
+        if (cards.length === 0) return 0;
+        const failed = await cardStarter.start({
           carrierId: input.carrierId,
-          cards: claimed,
+          cards,
           placement: input.cardRuns,
           dueHorizonMs,
           tokenPrefix: input.tokenPrefix,
           ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
         });
         for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
-        startFailures = failed.length;
-      }
+        return failed.length;
+      };
+      let startFailures = starter ? await startRuns(starter, claimed) : 0;
       const priorityClaims = priorityStarter ? claimed.filter((card) => card.fromPriority) : [];
-      if (priorityStarter && priorityClaims.length > 0) {
-        const failed = await priorityStarter.start({
-          carrierId: input.carrierId,
-          cards: priorityClaims,
-          placement: input.cardRuns,
-          dueHorizonMs,
-          tokenPrefix: input.tokenPrefix,
-          ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
-        });
-        for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
-        startFailures += failed.length;
-      }
+      if (priorityStarter) startFailures += await startRuns(priorityStarter, priorityClaims);
       const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
       const groups: GroupBudgetView[] = carrier.groups.map((g) => ({
         name: g.name,

@@ -25,6 +25,22 @@ async function fullAccount(stack: Stack, name: string, configuredLimit: number) 
   return account;
 }
 
+/** The account's claim rounds, one token prefix each, with the scheduler's adaptive limit at 4. */
+function roundsAtAdaptiveLimit4(stack: Stack, activities: ReturnType<typeof stackControlActivities>, carrierId: string) {
+  let round = 0;
+  return () => {
+    round += 1;
+    return activities.claimRound({
+      carrierId,
+      tokenPrefix: `headroom.${round}`,
+      refreshConfig: false,
+      sinceLastRoundMs: 1000,
+      adaptiveLimit: 4,
+      cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
+    });
+  };
+}
+
 test('priorityInflightLimit: a quarter above the limit (at least 2), never above the configured limit', () => {
   assert.equal(priorityInflightLimit(4, 50), 6);
   assert.equal(priorityInflightLimit(40, 50), 50);
@@ -39,18 +55,7 @@ test('an account full at its adaptive limit still claims a requested card; the n
     const account = await fullAccount(stack, 'headroom1', 50);
     const carrierId = account.carrier.id;
     const activities = stackControlActivities(stack);
-    let round = 0;
-    const claimRound = () => {
-      round += 1;
-      return activities.claimRound({
-        carrierId,
-        tokenPrefix: `headroom.${round}`,
-        refreshConfig: false,
-        sinceLastRoundMs: 1000,
-        adaptiveLimit: 4,
-        cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
-      });
-    };
+    const claimRound = roundsAtAdaptiveLimit4(stack, activities, carrierId);
     const first = await claimRound();
     assert.equal(first.kind === 'claimed' ? first.claimed.length : -1, 4, 'the adaptive limit');
     const full = await claimRound();
@@ -83,21 +88,13 @@ test('the headroom never goes past the configured in-flight limit', async () => 
     const account = await fullAccount(stack, 'headroom2', 4);
     const carrierId = account.carrier.id;
     const activities = stackControlActivities(stack);
-    const claimRound = (n: number) =>
-      activities.claimRound({
-        carrierId,
-        tokenPrefix: `cap.${n}`,
-        refreshConfig: false,
-        sinceLastRoundMs: 1000,
-        adaptiveLimit: 4,
-        cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
-      });
-    const first = await claimRound(1);
+    const claimRound = roundsAtAdaptiveLimit4(stack, activities, carrierId);
+    const first = await claimRound();
     assert.equal(first.kind === 'claimed' ? first.claimed.length : -1, 4);
     const claimedIds = new Set(first.kind === 'claimed' ? first.claimed.map((c) => c.cardId) : []);
     const requested = account.cards.find((card) => !claimedIds.has(card.id))!;
     await activities.requestCheck({ carrierId, request: { cardId: requested.id, types: ['card_status'], cooldownMs: 0 } });
-    const second = await claimRound(2);
+    const second = await claimRound();
     assert.equal(second.kind === 'claimed' ? second.claimed.length : -1, 0, 'the configured limit holds, priority or not');
     assert.equal(second.kind === 'claimed' ? second.limitedBy : undefined, 'inflight');
   } finally {
