@@ -20,6 +20,7 @@ import {
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { limitingFactor } from '../workflow-safe/inflightControl.js';
+import { fairEngineRate } from '../workflow-safe/engineShare.js';
 import type { CardStarter } from '../app/cardStarter.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../app/ports.js';
 import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';
@@ -127,6 +128,24 @@ function activityAttempt(): number {
   }
 }
 
+/**
+ * Publishes the account's execution rate in the engine share table and returns its fair rate of a
+ * saturated engine (src/workflow-safe/engineShare.ts); null when the engine holds nobody back, or
+ * the scheduler sent no rate (its first round, older code).
+ */
+async function fairRateOf(store: CarrierQueueStore, input: ClaimRoundInput, budgetQps: number): Promise<number | null> {
+  if (input.engineShare === undefined) return null;
+  const at = Date.now();
+  const entries = await store.shareEngine({
+    carrierId: input.carrierId,
+    startsPerSec: input.engineShare.startsPerSec,
+    weight: budgetQps,
+    wanting: input.engineShare.wanting,
+    at,
+  });
+  return fairEngineRate(entries, input.carrierId, at);
+}
+
 export function createControlActivities(deps: ControlActivityDeps) {
   return {
     async claimRound(input: ClaimRoundInput): Promise<ClaimRoundResult> {
@@ -155,8 +174,10 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const priorityStarter = starter === undefined && (deps.runShape ?? 'card') === 'card' ? deps.cardStarter : undefined;
       const intervals = await deps.reference.intervals();
       const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
-      const [engine, result] = await Promise.all([
+      const budgetQps = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
+      const [engine, fairRatePerSec, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
+        fairRateOf(deps.store, input, budgetQps),
         deps.store.claim({
           carrierId: input.carrierId,
           leaseMs: carrier.leaseMs,
@@ -229,9 +250,10 @@ export function createControlActivities(deps: ControlActivityDeps) {
         engine,
         limitedBy,
         maxInflightLimit,
-        budgetQps: carrier.groups.reduce((sum, g) => sum + g.qps, 0),
+        budgetQps,
         leaseMs: carrier.leaseMs,
         dueHorizonMs,
+        ...(fairRatePerSec === null ? {} : { fairRatePerSec }),
         runShape: deps.runShape ?? 'card',
         batchSize: deps.batchSize ?? DEFAULT_CARD_BATCH_SIZE,
       };

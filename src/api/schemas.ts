@@ -386,6 +386,11 @@ export const carrierStatusSchema = {
         },
         baseLagMs: { type: ['number', 'null'], description: 'queue lag with no queue (learnt); absent from schedulers started by older code' },
         capacityPerSec: { type: ['number', 'null'] },
+        fairRatePerSec: {
+          type: 'number',
+          description:
+            'its fair executions/s of a saturated engine shared with other accounts, weighted by budget; absent when the engine holds no account back',
+        },
       },
     },
     schedulerRunning: { type: 'boolean' },

@@ -9,7 +9,8 @@
 import type { ChainableCommander } from 'ioredis';
 import { groupBySlot, type RedisConnection } from './connection.js';
 import type { CheckType } from '../workflow-safe/checkTypes.js';
-import { accountKeys, type AccountKeys } from './keys.js';
+import { accountKeys, globalKeys, type AccountKeys } from './keys.js';
+import type { EngineShareEntry } from '../workflow-safe/engineShare.js';
 import { registerScripts, callScript, scriptParams } from './scriptLoader.js';
 import { parseDueHash, type DueState } from './dueState.js';
 import {
@@ -133,6 +134,22 @@ export interface StartStats {
 const START_STATS_TTL_MS = 60_000;
 /** Accounts whose key names a store keeps (far more than a deployment has). */
 const ACCOUNT_KEY_CACHE = 10_000;
+/** An engine share entry this old is dropped from the table; the table expires when nobody writes it. */
+const ENGINE_SHARE_TTL_MS = 60_000;
+
+/** An entry of the engine share table, or undefined when it is not one (written by other code). */
+function parseEngineShareEntry(carrierId: string, raw: string): EngineShareEntry | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { startsPerSec, weight, wanting, at } = value as Record<string, unknown>;
+  if (typeof startsPerSec !== 'number' || typeof weight !== 'number' || typeof wanting !== 'boolean' || typeof at !== 'number') return undefined;
+  return { carrierId, startsPerSec, weight, wanting, at };
+}
 
 export class CarrierQueueStore {
   private readonly clock: 'local' | 'redis';
@@ -306,6 +323,23 @@ export class CarrierQueueStore {
       .hincrby(key, 'lagSumMs', Math.max(0, Math.round(lagMs)));
     if (queueLagMs !== undefined) multi.hincrby(key, 'queueStarts', 1).hincrby(key, 'queueLagSumMs', Math.max(0, Math.round(queueLagMs)));
     await multi.pexpire(key, START_STATS_TTL_MS).exec();
+  }
+
+  /**
+   * Writes the account's entry in the engine share table and reads every account's
+   * (src/workflow-safe/engineShare.ts). Statistics, not authority: a plain MULTI on one key;
+   * entries older than a minute are dropped, and the table expires when no claim round writes it.
+   */
+  async shareEngine(entry: EngineShareEntry): Promise<EngineShareEntry[]> {
+    const key = globalKeys(this.namespace).engineShares;
+    const { carrierId, ...fields } = entry;
+    const replies = (await this.redis.multi().hset(key, carrierId, JSON.stringify(fields)).pexpire(key, ENGINE_SHARE_TTL_MS).hgetall(key).exec()) ?? [];
+    const [error, hash] = replies[2] ?? [null, {}];
+    if (error) throw error;
+    const entries = Object.entries((hash ?? {}) as Record<string, string>).map(([id, raw]) => ({ id, entry: parseEngineShareEntry(id, raw) }));
+    const stale = entries.filter(({ entry: e }) => e === undefined || entry.at - e.at > ENGINE_SHARE_TTL_MS).map(({ id }) => id);
+    if (stale.length > 0) await this.redis.hdel(key, ...stale);
+    return entries.flatMap(({ entry: e }) => (e === undefined || stale.includes(e.carrierId) ? [] : [e]));
   }
 
   /** The starts recorded since the previous call, read and reset in one step (one reader: the account's scheduler). */

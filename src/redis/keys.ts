@@ -40,8 +40,15 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
 }
 
 /** Keys that are not per account (global locks etc.). No hash tag: never used inside a script with account keys. */
-export function globalKeys(namespace: string): { readonly rebuildLock: string; readonly modeLock: string; readonly rebuiltMarker: string } {
+export function globalKeys(namespace: string): {
+  readonly rebuildLock: string;
+  readonly modeLock: string;
+  readonly rebuiltMarker: string;
+  readonly engineShares: string;
+} {
   return {
+    // HASH carrierId → JSON EngineShareEntry: each account's execution rate, for fair shares of a saturated engine.
+    engineShares: `${namespace}poll:meta:engine-shares`,
     rebuildLock: `${namespace}poll:lock:rebuild`,
     modeLock: `${namespace}poll:lock:mode`,
     // Written after a complete rebuild; its absence means this Redis lost its data (flushed, replaced).

@@ -42,6 +42,12 @@ export interface ClaimRoundInput {
    * (CARD_START_MODE=client, or `startRuns`); otherwise the scheduler starts them as children.
    */
   readonly cardRuns: CardRunPlacement;
+  /**
+   * The account's smoothed execution rate and whether the engine held its last round back: published
+   * beside the other accounts' to learn its fair rate of a saturated engine (src/workflow-safe/engineShare.ts).
+   * Absent before the scheduler's first round.
+   */
+  readonly engineShare?: { readonly startsPerSec: number; readonly wanting: boolean };
 }
 
 export interface CardRunPlacement {
@@ -98,6 +104,8 @@ export type ClaimRoundResult =
       readonly leaseMs: number;
       /** Cards due up to this long after the claim were claimed; their runs treat them as due. */
       readonly dueHorizonMs: number;
+      /** The account's fair execution rate of a saturated engine (absent: the engine holds nobody back). */
+      readonly fairRatePerSec?: number;
       /** How the scheduler starts the claimed cards' runs when the claim did not (CARD_RUN_SHAPE, CARD_BATCH_SIZE). */
       readonly runShape?: CardRunShape;
       readonly batchSize?: number;

@@ -59,6 +59,16 @@ const BASE_LAG_CAP_MS = 2000;
  * the engine started last round (no hold): leases must not expire because of an engine backlog.
  */
 const LEASE_WAIT_SHARE = 0.25;
+/**
+ * Around the account's fair rate of a saturated engine (src/workflow-safe/engineShare.ts): growth
+ * stops at 5 % above it (room to probe: the engine's throughput is what the accounts run, so a
+ * limit that never passed its share would never learn a larger one), a cut comes at 10 % above,
+ * to the fair rate's proportion of the limit (at most the usual decrease), then holds for
+ * {@link SHARE_HOLD_ROUNDS} rounds while the smoothed rate follows the smaller limit.
+ */
+const SHARE_GROW_BELOW = 1.05;
+const SHARE_CUT_ABOVE = 1.1;
+const SHARE_HOLD_ROUNDS = 3;
 
 /**
  * `ingest`: the in-flight set is full at the limit ingest backpressure cut it to (src/ingest/pressure.ts).
@@ -101,6 +111,8 @@ export interface RoundObservation {
   readonly budgetQps: number;
   /** The account's claim lease: a start lag near it means claims expire before they run. */
   readonly leaseMs: number;
+  /** Its fair execution rate while the engine is shared and saturated (absent or null: no such bound). */
+  readonly fairRatePerSec?: number | null;
 }
 
 export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
@@ -159,7 +171,15 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
     const factor = queueDelay > 4 * QUEUE_DELAY_HIGH_MS ? STEEP_DECREASE_FACTOR : DECREASE_FACTOR;
     return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit: clamp(state.limit * factor, round.maxLimit) };
   }
-  const binding = round.limitedBy === 'orchestration' || round.limitedBy === 'inflight';
+  const fairRate = round.fairRatePerSec ?? null;
+  if (fairRate !== null && startsPerSec > fairRate * SHARE_CUT_ABOVE) {
+    // Well above its share of a saturated engine: others wait for what this account runs.
+    if (state.holdRounds > 0) return base;
+    const factor = Math.max(DECREASE_FACTOR, fairRate / startsPerSec);
+    return { ...base, slowStart: false, holdRounds: SHARE_HOLD_ROUNDS, limit: clamp(state.limit * factor, round.maxLimit) };
+  }
+  const belowShare = fairRate === null || startsPerSec < fairRate * SHARE_GROW_BELOW;
+  const binding = belowShare && (round.limitedBy === 'orchestration' || round.limitedBy === 'inflight');
   // Growth needs evidence: executions of this account that started since the last round. Without
   // it (the first claims have not started yet) a larger limit would only pile onto an unknown backlog.
   if (binding && queueDelay !== null && state.limit < round.maxLimit) {

@@ -16,6 +16,8 @@ export interface OrchestrationView {
   readonly baseLagMs: number | null;
   /** Executions/s the engine sustained for this account while it was the limit; null until measured. */
   readonly capacityPerSec: number | null;
+  /** Its fair execution rate of a saturated engine shared with other accounts (src/workflow-safe/engineShare.ts); absent when none. */
+  readonly fairRatePerSec?: number;
 }
 
 /** The last failure of a loop's activity (the loop backs off and keeps going). */

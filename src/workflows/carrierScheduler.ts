@@ -58,13 +58,6 @@ const QUIET_DRAIN_PATCH = 'scheduler-quiet-drain';
  * its killed card worker, CI run 59).
  */
 const RELEASE_AT_ONCE_PATCH = 'scheduler-release-at-once';
-/**
- * Runs from this patch on serve a request-check update with a local activity: accepted, served and
- * answered in one workflow task, and the loop's wake-up claims the card in that same task. As an
- * activity it took a second workflow task and an activity task, each queued behind the
- * scheduler's rounds under load (overload bench: request → update answered p99 2.2–2.5 s).
- */
-const REQUEST_CHECK_LOCAL_PATCH = 'scheduler-request-check-local';
 
 export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ stopped: string }> {
   const control = proxyActivities<ControlActivities>({
@@ -79,19 +72,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     localRetryThreshold: '2 s',
     retry: { initialInterval: '200 ms', maximumInterval: '2 s', maximumAttempts: 5 },
   });
-  // A request-check update is waited for by its caller (the API): served locally, in the task that accepted it.
-  const requestServer = proxyLocalActivities<ControlActivities>({
-    startToCloseTimeout: '10 s',
-    localRetryThreshold: '2 s',
-    retry: { initialInterval: '200 ms', maximumInterval: '5 s', maximumAttempts: 5 },
-  });
   // Each decided once, at the start of the run, in this order: a run started by an earlier release
   // keeps that release's rules to its end, or its replay would not match its history.
   const drainsChildren = patched(DRAIN_CHILDREN_PATCH);
   const claimsFirst = patched(CLAIM_BEFORE_SIGNALS_PATCH);
   const drainsUntilQuiet = patched(QUIET_DRAIN_PATCH);
   const releasesAtOnce = patched(RELEASE_AT_ONCE_PATCH);
-  const servesRequestsLocally = patched(REQUEST_CHECK_LOCAL_PATCH);
   const state = new SchedulerState(args, workflowInfo(), { drainsChildren, claimsFirst, drainsUntilQuiet });
   const { claimedBy } = state;
 
@@ -178,7 +164,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   setHandler(
     requestCheckUpdate,
     async (input) => {
-      const result = await (servesRequestsLocally ? requestServer : control).requestCheck({ carrierId: args.carrierId, request: input });
+      const result = await control.requestCheck({ carrierId: args.carrierId, request: input });
       state.requestServed(result, 'update');
       return result;
     },

@@ -182,7 +182,6 @@ const need = (problems: string[], ok: boolean, what: string): void => {
 /** Patch ids the workflows mark their changes with (src/workflows/carrierScheduler.ts, src/workflows/finishRetry.ts). */
 const DRAIN_CHILDREN = 'scheduler-drain-children';
 const CLAIM_BEFORE_SIGNALS = 'scheduler-claim-before-signals';
-const REQUEST_CHECK_LOCAL = 'scheduler-request-check-local';
 const FINISH_LASTING = 'card-finish-retry-lasting';
 /** The search attribute patched() records its change ids in; not one the workflow sets. */
 const CHANGE_VERSION_ATTRIBUTE = 'TemporalChangeVersion';
@@ -325,14 +324,7 @@ function schedulerDrain(release: SchedulerRelease, description: string): ReplayP
   };
 }
 
-/**
- * How a request-check update is served: `local` (scheduler-request-check-local: a local activity,
- * answered in the workflow task that accepted it) or `activity` (the releases before: an activity
- * task, answered by a second workflow task).
- */
-type UpdateServing = 'local' | 'activity';
-
-function schedulerRequestCheck(release: SchedulerRelease, serving: UpdateServing, description: string): ReplayPath {
+function schedulerRequestCheck(release: SchedulerRelease, description: string): ReplayPath {
   return {
     workflowType: 'carrierScheduler',
     description,
@@ -343,33 +335,13 @@ function schedulerRequestCheck(release: SchedulerRelease, serving: UpdateServing
       need(problems, view.updatesAccepted().includes('requestCheck'), 'an accepted requestCheck update');
       need(problems, view.count('WORKFLOW_EXECUTION_UPDATE_COMPLETED') >= 1, 'the update completed');
       need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
+      need(problems, requestChecks(view).length >= 2, 'a requestCheck activity for each');
+      const priorityQueue = String(field(field(view.input, 'taskQueues'), 'cardPriority'));
       need(
         problems,
-        view.patches().includes(REQUEST_CHECK_LOCAL) === (serving === 'local'),
-        serving === 'local' ? `the ${REQUEST_CHECK_LOCAL} patch marker` : `no ${REQUEST_CHECK_LOCAL} marker (the update served by an activity)`,
+        view.childStarts().some((c) => c.taskQueue === priorityQueue),
+        'a cardCheck started on the priority queue',
       );
-      const localServes = view.localActivities().filter((m) => m.activityType === 'requestCheck').length;
-      if (serving === 'local') {
-        need(problems, localServes >= 1, 'a requestCheck local activity for the update');
-        need(problems, requestChecks(view).length >= 1, 'a requestCheck activity for the signal');
-      } else {
-        need(problems, localServes === 0 && requestChecks(view).length >= 2, 'a requestCheck activity for each');
-      }
-      if (serving === 'local') {
-        // The claim activity starts the priority lane's runs itself (card shape, child start mode).
-        need(
-          problems,
-          successfulClaims(view).some((m) => field(m.result, 'priorityStartedByClaim') === true),
-          "a claim that started the priority card's run",
-        );
-      } else {
-        const priorityQueue = String(field(field(view.input, 'taskQueues'), 'cardPriority'));
-        need(
-          problems,
-          view.childStarts().some((c) => c.taskQueue === priorityQueue),
-          'a cardCheck started on the priority queue',
-        );
-      }
       return problems;
     },
   };
@@ -509,8 +481,7 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
   ),
   'carrierScheduler-request-check': schedulerRequestCheck(
     'claim-first',
-    'local',
-    'A scheduler run serving request-checks: one as an update, served by a local activity in the workflow task that accepted it, one as a signal handled beside the loop after the claim; the card is claimed from the priority lane and its run started by the claim activity.',
+    'A scheduler run serving request-checks: one as an update, one as a signal handled beside the loop after the claim; the card is claimed from the priority lane and run on the priority queue.',
   ),
   'carrierScheduler-request-check-rejected': {
     workflowType: 'carrierScheduler',
@@ -774,7 +745,6 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
   ),
   'earlier-carrierScheduler-signals-first-request-check': schedulerRequestCheck(
     'signals-first',
-    'activity',
     'A scheduler run of the signals-first release serving request-checks (update and signal, the signal handled before the claim).',
   ),
   'earlier-carrierScheduler-signals-first-failure-streak': schedulerFailureStreak(
@@ -788,12 +758,6 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
   'earlier-carrierScheduler-signals-first-start-with-pending-requests': schedulerStartWithPending(
     'signals-first',
     'The run after it (signals-first): the pending request applied before its first claim.',
-  ),
-  // The release before scheduler-request-check-local: the update served by an activity task.
-  'earlier-carrierScheduler-update-by-activity-request-check': schedulerRequestCheck(
-    'claim-first',
-    'activity',
-    'A scheduler run of the release before scheduler-request-check-local serving request-checks: the update served by a requestCheck activity (a second workflow task answers it), the signal beside the loop after the claim.',
   ),
   'earlier-pollingControl-mode-switch-no-heartbeat': pollingControlModeSwitch(
     false,

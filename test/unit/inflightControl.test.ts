@@ -11,6 +11,7 @@ import {
   type LimitingFactor,
   type RoundObservation,
 } from '../../src/workflow-safe/inflightControl.js';
+import { fairEngineRate } from '../../src/workflow-safe/engineShare.js';
 
 const round = (overrides: Partial<RoundObservation>): RoundObservation => ({
   starts: 10,
@@ -250,4 +251,89 @@ test('the queue lag drives the cut and the base; the start lag still guards the 
   assert.equal(nextInflightControl(state, round({ lagSumMs: 10 * 3100, queueStarts: 10, queueLagSumMs: 10 * 3100 })).limit, 70);
   // Start lag past a quarter of the lease: the lease guard, whatever the queue lag.
   assert.equal(nextInflightControl(state, round({ starts: 14, lagSumMs: 14 * 16_000, queueStarts: 14, queueLagSumMs: 14 * 100 })).limit, 14);
+});
+
+test('above its fair rate of a saturated engine the limit is cut to that proportion and holds; near it, it stops growing', () => {
+  const state: InflightControlState = { ...initialInflightControl(200, 20), slowStart: false, limit: 40, startsPerSec: 20 };
+  // 20/s against a fair 10/s: cut by the usual ×0.7 at most, then three rounds of hold.
+  const cut = nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 10 }));
+  assert.equal(cut.limit, 28);
+  assert.equal(cut.holdRounds, 3);
+  assert.equal(nextInflightControl(cut, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 10 })).limit, 28, 'held');
+  // 20/s against a fair 16/s: cut to the proportion 0.8.
+  assert.ok(Math.abs(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 16 })).limit - 32) < 1e-9);
+  // 20/s against a fair 18.5/s (within 15 %, above 5 %): neither cut nor grown.
+  assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 18.5 })).limit, 40);
+  // Below its fair rate it grows by its step as before; without a fair rate too.
+  assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 25 })).limit, 42);
+  assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50 })).limit, 42);
+});
+
+/**
+ * Child start mode as the overload bench showed it: each account's runs start through its own
+ * scheduler's history, and the engine works the schedulers in turn, so every account that asks for
+ * more than an equal part gets an equal part (bench, budgets 1 : 2 : 4: 17.3 / 19.7 / 18.4 runs/s).
+ * Each account's start lag is its own in-flight set over its own rate: an account the engine
+ * favours sees a short lag and grows, whatever its budget.
+ */
+function childModeShares(capacity: number, budgets: readonly number[], fairShares: boolean): number[] {
+  const cycleSec = 2.5;
+  let states = budgets.map((qps) => initialInflightControl(500, qps));
+  const executions = budgets.map(() => 0);
+  const rounds = 1200;
+  for (let r = 0; r < rounds; r += 1) {
+    const limits = states.map(inflightLimitOf);
+    // Round-robin water-filling: equal parts, an account asking less keeps what it asks.
+    const rates = limits.map(() => 0);
+    let left = capacity;
+    let open = limits.map((_, i) => i);
+    while (open.length > 0 && left > 1e-9) {
+      const part = left / open.length;
+      const asking = open.filter((i) => (limits[i] ?? 0) / cycleSec - (rates[i] ?? 0) > part);
+      for (const i of open) {
+        const give = Math.min(part, (limits[i] ?? 0) / cycleSec - (rates[i] ?? 0));
+        rates[i] = (rates[i] ?? 0) + give;
+        left -= give;
+      }
+      open = asking;
+    }
+    const entries = states.map((state, i) => ({
+      carrierId: String(i),
+      startsPerSec: state.startsPerSec,
+      weight: budgets[i] ?? 1,
+      wanting: true,
+      at: r * 1000,
+    }));
+    states = states.map((state, i) => {
+      const starts = rates[i] ?? 0;
+      if (r >= rounds / 4) executions[i] = (executions[i] ?? 0) + starts;
+      const lagMs = (1000 * (limits[i] ?? 0)) / Math.max(starts, 1e-9);
+      return nextInflightControl(state, {
+        starts,
+        lagSumMs: starts * lagMs,
+        elapsedMs: 1000,
+        limitedBy: 'orchestration',
+        maxLimit: 500,
+        budgetQps: budgets[i] ?? 1,
+        leaseMs: 60_000,
+        fairRatePerSec: fairShares ? fairEngineRate(entries, String(i), r * 1000) : null,
+      });
+    });
+  }
+  const allExecutions = executions.reduce((sum, n) => sum + n, 0);
+  const allBudgets = budgets.reduce((sum, qps) => sum + qps, 0);
+  return budgets.map((qps, i) => (executions[i] ?? 0) / allExecutions / (qps / allBudgets));
+}
+
+test('child start mode: the accounts of budgets 1 : 2 : 4 share the engine within ±10 % of their budget shares once each knows its fair rate', (t) => {
+  for (const [capacity, budgets] of [
+    [55, [23, 46, 92]],
+    [20, [4, 9, 17]],
+  ] as const) {
+    const unfair = childModeShares(capacity, budgets, false);
+    assert.ok((unfair[0] ?? 0) > 1.5, `capacity ${capacity}, each on its own lag: ${shareText(unfair)} of the budget shares`);
+    const shares = childModeShares(capacity, budgets, true);
+    t.diagnostic(`capacity ${capacity}: ${shareText(unfair)} on their own lags, ${shareText(shares)} with fair rates`);
+    for (const ratio of shares) assert.ok(ratio > 0.9 && ratio < 1.1, `capacity ${capacity}, with fair rates: ${shareText(shares)} of the budget shares`);
+  }
 });

@@ -177,7 +177,13 @@ export class SchedulerState {
       refreshConfig: this.refreshConfig,
       sinceLastRoundMs,
       roundAt: now,
-      ...(inflight === undefined ? {} : { adaptiveLimit: inflightLimitOf(inflight), lookaheadMs: lookahead(inflight, this.settings.tickMs) }),
+      ...(inflight === undefined
+        ? {}
+        : {
+            adaptiveLimit: inflightLimitOf(inflight),
+            lookaheadMs: lookahead(inflight, this.settings.tickMs),
+            engineShare: { startsPerSec: inflight.startsPerSec, wanting: this.status.orchestration?.limitedBy === 'orchestration' },
+          }),
       // A draining run starts no children: the claim starts the round's runs itself.
       ...(this.drainingSince === undefined ? {} : { startRuns: true }),
       cardRuns: this.cardRuns,
@@ -228,6 +234,7 @@ export class SchedulerState {
       maxLimit: result.maxInflightLimit,
       budgetQps: result.budgetQps,
       leaseMs: result.leaseMs,
+      fairRatePerSec: result.fairRatePerSec ?? null,
     });
     this.inflight = inflight;
     this.status = {
@@ -249,6 +256,7 @@ export class SchedulerState {
         ...(inflight.queueLagMs === undefined ? {} : { queueLagMs: Math.round(inflight.queueLagMs) }),
         baseLagMs: inflight.baseLagMs == null ? null : Math.round(inflight.baseLagMs),
         capacityPerSec: inflight.capacityPerSec === null ? null : round1(inflight.capacityPerSec),
+        ...(result.fairRatePerSec === undefined ? {} : { fairRatePerSec: round1(result.fairRatePerSec) }),
       },
     };
     return { kind: 'goOn', launches };

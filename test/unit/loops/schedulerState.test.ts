@@ -93,6 +93,23 @@ test('claim round: the adaptive limit and lookahead are sent once a round has fe
   assert.equal(resumed.beginRound(T0).adaptiveLimit, carried.limit);
 });
 
+test('claim round: the rate and whether the engine held the last round back are sent for the engine share; a fair rate well below the rate cuts the limit', () => {
+  const state = newState({ tickMs: 1000 });
+  assert.equal('engineShare' in state.beginRound(T0), false, 'none before the first claimed round');
+  state.endRound(claimed([card('1')], { engine: { starts: 20, lagSumMs: 20 * 300 }, limitedBy: 'orchestration' }));
+  const next = state.beginRound(T0 + 1000);
+  assert.equal(next.engineShare?.wanting, true);
+  assert.ok((next.engineShare?.startsPerSec ?? 0) > 0);
+  const limit = next.adaptiveLimit ?? 0;
+  // Far above its fair rate: cut (by ×0.7 at most), not grown.
+  state.endRound(claimed([], { engine: { starts: 20, lagSumMs: 20 * 300 }, limitedBy: 'orchestration', fairRatePerSec: 0.5 }));
+  const cut = state.beginRound(T0 + 2000);
+  assert.ok((cut.adaptiveLimit ?? 0) < limit, `${String(cut.adaptiveLimit)} < ${limit}`);
+  assert.equal(state.view().orchestration?.fairRatePerSec, 0.5);
+  state.endRound(claimed([], { limitedBy: 'budget' }));
+  assert.equal(state.beginRound(T0 + 3000).engineShare?.wanting, false);
+});
+
 test('round outcome: one cardCheck per claimed card in claim order, at the round’s instant with its due horizon; none when the claim started them', () => {
   const state = newState();
   const input = state.beginRound(T0);
