@@ -6,7 +6,7 @@
  * Everything counted here is bytes, rows, events or actions, not time: a busy machine changes
  * how long the run takes, not the figures, so the runner lets this scenario through when busy.
  */
-import { requestCheck } from '../../src/app/temporalControl.js';
+import { serveRequestCheck } from '../../src/app/requestCheckService.js';
 import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { accountKeys } from '../../src/redis/keys.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
@@ -413,7 +413,7 @@ interface RequestCheckCost {
   readonly priorityItemRowsPerRequest: number;
   readonly auditRowsPerRequest: number;
   readonly priorityItemUpdatesPerRequest: number;
-  /** Scheduler actions the requests added: accepted updates and the requestCheck activity. */
+  /** Scheduler actions the requests added: the wake-up signal (before: accepted updates and the requestCheck activity). */
   readonly schedulerActionsPerRequest: number;
   readonly schedulerActionsByKind: Record<string, number>;
 }
@@ -503,7 +503,7 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   // Cards from the end of the list: their own schedule is not due during these seconds.
   const targets = account.cards.slice(-REQUEST_CHECKS);
   for (const card of targets) {
-    const status = await requestCheck(stack.ref, account.carrier.id, {
+    const status = await serveRequestCheck(stack.ref, stack.services.requests, account.carrier.id, {
       cardId: card.id,
       types: ['card_status'],
       actor: 'bench',
@@ -521,7 +521,8 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   const delta = (table: string, pick: (r: TableReading) => number): number =>
     (after.get(table) ? pick(after.get(table)!) : 0) - (before.get(table) ? pick(before.get(table)!) : 0);
   const scheduler = countEvents(await eventsInWindow(stack.client, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to));
-  const kinds = ['update accepted', 'activity scheduled', 'activity retried'];
+  // Served as the API serves it: a priorityRequested signal (older code: an update and its activity).
+  const kinds = ['signal', 'update accepted', 'activity scheduled', 'activity retried'];
   const byKind = Object.fromEntries(kinds.map((kind) => [kind, round((scheduler.actionsByKind[kind] ?? 0) / REQUEST_CHECKS, 2)]));
   context.log(`request-checks: ${JSON.stringify(answered)}`);
   return {

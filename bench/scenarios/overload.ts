@@ -85,7 +85,7 @@ interface AccountFigures {
 /**
  * Where a request-check's time goes, each stage from the requests that reached it: the request to
  * its card run's start (the scheduler's claim and the start call; the run's StartTime) — split at
- * the update's answer (the card is in the priority lane then; the rest is the claim) — the run's
+ * the request's answer (the card is in the priority lane then; the rest is the claim) — the run's
  * start to its execution's start (card_execution.started_at: the engine dispatching the run's
  * first tasks), the execution's start to the first gateway call (the gateway activity's dispatch
  * and the rate limiter).
@@ -516,7 +516,7 @@ export const overload: Scenario = async (context) => {
         `checks/s of this invocation's throughput runs of the same start mode (or a brief measurement): ` +
         `${runs.map((run) => `${run.startMode} ${run.capacity.perSecond}/s (${run.capacity.source})`).join('; ')}.`,
       `Request-checks at ${context.options.requestRate}/s throughout the window on cards otherwise polled daily, alternating ` +
-        `accounts; request → first gateway call from just before the update to the call's arrival at the simulator ` +
+        `accounts; request → first gateway call from just before the request (served as the API serves it: the service, then the scheduler woken) to the call's arrival at the simulator ` +
         `(its per-card last-call time, read every ${WATCH_EVERY_MS / 1000} s).`,
       'Round gaps: the completion times recorded in the `claimRound` local-activity markers of every run of each ' +
         'scheduler (continue-as-new included), gaps overlapping the window (the last round to the window end included). ' +
@@ -548,7 +548,7 @@ export const overload: Scenario = async (context) => {
         `request statuses ${JSON.stringify(run.requests.statuses)}.`,
       `${run.startMode}: ${cpuNote(run.cpuShares)}`,
       `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)} ` +
-        `(request → update answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}); ` +
+        `(request → answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}); ` +
         `run started → execution started ${stageText(run.requests.stages.runStartToExecutionMs)}; execution started → first gateway call ` +
         `${stageText(run.requests.stages.executionToCallMs)}.`,
     ]),

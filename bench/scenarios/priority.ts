@@ -7,7 +7,7 @@
  * baseline window without requests and in the window with them.
  */
 import { createPollingConfig } from '../../src/db/pollingConfigs.js';
-import { requestCheck } from '../../src/app/temporalControl.js';
+import { serveRequestCheck } from '../../src/app/requestCheckService.js';
 import type { ScopedCard } from '../../src/domain/card.js';
 import { windowSeconds, type Scenario } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
@@ -81,7 +81,13 @@ export async function sendRequests(
     const pending: Pending = { card, carrierId: target.carrierId, requestedAt: Date.now() };
     sent.push(pending);
     inFlight.push(
-      requestCheck(stack.ref, target.carrierId, { cardId: card.id, types: ['card_status'], actor: 'bench', source: 'bench' }).then(
+      // As the API serves it (src/app/requestCheckService.ts): the service, then the scheduler woken.
+      serveRequestCheck(stack.ref, stack.services.requests, target.carrierId, {
+        cardId: card.id,
+        types: ['card_status'],
+        actor: 'bench',
+        source: 'bench',
+      }).then(
         (result) => {
           pending.status = result.status;
           pending.answeredAt = Date.now();

@@ -11,6 +11,6 @@ export interface ApiContext {
   readonly config: Config;
   readonly deps: RuntimeDeps;
   readonly services: PollingServices;
-  /** Request-checks and mode switches go through the workflows' updates via this handle. */
+  /** Mode switches go through the workflows' updates via this handle; request-checks wake the account's scheduler through it. */
   readonly orchestration: OrchestrationRef;
 }

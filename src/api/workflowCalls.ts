@@ -5,12 +5,13 @@
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { ApiError } from './errors.js';
+import { SchedulerNotRunning } from '../app/requestCheckService.js';
 
 /** gRPC NOT_FOUND, which some client calls surface without wrapping it. */
 const GRPC_NOT_FOUND = 5;
 
 export function isWorkflowMissing(error: unknown): boolean {
-  if (error instanceof WorkflowNotFoundError) return true;
+  if (error instanceof WorkflowNotFoundError || error instanceof SchedulerNotRunning) return true;
   const code = (error as { code?: unknown; cause?: { code?: unknown } } | null)?.code ?? (error as { cause?: { code?: unknown } } | null)?.cause?.code;
   return code === GRPC_NOT_FOUND;
 }

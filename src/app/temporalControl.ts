@@ -16,7 +16,7 @@ import {
 } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
-import { configChangedSignal, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
+import { configChangedSignal, priorityRequestedSignal, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
 import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceScheduleId } from '../workflow-safe/workflowIds.js';
 import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
@@ -112,6 +112,17 @@ export async function requestCheck(ref: OrchestrationRef, carrierId: string, inp
       await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 500)));
     }
   }
+}
+
+/** Whether the account's scheduler has an open run (throws WorkflowNotFoundError when it never ran). */
+export async function schedulerRunning(ref: OrchestrationRef, carrierId: string): Promise<boolean> {
+  const description = await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).describe();
+  return description.status.name === 'RUNNING';
+}
+
+/** Wakes the account's scheduler to claim a card whose request-check the caller served itself. */
+export async function wakeScheduler(ref: OrchestrationRef, carrierId: string, cardId: string): Promise<void> {
+  await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).signal(priorityRequestedSignal, { cardId });
 }
 
 export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> {

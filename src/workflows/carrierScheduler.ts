@@ -32,7 +32,15 @@ import type { ClaimRoundResult, ClaimedCard } from '../workflow-safe/claimRound.
 import type { RequestCheckInput } from '../workflow-safe/requestCheck.js';
 import { cardCheck } from './cardCheck.js';
 import { cardBatch } from './cardBatch.js';
-import { configChangedSignal, pauseSignal, requestCheckSignal, requestCheckUpdate, resumeSignal, schedulerStatusQuery } from './messages.js';
+import {
+  configChangedSignal,
+  pauseSignal,
+  priorityRequestedSignal,
+  requestCheckSignal,
+  requestCheckUpdate,
+  resumeSignal,
+  schedulerStatusQuery,
+} from './messages.js';
 import { SchedulerState, type Launch } from './scheduler/schedulerState.js';
 import { requestsByCard } from './scheduler/signalQueue.js';
 import { cardBatchStart, cardCheckStart } from './scheduler/cardRunStarts.js';
@@ -178,6 +186,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       log.warn('dropping invalid requestCheck signal', { error: String(error) });
     }
   });
+  setHandler(priorityRequestedSignal, () => state.requestedElsewhere());
   setHandler(pauseSignal, () => state.pause());
   setHandler(resumeSignal, () => state.resume());
   setHandler(configChangedSignal, () => state.configChanged());

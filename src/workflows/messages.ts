@@ -10,6 +10,11 @@ import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/req
 export const requestCheckUpdate = defineUpdate<RequestCheckResult, [RequestCheckInput]>('requestCheck');
 /** Fire-and-forget form of requestCheck for callers that cannot wait. */
 export const requestCheckSignal = defineSignal<[RequestCheckInput]>('requestCheck');
+/**
+ * A request-check its caller served itself (the API: priority item and requestCheck.lua, the same
+ * service the requestCheck activity runs): the scheduler claims at once instead of at its next tick.
+ */
+export const priorityRequestedSignal = defineSignal<[{ cardId: string }]>('priorityRequested');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
 export const configChangedSignal = defineSignal('configChanged');

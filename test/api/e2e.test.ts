@@ -7,6 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { waitFor } from '../../testkit/seed.js';
+import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { HistoryView } from '../replay/paths.js';
 import { carrierBody, createApiStack, iccid } from './helpers.js';
 
 interface Detail {
@@ -54,10 +56,15 @@ test('e2e over the API: checks flow, request-check, status, alerts, mode switch'
     assert.ok(Date.parse(detail.executions[0]!.startedAt) >= Date.parse(detail.executions[1]!.startedAt), 'newest first');
     assert.match(detail.executions[0]!.workflowId, new RegExp(`card-${card.id}$`));
 
-    // Request-check goes through the scheduler's update.
+    // Request-check: served by the API, the scheduler woken by a signal (no update through its history).
     const requested = await api.call('POST', `/v1/cards/${card.id}/request-check`, { types: ['carddata'], lane: 'priority' });
     assert.equal(requested.status, 200, JSON.stringify(requested.body));
     assert.deepEqual(requested.body, { status: 'requested', requested: 1, types: { carddata: 'requested' } });
+    const schedulerHistory = new HistoryView(
+      await api.stack.client.workflow.getHandle(schedulerWorkflowId(healthy.id, api.ref.workflowIdPrefix)).fetchHistory(),
+    );
+    assert.deepEqual(schedulerHistory.updatesAccepted(), []);
+    assert.ok(schedulerHistory.signals().includes('priorityRequested'), `signals: ${schedulerHistory.signals().join(', ')}`);
     await waitFor(
       'an execution from the priority lane',
       async () => {

@@ -1,17 +1,24 @@
 /**
- * Request-check of one card (a durable priority item, then the Redis request): validated here with the same rules as the workflow
- * update validator, then sent through the account scheduler's `requestCheck` update — never
- * around the orchestration.
+ * Request-check of one card (a durable priority item, then the Redis request): validated with the
+ * same rules as the scheduler's update validator, served here, then the account's scheduler is
+ * woken to claim the card (src/app/requestCheckService.ts).
  */
 import { getCard } from '../../db/cards.js';
+import { describeFailure, sqlState } from '../../db/errors.js';
+import { serveRequestCheck } from '../../app/requestCheckService.js';
 import type { RequestCheckInput } from '../../workflow-safe/requestCheck.js';
 import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
 import { schedulerWorkflowId } from '../../workflow-safe/workflowIds.js';
-import { requestCheck } from '../../app/temporalControl.js';
 import type { ApiApp } from '../app.js';
 import type { ApiContext } from '../context.js';
+import { ApiError } from '../errors.js';
 import { requireRunning } from '../workflowCalls.js';
 import { errorResponses, idParams, requestCheckAnswerSchema, requestCheckSchema } from '../schemas.js';
+
+/** Data PostgreSQL refuses (class 22, e.g. a value beyond its column) is the caller's: 400. */
+function callersData(error: unknown): unknown {
+  return sqlState(error)?.startsWith('22') === true ? new ApiError(400, 'invalid', describeFailure(error)) : error;
+}
 
 export function registerRequestCheckRoutes(app: ApiApp, ctx: ApiContext): void {
   app.post(
@@ -32,7 +39,12 @@ export function registerRequestCheckRoutes(app: ApiApp, ctx: ApiContext): void {
       validateRequestCheck(input);
       const card = await getCard(ctx.deps.pool, id);
       const workflowId = schedulerWorkflowId(card.carrierId, ctx.orchestration.workflowIdPrefix);
-      const result = await requireRunning(`the scheduler of carrier account ${card.carrierId}`, () => requestCheck(ctx.orchestration, card.carrierId, input));
+      const scheduler = `the scheduler of carrier account ${card.carrierId}`;
+      const result = await requireRunning(scheduler, () => serveRequestCheck(ctx.orchestration, ctx.services.requests, card.carrierId, input)).catch(
+        (error: unknown) => {
+          throw callersData(error);
+        },
+      );
       request.log.info({ cardId: id, carrierId: card.carrierId, workflowId, types: body.types, lane: body.lane ?? 'priority', result }, 'request-check');
       return result;
     },

@@ -106,8 +106,13 @@ test('claim round: the rate and whether the engine held the last round back are 
   const cut = state.beginRound(T0 + 2000);
   assert.ok((cut.adaptiveLimit ?? 0) < limit, `${String(cut.adaptiveLimit)} < ${limit}`);
   assert.equal(state.view().orchestration?.fairRatePerSec, 0.5);
-  state.endRound(claimed([], { limitedBy: 'budget' }));
-  assert.equal(state.beginRound(T0 + 3000).engineShare?.wanting, false);
+  // Held back by its budget for a few rounds after one the engine held back: still wanting, then content.
+  const wanting: boolean[] = [];
+  for (let i = 0; i < 6; i += 1) {
+    state.endRound(claimed([], { limitedBy: 'budget' }));
+    wanting.push(state.beginRound(T0 + 3000 + i * 1000).engineShare?.wanting ?? false);
+  }
+  assert.deepEqual(wanting, [true, true, true, true, false, false]);
 });
 
 test('round outcome: one cardCheck per claimed card in claim order, at the round’s instant with its due horizon; none when the claim started them', () => {
@@ -307,6 +312,15 @@ test('wake: a served request that put a card in the priority lane wakes the loop
   assert.equal(unpatched.wakeEarly, false, 'its signals ran before the claim of the same tick');
   unpatched.requestServed({ status: 'requested', requested: 1 }, 'update');
   assert.equal(unpatched.wakeEarly, true);
+});
+
+test('wake: a request-check its caller served (priorityRequested signal) wakes the loop, once', () => {
+  const state = newState({ tickMs: 1000 });
+  assert.equal(state.wakeEarly, false);
+  state.requestedElsewhere();
+  assert.equal(state.wakeEarly, true);
+  state.tickEnded();
+  assert.equal(state.wakeEarly, false);
 });
 
 test('wait: the rest of the tick (at least 1 ms); while failing, the backoff, which a new signal does not cut short', () => {
