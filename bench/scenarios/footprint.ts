@@ -413,7 +413,7 @@ interface RequestCheckCost {
   readonly priorityItemRowsPerRequest: number;
   readonly auditRowsPerRequest: number;
   readonly priorityItemUpdatesPerRequest: number;
-  /** Scheduler actions the requests added: the wake-up signal (before: accepted updates and the requestCheck activity). */
+  /** Scheduler actions the requests added: the wake-up update (before: the requestCheck update and its activity). */
   readonly schedulerActionsPerRequest: number;
   readonly schedulerActionsByKind: Record<string, number>;
 }
@@ -521,8 +521,8 @@ async function measureRequestChecks(context: ScenarioContext, stack: BenchStack,
   const delta = (table: string, pick: (r: TableReading) => number): number =>
     (after.get(table) ? pick(after.get(table)!) : 0) - (before.get(table) ? pick(before.get(table)!) : 0);
   const scheduler = countEvents(await eventsInWindow(stack.client, schedulerWorkflowId(account.carrier.id, stack.ref.workflowIdPrefix), from, to));
-  // Served as the API serves it: a priorityRequested signal (older code: an update and its activity).
-  const kinds = ['signal', 'update accepted', 'activity scheduled', 'activity retried'];
+  // Served as the API serves it: a priorityRequested update (older code: a requestCheck update and its activity).
+  const kinds = ['update accepted', 'activity scheduled', 'activity retried'];
   const byKind = Object.fromEntries(kinds.map((kind) => [kind, round((scheduler.actionsByKind[kind] ?? 0) / REQUEST_CHECKS, 2)]));
   context.log(`request-checks: ${JSON.stringify(answered)}`);
   return {

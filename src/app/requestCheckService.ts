@@ -1,7 +1,7 @@
 /**
  * A request-check served by its caller (the API): the priority item and `requestCheck.lua` through
  * the same service the scheduler's `requestCheck` activity runs (src/app/pollingServices.ts), then
- * the account's scheduler is woken by a `priorityRequested` signal to claim the card at once.
+ * the account's scheduler is woken by a `priorityRequested` update to claim the card at once.
  * Through the scheduler's update the answer waited for two of the scheduler's workflow tasks and an
  * activity task, each queued behind its claim rounds under load (overload bench, 2026-12-06:
  * request → answer p99 2.2–2.5 s); see docs/design.md §11.
@@ -27,8 +27,9 @@ export async function serveRequestCheck(
   // Nothing is written while no scheduler would claim the card (a missing one throws WorkflowNotFoundError).
   if (!(await schedulerRunning(ref, carrierId))) throw new SchedulerNotRunning(carrierId);
   const result = await requests.requestCheck(carrierId, input);
-  // Only a request that put something in a lane needs the scheduler now; should its run end
-  // meanwhile, the request stays durable (the item pending, the card due) for the next one.
-  if (result.requested > 0) await wakeScheduler(ref, carrierId, input.cardId);
+  // Only a request that put something in a lane needs the scheduler now. Not waited for: the
+  // wake-up waits for one of the scheduler's workflow tasks, and the request is durable already —
+  // refused by a closing run, or lost with the scheduler, the card is claimed at the next round.
+  if (result.requested > 0) void wakeScheduler(ref, carrierId, input.cardId).catch(() => undefined);
   return result;
 }

@@ -16,7 +16,7 @@ import {
 } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
-import { configChangedSignal, priorityRequestedSignal, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
+import { configChangedSignal, priorityRequestedUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
 import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceScheduleId } from '../workflow-safe/workflowIds.js';
 import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
@@ -120,9 +120,12 @@ export async function schedulerRunning(ref: OrchestrationRef, carrierId: string)
   return description.status.name === 'RUNNING';
 }
 
-/** Wakes the account's scheduler to claim a card whose request-check the caller served itself. */
+/**
+ * Wakes the account's scheduler to claim a card whose request-check the caller served itself;
+ * resolves once its run accepted the wake-up (a closing run refuses it: WorkflowUpdateFailedError).
+ */
 export async function wakeScheduler(ref: OrchestrationRef, carrierId: string, cardId: string): Promise<void> {
-  await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).signal(priorityRequestedSignal, { cardId });
+  await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).executeUpdate(priorityRequestedUpdate, { args: [{ cardId }] });
 }
 
 export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> {

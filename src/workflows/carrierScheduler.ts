@@ -35,7 +35,7 @@ import { cardBatch } from './cardBatch.js';
 import {
   configChangedSignal,
   pauseSignal,
-  priorityRequestedSignal,
+  priorityRequestedUpdate,
   requestCheckSignal,
   requestCheckUpdate,
   resumeSignal,
@@ -186,7 +186,9 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       log.warn('dropping invalid requestCheck signal', { error: String(error) });
     }
   });
-  setHandler(priorityRequestedSignal, () => state.requestedElsewhere());
+  setHandler(priorityRequestedUpdate, (_card: { cardId: string }) => state.requestedElsewhere(), {
+    validator: (_card: { cardId: string }) => state.admitWake(),
+  });
   setHandler(pauseSignal, () => state.pause());
   setHandler(resumeSignal, () => state.resume());
   setHandler(configChangedSignal, () => state.configChanged());

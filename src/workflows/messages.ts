@@ -13,8 +13,11 @@ export const requestCheckSignal = defineSignal<[RequestCheckInput]>('requestChec
 /**
  * A request-check its caller served itself (the API: priority item and requestCheck.lua, the same
  * service the requestCheck activity runs): the scheduler claims at once instead of at its next tick.
+ * An update, not a signal: a signal arriving as the run continues as new fails that workflow task
+ * (UNHANDLED_COMMAND: 9 in a 10-minute overload window as a signal), an update is refused by the
+ * closing run's validator (the next run claims the card at its first round anyway).
  */
-export const priorityRequestedSignal = defineSignal<[{ cardId: string }]>('priorityRequested');
+export const priorityRequestedUpdate = defineUpdate<void, [{ cardId: string }]>('priorityRequested');
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
 export const configChangedSignal = defineSignal('configChanged');

@@ -162,7 +162,12 @@ export class SchedulerState {
     if (result.requested > 0 && (via === 'update' || this.settings.claimsFirst)) this.wake = true;
   }
 
-  /** A request-check its caller served (priorityRequested signal): claim at once, as after a served update. */
+  /** The priorityRequested update's validator: refused once the run is closing (its next run claims the card anyway). */
+  admitWake(): void {
+    if (this.closing) throw ApplicationFailure.nonRetryable('carrierScheduler is continuing as new', SCHEDULER_CONTINUING_AS_NEW);
+  }
+
+  /** A request-check its caller served (priorityRequested update): claim at once, as after a served update. */
   requestedElsewhere(): void {
     this.wake = true;
   }

@@ -314,13 +314,19 @@ test('wake: a served request that put a card in the priority lane wakes the loop
   assert.equal(unpatched.wakeEarly, true);
 });
 
-test('wake: a request-check its caller served (priorityRequested signal) wakes the loop, once', () => {
+test('wake: a request-check its caller served (priorityRequested update) wakes the loop, once; a closing run refuses it', () => {
   const state = newState({ tickMs: 1000 });
   assert.equal(state.wakeEarly, false);
+  state.admitWake();
   state.requestedElsewhere();
   assert.equal(state.wakeEarly, true);
   state.tickEnded();
   assert.equal(state.wakeEarly, false);
+  state.close();
+  assert.throws(
+    () => state.admitWake(),
+    (error: unknown) => error instanceof ApplicationFailure && error.type === SCHEDULER_CONTINUING_AS_NEW,
+  );
 });
 
 test('wait: the rest of the tick (at least 1 ms); while failing, the backoff, which a new signal does not cut short', () => {
