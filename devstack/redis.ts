@@ -12,9 +12,23 @@ async function which(binary: string): Promise<string | undefined> {
   }
 }
 
+/**
+ * One install per process: `services up --cluster` starts the single Redis and the cluster's nodes
+ * side by side, and a second apt-get beside the first fails on its lock ("Could not get lock
+ * /var/lib/apt/lists/lock").
+ */
+let installing: Promise<string> | undefined;
+
 export async function ensureRedisServer(log: (line: string) => void): Promise<string> {
   const found = await which('redis-server');
   if (found) return found;
+  installing ??= installRedisServer(log).finally(() => {
+    installing = undefined;
+  });
+  return installing;
+}
+
+async function installRedisServer(log: (line: string) => void): Promise<string> {
   log('installing redis-server with apt-get');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await execFileAsync('apt-get', ['update', '-qq'], { env, maxBuffer: 64 * 1024 * 1024 });

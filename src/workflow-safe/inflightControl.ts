@@ -61,13 +61,15 @@ const BASE_LAG_CAP_MS = 2000;
 const LEASE_WAIT_SHARE = 0.25;
 /**
  * Around the account's fair rate of a saturated engine (src/workflow-safe/engineShare.ts): growth
- * stops at 5 % above it (room to probe: the engine's throughput is what the accounts run, so a
- * limit that never passed its share would never learn a larger one), a cut comes at 10 % above,
- * to the fair rate's proportion of the limit (at most the usual decrease), then holds for
- * {@link SHARE_HOLD_ROUNDS} rounds while the smoothed rate follows the smaller limit.
+ * stops at it, a cut comes at 5 % above, to the fair rate's proportion of the limit (at most the
+ * usual decrease), then holds for {@link SHARE_HOLD_ROUNDS} rounds while the smoothed rate follows
+ * the smaller limit. The band between is the room to probe (the engine's throughput is what the
+ * accounts run: a limit that never passed its share would never learn a larger one). It was
+ * 1.05–1.1: the smaller accounts settled at its top, 1.11 of their budget shares (overload bench,
+ * child mode), and the largest below.
  */
-const SHARE_GROW_BELOW = 1.05;
-const SHARE_CUT_ABOVE = 1.1;
+const SHARE_GROW_BELOW = 1.0;
+const SHARE_CUT_ABOVE = 1.05;
 const SHARE_HOLD_ROUNDS = 3;
 
 /**
@@ -91,6 +93,11 @@ export interface InflightControlState {
   readonly queueLagMs?: number;
   /** Learnt queue lag with no queue (null until the first start); see BASE_LAG_DRIFT_MS. */
   readonly baseLagMs: number | null;
+  /**
+   * The lowest mean queue lag of a round seen (no drift, unlike the base lag): the engine with no
+   * queue at all. Absent from states of older code.
+   */
+  readonly lowestLagMs?: number | null;
   /** Smoothed starts per second measured while the engine was the limit; null until then. */
   readonly capacityPerSec: number | null;
 }
@@ -113,6 +120,20 @@ export interface RoundObservation {
   readonly leaseMs: number;
   /** Its fair execution rate while the engine is shared and saturated (absent or null: no such bound). */
   readonly fairRatePerSec?: number | null;
+}
+
+/**
+ * The engine queues this account's runs: its smoothed queue lag is {@link QUEUE_DELAY_LOW_MS} or
+ * more above the lowest it has seen. Only then does an account held back by its adaptive limit
+ * want more of a saturated engine (src/workflow-safe/engineShare.ts): accounts ramping up on an
+ * idle engine are held back by their limits too, and fair rates among them would freeze their sum
+ * where it stands. Against the lowest lag, not the drifting base: under a lasting overload the base
+ * climbs to the queue's lag.
+ */
+export function engineQueues(state: InflightControlState): boolean {
+  const lowest = state.lowestLagMs ?? state.baseLagMs;
+  if (lowest === null) return false;
+  return (state.queueLagMs ?? state.startLagMs) - lowest >= QUEUE_DELAY_LOW_MS;
 }
 
 export function initialInflightControl(maxLimit: number, budgetQps: number): InflightControlState {
@@ -154,7 +175,8 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
   const previousBase = state.baseLagMs ?? null;
   const baseLagMs = meanQueueLag === null ? previousBase : Math.min(previousBase === null ? meanQueueLag : previousBase + BASE_LAG_DRIFT_MS, meanQueueLag);
   const holdRounds = Math.max(0, state.holdRounds - 1);
-  const base = { ...state, startsPerSec, startLagMs, queueLagMs, baseLagMs, holdRounds };
+  const lowestLagMs = meanQueueLag === null ? (state.lowestLagMs ?? null) : Math.min(state.lowestLagMs ?? meanQueueLag, meanQueueLag);
+  const base = { ...state, startsPerSec, startLagMs, queueLagMs, baseLagMs, lowestLagMs, holdRounds };
   const queueDelay = meanQueueLag === null ? null : meanQueueLag - Math.min(baseLagMs ?? 0, BASE_LAG_CAP_MS);
 
   if (meanLag !== null && meanLag > round.leaseMs * LEASE_WAIT_SHARE) {

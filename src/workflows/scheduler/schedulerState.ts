@@ -10,7 +10,7 @@ import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckR
 import type { CardRunPlacement, ClaimRoundInput, ClaimRoundResult, ClaimedCard } from '../../workflow-safe/claimRound.js';
 import type { SchedulerStatus } from '../../workflow-safe/loopStatus.js';
 import { validateRequestCheck } from '../../workflow-safe/requestCheckValidation.js';
-import { inflightLimitOf, initialInflightControl, nextInflightControl, type InflightControlState } from '../../workflow-safe/inflightControl.js';
+import { engineQueues, inflightLimitOf, initialInflightControl, nextInflightControl, type InflightControlState } from '../../workflow-safe/inflightControl.js';
 import { DEFAULT_CARD_BATCH_SIZE, cardBatches, type CardBatch } from '../../workflow-safe/cardBatches.js';
 import { FailureStreak } from '../failureStreak.js';
 import { ChildStarts } from './childStarts.js';
@@ -260,7 +260,8 @@ export class SchedulerState {
       fairRatePerSec: result.fairRatePerSec ?? null,
     });
     this.inflight = inflight;
-    if (result.limitedBy === 'orchestration') this.heldBackRound = this.rounds;
+    // Held back by its limit while the engine queues its runs (not a ramp on an idle engine).
+    if (result.limitedBy === 'orchestration' && engineQueues(inflight)) this.heldBackRound = this.rounds;
     this.status = {
       ...this.status,
       mode: 'claiming',

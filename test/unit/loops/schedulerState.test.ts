@@ -96,21 +96,26 @@ test('claim round: the adaptive limit and lookahead are sent once a round has fe
 test('claim round: the rate and whether the engine held the last round back are sent for the engine share; a fair rate well below the rate cuts the limit', () => {
   const state = newState({ tickMs: 1000 });
   assert.equal('engineShare' in state.beginRound(T0), false, 'none before the first claimed round');
-  state.endRound(claimed([card('1')], { engine: { starts: 20, lagSumMs: 20 * 300 }, limitedBy: 'orchestration' }));
-  const next = state.beginRound(T0 + 1000);
+  // Held back by its limit while runs start promptly (a ramp on an idle engine): not wanting.
+  state.endRound(claimed([card('1')], { engine: { starts: 20, lagSumMs: 20 * 100 }, limitedBy: 'orchestration' }));
+  const ramp = state.beginRound(T0 + 1000);
+  assert.equal(ramp.engineShare?.wanting, false);
+  assert.ok((ramp.engineShare?.startsPerSec ?? 0) > 0);
+  // Held back while its runs queue (2 s against the 0.1 s seen): wanting.
+  state.endRound(claimed([card('1')], { engine: { starts: 20, lagSumMs: 20 * 2000 }, limitedBy: 'orchestration' }));
+  const next = state.beginRound(T0 + 2000);
   assert.equal(next.engineShare?.wanting, true);
-  assert.ok((next.engineShare?.startsPerSec ?? 0) > 0);
   const limit = next.adaptiveLimit ?? 0;
   // Far above its fair rate: cut (by ×0.7 at most), not grown.
-  state.endRound(claimed([], { engine: { starts: 20, lagSumMs: 20 * 300 }, limitedBy: 'orchestration', fairRatePerSec: 0.5 }));
-  const cut = state.beginRound(T0 + 2000);
+  state.endRound(claimed([], { engine: { starts: 20, lagSumMs: 20 * 2000 }, limitedBy: 'orchestration', fairRatePerSec: 0.5 }));
+  const cut = state.beginRound(T0 + 3000);
   assert.ok((cut.adaptiveLimit ?? 0) < limit, `${String(cut.adaptiveLimit)} < ${limit}`);
   assert.equal(state.view().orchestration?.fairRatePerSec, 0.5);
   // Held back by its budget for a few rounds after one the engine held back: still wanting, then content.
   const wanting: boolean[] = [];
   for (let i = 0; i < 6; i += 1) {
     state.endRound(claimed([], { limitedBy: 'budget' }));
-    wanting.push(state.beginRound(T0 + 3000 + i * 1000).engineShare?.wanting ?? false);
+    wanting.push(state.beginRound(T0 + 4000 + i * 1000).engineShare?.wanting ?? false);
   }
   assert.deepEqual(wanting, [true, true, true, true, false, false]);
 });
