@@ -70,6 +70,9 @@ export interface SchedulerSnapshot {
   /** Run creation to first task (the engine's queue); null from a scheduler of older code. */
   readonly queueLagMs: number | null;
   readonly capacityPerSec: number | null;
+  /** Smoothed starts/s and the fair rate of a saturated engine (null: no bound; absent from older code). */
+  readonly startsPerSec: number;
+  readonly fairRatePerSec: number | null;
   readonly expiredLeases: number;
 }
 
@@ -85,6 +88,8 @@ export async function schedulerSnapshots(stack: BenchStack, carrierIds: readonly
             startLagMs: view.orchestration.startLagMs,
             queueLagMs: view.orchestration.queueLagMs ?? null,
             capacityPerSec: view.orchestration.capacityPerSec,
+            startsPerSec: view.orchestration.startsPerSec,
+            fairRatePerSec: view.orchestration.fairRatePerSec ?? null,
             expiredLeases: view.expiredLeases,
           },
         ]

@@ -78,6 +78,9 @@ interface AccountFigures {
   readonly meanInflightLimit: number | null;
   readonly meanStartLagMs: number | null;
   readonly meanQueueLagMs: number | null;
+  /** Samples with a fair rate (engine shared and saturated), and the mean of starts/s ÷ fair rate over them. */
+  readonly fairRateSamples: number;
+  readonly meanOverFairRate: number | null;
   /** What held its claim rounds back, per sample. */
   readonly limitedBy: Record<string, number>;
 }
@@ -214,6 +217,7 @@ function sampleControllers(stack: BenchStack, carrierIds: readonly string[], eve
   };
 }
 
+const meanRatio = (values: readonly number[]): number | null => (values.length === 0 ? null : round(values.reduce((a, b) => a + b, 0) / values.length, 3));
 const mean = (values: readonly number[]): number | null => (values.length === 0 ? null : round(values.reduce((a, b) => a + b, 0) / values.length, 1));
 
 async function overloadRun(context: ScenarioContext, startMode: StartMode, seconds: { warmupSec: number; durationSec: number }): Promise<OverloadRun> {
@@ -295,6 +299,8 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         meanInflightLimit: mean(own.map((sample) => sample.inflightLimit)),
         meanStartLagMs: mean(own.map((sample) => sample.startLagMs)),
         meanQueueLagMs: mean(own.flatMap((sample) => (sample.queueLagMs === null ? [] : [sample.queueLagMs]))),
+        fairRateSamples: own.filter((sample) => sample.fairRatePerSec !== null).length,
+        meanOverFairRate: meanRatio(own.flatMap((sample) => (sample.fairRatePerSec ? [sample.startsPerSec / sample.fairRatePerSec] : []))),
         limitedBy,
       });
     }
@@ -471,9 +477,11 @@ export const overload: Scenario = async (context) => {
         'mean in-flight limit',
         'mean start lag ms',
         'mean queue lag ms',
+        'fair rate samples',
+        'mean starts ÷ fair rate',
         'limited by (samples)',
       ],
-      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false],
+      numeric: [false, false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, false],
       rows: runs.flatMap((run) =>
         run.accounts.map((a) => [
           run.startMode,
@@ -492,6 +500,8 @@ export const overload: Scenario = async (context) => {
           a.meanInflightLimit ?? '—',
           a.meanStartLagMs ?? '—',
           a.meanQueueLagMs ?? '—',
+          a.fairRateSamples,
+          a.meanOverFairRate === null ? '—' : round(a.meanOverFairRate, 2),
           Object.entries(a.limitedBy)
             .map(([why, n]) => `${why} ${n}`)
             .join(', ') || '—',
