@@ -211,7 +211,12 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
     const step = round.budgetQps * STEP_PER_QPS;
     const doubling = state.slowStart && queueDelay < QUEUE_DELAY_LOW_MS && round.starts >= inflightLimitOf(state) / 2;
     const grown = doubling ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
-    return { ...base, limit: clamp(grown, round.maxLimit) };
+    // Below its fair rate: at most the limit that runs the fair rate at the current rate per slot.
+    // A whole step overshot it for a small account (a tenth of the budget is a sixth of its limit),
+    // and one cut per hold period did not undo four rounds of steps: the smaller accounts ran at
+    // 1.16-1.2x their fair rates (overload bench, child mode).
+    const towardShare = fairRate !== null && startsPerSec > 0 ? Math.max(state.limit, Math.min(grown, (state.limit * fairRate) / startsPerSec)) : grown;
+    return { ...base, limit: clamp(towardShare, round.maxLimit) };
   }
   // The configured limit may have been lowered since the last round.
   return { ...base, limit: clamp(state.limit, round.maxLimit) };

@@ -267,8 +267,15 @@ test('above its fair rate of a saturated engine the limit is cut to that proport
   assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 19.5 })).limit, 40);
   // 20/s against a fair 18.5/s (8 % above it): cut.
   assert.ok(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 18.5 })).limit < 40);
-  // Below its fair rate it grows by its step as before; without a fair rate too.
-  assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 20.5 })).limit, 42);
+  // Well below its fair rate it grows by its step as before; without a fair rate too.
+  assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 40 })).limit, 42);
+  // Just below it, only to the limit that runs the fair rate at the current rate per slot (40 × 20.5/20).
+  assert.ok(Math.abs(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50, fairRatePerSec: 20.5 })).limit - 41) < 1e-9);
+  // A small account (budget 11 QPS, step 1.1 on a limit of 6) 2 % below its fair rate: a whole step
+  // would put it 18 % above; it grows by 2 %.
+  const small: InflightControlState = { ...initialInflightControl(200, 11), slowStart: false, limit: 6, startsPerSec: 4.9 };
+  const grown = nextInflightControl(small, round({ starts: 4.9, lagSumMs: 4.9 * 50, budgetQps: 11, fairRatePerSec: 5 }));
+  assert.ok(grown.limit > 6 && grown.limit <= (6 * 5) / grown.startsPerSec + 1e-9, `limit ${grown.limit}`);
   assert.equal(nextInflightControl(state, round({ starts: 20, lagSumMs: 20 * 50 })).limit, 42);
 });
 
