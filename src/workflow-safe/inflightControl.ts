@@ -63,10 +63,10 @@ const LEASE_WAIT_SHARE = 0.25;
  * Around the account's fair rate of a saturated engine (src/workflow-safe/engineShare.ts): growth
  * stops at it, a cut comes at 5 % above, to the fair rate's proportion of the limit (at most the
  * usual decrease), then holds for {@link SHARE_HOLD_ROUNDS} rounds while the smoothed rate follows
- * the smaller limit. The band between is the room to probe (the engine's throughput is what the
- * accounts run: a limit that never passed its share would never learn a larger one). It was
- * 1.05–1.1: the smaller accounts settled at its top, 1.11 of their budget shares (overload bench,
- * child mode), and the largest below.
+ * the smaller limit; between the two nothing changes, so the rates' noise does not set off cuts.
+ * Growth and cut at 1.05 and 1.1 left the smaller accounts at the band's top, 1.11 of their budget
+ * shares (overload bench, child mode), and the largest below. Fair rates apply only while the
+ * engine queues someone's runs, so stopping at them does not freeze a ramp on an idle engine.
  */
 const SHARE_GROW_BELOW = 1.0;
 const SHARE_CUT_ABOVE = 1.05;

@@ -351,9 +351,10 @@ test('child start mode: the accounts of budgets 1 : 2 : 4 share the engine withi
 
 /**
  * Accounts ramping up on an idle engine (the demo's first minute): each is held back by its own
- * adaptive limit (`orchestration`), so each counts as wanting and every one gets a fair rate —
- * the accounts' summed rates split by budget. Growth that stopped at the fair rate would freeze
- * the sum where it stands; while an account's runs start promptly it may probe past it.
+ * adaptive limit (`orchestration`). Counted as wanting for that alone, each got a fair rate — the
+ * accounts' summed rates split by budget — and growth bounded by it froze the sum where it stood
+ * (20 rounds for the demo's accounts, never for 10 / 40 / 80). While their runs start promptly
+ * they do not want more of the engine, and grow freely.
  */
 function rampRounds(budgets: readonly number[], demandPerSec: readonly number[]): number {
   const executionSec = 0.8;
