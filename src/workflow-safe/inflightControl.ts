@@ -45,6 +45,14 @@ const INITIAL_LIMIT_PER_QPS = 0.5;
 const INITIAL_LIMIT_CAP = 10;
 /** The additive step per round, per QPS of budget. */
 const STEP_PER_QPS = 0.1;
+/**
+ * …at most this share of the limit (and at least one execution): an account whose budget is far
+ * above what the engine runs (5 000 QPS in the bench's capacity measurement: a step of 500) went
+ * from its first limit of 10 to its configured 200 in one round, before any of those runs could
+ * show the queue they made, and 15-53 of its leases expired in the engine's backlog. Below the
+ * bound (a step of a tenth of the budget on a limit of 2.5 budget-seconds or more) nothing changes.
+ */
+const MAX_STEP_SHARE = 0.25;
 /** Weight of the newest round in the smoothed rates. */
 const EWMA_ALPHA = 0.3;
 /**
@@ -208,7 +216,7 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
     // Below the threshold the limit keeps probing upwards (additively), so accounts converge to
     // their budget-weighted shares instead of freezing wherever they were; doubling only while
     // executions start promptly and the current limit was mostly exercised.
-    const step = round.budgetQps * STEP_PER_QPS;
+    const step = Math.min(round.budgetQps * STEP_PER_QPS, Math.max(1, state.limit * MAX_STEP_SHARE));
     const doubling = state.slowStart && queueDelay < QUEUE_DELAY_LOW_MS && round.starts >= inflightLimitOf(state) / 2;
     const grown = doubling ? Math.max(state.limit * 2, state.limit + step) : state.limit + step;
     // Below its fair rate: at most the limit that runs the fair rate at the current rate per slot.

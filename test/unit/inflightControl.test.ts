@@ -403,3 +403,18 @@ test('accounts ramping on an idle engine reach their demand: fair rates do not f
     assert.ok(rounds <= 12, `budgets ${budgets.join(' / ')}: demand reached in ${rounds} rounds`);
   }
 });
+
+test('an account whose budget is far above what the engine runs grows by doubling, then by a quarter of its limit, not to its configured limit at once', () => {
+  // The bench's capacity accounts: 5 000 QPS (a step of 500 by the budget), a configured limit of 200.
+  let state = initialInflightControl(200, 5000);
+  assert.equal(state.limit, 10);
+  state = nextInflightControl(state, round({ budgetQps: 5000, starts: 10 }));
+  assert.equal(state.limit, 20, 'slow start doubles');
+  // Fewer starts than half the limit: no doubling, and the additive step is a quarter of the limit.
+  state = nextInflightControl(state, round({ budgetQps: 5000, starts: 8, lagSumMs: 8 * 50 }));
+  assert.equal(state.limit, 25);
+  state = nextInflightControl({ ...state, slowStart: false }, round({ budgetQps: 5000, starts: 20, lagSumMs: 20 * 50 }));
+  assert.equal(state.limit, 31.25);
+  // A small limit still grows by one execution a round.
+  assert.equal(nextInflightControl({ ...initialInflightControl(200, 5000), limit: 2, slowStart: false }, round({ budgetQps: 5000, starts: 2 })).limit, 3);
+});
