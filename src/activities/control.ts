@@ -19,7 +19,7 @@ import {
 } from '../workflow-safe/claimRound.js';
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/requestCheck.js';
-import { limitingFactor } from '../workflow-safe/inflightControl.js';
+import { inflightLimitOf, initialInflightControl, limitingFactor } from '../workflow-safe/inflightControl.js';
 import { fairEngineRate } from '../workflow-safe/engineShare.js';
 import type { CardStarter } from '../app/cardStarter.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../app/ports.js';
@@ -164,7 +164,12 @@ export function createControlActivities(deps: ControlActivityDeps) {
       // One peek per group gives both the round's budget and the effective rate shown in status.
       const { budget, rates } = await deps.limiter.roundView(input.carrierId, groupNames, scale);
       const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
-      const engineLimit = Math.min(maxInflightLimit, input.adaptiveLimit ?? Number.POSITIVE_INFINITY);
+      const budgetQps = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
+      // A scheduler's first round has no adaptive limit yet: the controller's first one, not the
+      // configured limit — 200 runs at once from each of the bench's two capacity accounts queued
+      // for up to 18 s on a 20 s lease, and the lease guard's cut to 2 left them crawling back.
+      const adaptiveLimit = input.adaptiveLimit ?? inflightLimitOf(initialInflightControl(maxInflightLimit, budgetQps));
+      const engineLimit = Math.min(maxInflightLimit, adaptiveLimit);
       const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
       const starter = deps.cardStarter && (input.startRuns === true || (deps.cardStartMode ?? 'client') === 'client') ? deps.cardStarter : undefined;
       // Child start mode, card shape: the priority lane's runs are started here, not as children. A
@@ -174,7 +179,6 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const priorityStarter = starter === undefined && (deps.runShape ?? 'card') === 'card' ? deps.cardStarter : undefined;
       const intervals = await deps.reference.intervals();
       const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
-      const budgetQps = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
       const [engine, fairRatePerSec, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         fairRateOf(deps.store, input, budgetQps),
@@ -229,7 +233,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         dueLeft,
         running: depths.running,
         limit: inflightLimit,
-        adaptiveLimit: input.adaptiveLimit ?? Number.POSITIVE_INFINITY,
+        adaptiveLimit,
         maxLimit: maxInflightLimit,
       });
       // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.

@@ -31,6 +31,8 @@ test("claim round: the previous round's calls in the limiter window do not shrin
         tokenPrefix: `test.${n}`,
         refreshConfig: false,
         sinceLastRoundMs: 1000,
+        // No engine bound: the budget is what is tested (a first round would take the controller's first limit).
+        adaptiveLimit: 1000,
         cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
       });
 
@@ -81,6 +83,7 @@ test("claim round: cards due for two groups fill the larger group; the smaller g
       tokenPrefix: 'split.1',
       refreshConfig: false,
       sinceLastRoundMs: 1000,
+      adaptiveLimit: 1000,
       cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
     });
     assert.equal(round.kind, 'claimed');
