@@ -169,6 +169,12 @@ export function inflightLimitOf(state: InflightControlState): number {
 
 const smooth = (previous: number, value: number): number => previous + EWMA_ALPHA * (value - previous);
 
+/** Longest hold after a lease-guard cut, in rounds. */
+const MAX_LAG_HOLD_ROUNDS = 10;
+/** Rounds a start lag of `lagMs` spans (at least the usual hold, at most MAX_LAG_HOLD_ROUNDS). */
+const lagRounds = (lagMs: number, roundMs: number): number =>
+  Math.min(MAX_LAG_HOLD_ROUNDS, Math.max(DECREASE_HOLD_ROUNDS, Math.ceil(lagMs / Math.max(roundMs, 1))));
+
 export function nextInflightControl(state: InflightControlState, round: RoundObservation): InflightControlState {
   const seconds = Math.max(round.elapsedMs, 1) / 1000;
   const rate = round.starts / seconds;
@@ -189,10 +195,17 @@ export function nextInflightControl(state: InflightControlState, round: RoundObs
 
   if (meanLag !== null && meanLag > round.leaseMs * LEASE_WAIT_SHARE) {
     // Claims wait a good part of their lease to start: keep no more in flight than the engine
-    // started last round, at once, whatever the hold.
+    // runs in a round, at once, whatever the hold. Halved once per backlog: the runs starting
+    // late in the rounds after a cut were claimed before it, and halving again at each of them
+    // took the bench's capacity accounts from 21 to 2 in four rounds while the engine still ran
+    // 20 of theirs a round (card executions 22/s against 33 before). The hold lasts as many
+    // rounds as the lag is long, the time the cut takes to show.
     const capacityPerSec = state.capacityPerSec === null ? rate : smooth(state.capacityPerSec, rate);
-    const limit = Math.max(MIN_INFLIGHT_LIMIT, Math.min(clamp(state.limit * STEEP_DECREASE_FACTOR, round.maxLimit), round.starts));
-    return { ...base, capacityPerSec, slowStart: false, holdRounds: DECREASE_HOLD_ROUNDS, limit };
+    const held = state.holdRounds > 0;
+    const cut = held ? state.limit : clamp(state.limit * STEEP_DECREASE_FACTOR, round.maxLimit);
+    const engineRuns = Math.max(round.starts, startsPerSec * seconds);
+    const limit = Math.max(MIN_INFLIGHT_LIMIT, Math.min(cut, engineRuns));
+    return { ...base, capacityPerSec, slowStart: false, holdRounds: held ? holdRounds : lagRounds(meanLag, round.elapsedMs), limit };
   }
   if (queueDelay !== null && queueDelay > QUEUE_DELAY_HIGH_MS) {
     // What started this round is what the engine could run for this account: its capacity.

@@ -162,14 +162,36 @@ test('the base lag drifts up slowly so a lasting change is learnt, and follows a
   assert.equal(nextInflightControl(carried as InflightControlState, round({})).baseLagMs, 50);
 });
 
-test('a start lag beyond a quarter of the lease drops the limit at once to what the engine started, hold or not', () => {
+test('a start lag beyond a quarter of the lease drops the limit at once to what the engine started, hold or not; halved only outside a hold', () => {
   const state: InflightControlState = { ...initialInflightControl(200, 20), limit: 120, baseLagMs: 50, holdRounds: 1 };
   const next = nextInflightControl(state, round({ starts: 14, lagSumMs: 14 * 16_000, leaseMs: 60_000 }));
   assert.equal(next.limit, 14);
   assert.equal(next.slowStart, false);
   // Never below the floor, and no lower than half the limit only when the engine started more than that.
   assert.equal(nextInflightControl(state, round({ starts: 1, lagSumMs: 20_000 })).limit, MIN_INFLIGHT_LIMIT);
-  assert.equal(nextInflightControl({ ...state, limit: 20 }, round({ starts: 18, lagSumMs: 18 * 20_000 })).limit, 10);
+  assert.equal(nextInflightControl({ ...state, limit: 20, holdRounds: 0 }, round({ starts: 18, lagSumMs: 18 * 20_000 })).limit, 10);
+  assert.equal(
+    nextInflightControl({ ...state, limit: 20 }, round({ starts: 18, lagSumMs: 18 * 20_000 })).limit,
+    18,
+    'in a hold: what the engine ran, not half',
+  );
+});
+
+test('a backlog draining with its lag above the lease guard halves the limit once, then follows what the engine runs, not down to the floor', () => {
+  // The bench's capacity accounts: 150 in flight, the engine running ~20 of them a round, the
+  // runs starting 6-14 s late for several rounds after the first cut (a 20 s lease: guard at 5 s).
+  let state: InflightControlState = { ...initialInflightControl(200, 5000), limit: 150, slowStart: false, startsPerSec: 20, baseLagMs: 100, lowestLagMs: 100 };
+  const lags = [5500, 6400, 8000, 9000, 11_000, 12_000, 14_000];
+  const limits: number[] = [];
+  for (const lag of lags) {
+    state = nextInflightControl(state, round({ budgetQps: 5000, starts: 20, lagSumMs: 20 * lag, leaseMs: 20_000 }));
+    limits.push(state.limit);
+  }
+  assert.equal(limits[0], 20, 'the first cut: what the engine ran (below half of 150)');
+  assert.ok(
+    limits.every((limit) => limit >= 10),
+    `halved at most once more per hold of the lag's length: ${limits.join(', ')}`,
+  );
 });
 
 /**
