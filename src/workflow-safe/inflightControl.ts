@@ -47,10 +47,10 @@ const INITIAL_LIMIT_CAP = 10;
 const STEP_PER_QPS = 0.1;
 /**
  * …at most this share of the limit (and at least one execution): an account whose budget is far
- * above what the engine runs (5 000 QPS in the bench's capacity measurement: a step of 500) went
- * from its first limit of 10 to its configured 200 in one round, before any of those runs could
- * show the queue they made, and 15-53 of its leases expired in the engine's backlog. Below the
- * bound (a step of a tenth of the budget on a limit of 2.5 budget-seconds or more) nothing changes.
+ * above what the engine runs (5 000 QPS in the bench's capacity measurement: a step of 500) would
+ * go from a limit of 10 to its configured 200 in one round, before any of those runs could show
+ * the queue they make. Below the bound (a step of a tenth of the budget on a limit of 2.5
+ * budget-seconds or more) nothing changes.
  */
 const MAX_STEP_SHARE = 0.25;
 /** Weight of the newest round in the smoothed rates. */
