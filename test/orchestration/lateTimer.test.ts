@@ -18,6 +18,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { claimedRound } from '../../testkit/claimRounds.js';
 import { connectTestEnv, uniqueName } from '../../testkit/temporal.js';
+import { waitFor } from '../../testkit/seed.js';
 import { installQuietWorkerRuntime } from '../../testkit/isolatedStack.js';
 import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
 import { testTaskQueues, type ControlActivities } from '../../testkit/workflowTest.js';
@@ -41,14 +42,6 @@ after(async () => {
 /** Longest real time to wait for a claim (generous: the machine is shared; the late timer would take 1 000 s). */
 const CLAIM_WITHIN_MS = 60_000;
 const TICK_MS = 1000;
-
-async function waitFor(what: string, done: () => boolean): Promise<void> {
-  const started = Date.now();
-  while (!done()) {
-    if (Date.now() - started > CLAIM_WITHIN_MS) throw new Error(`${what}: not within ${CLAIM_WITHIN_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 test('a scheduler whose tick timer fires late claims at the first workflow task past the tick', async (t) => {
   const taskQueues = testTaskQueues('sched-late-timer');
@@ -87,12 +80,12 @@ test('a scheduler whose tick timer fires late claims at the first workflow task 
   });
   t.after(() => handle.terminate('test over').catch(() => undefined));
   await worker.runUntil(async () => {
-    await waitFor('the first claim', () => claims.length >= 1);
+    await waitFor('the first claim', async () => claims.length >= 1, CLAIM_WITHIN_MS, 20);
     // Past the first tick's end (its timer now fires in 1 000 s), a task that is no wake-up of its own.
     await new Promise((resolve) => setTimeout(resolve, 2 * TICK_MS));
     assert.equal(claims.length, 1, 'no second claim before anything woke the run');
     await handle.signal(configChangedSignal);
-    await waitFor('the claim after the signal', () => claims.length >= 2);
+    await waitFor('the claim after the signal', async () => claims.length >= 2, CLAIM_WITHIN_MS, 20);
   });
 
   const events = (await handle.fetchHistory()).events ?? [];
