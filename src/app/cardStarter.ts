@@ -33,7 +33,8 @@ const START_CONCURRENCY = 32;
 /**
  * Longest a start that found the card's previous run still open (its claim finished, its record
  * being written) waits for it to close before it tries once more, instead of releasing the claim
- * for FAILED_START_RETRY_MS (15 s). Short: the wait holds the claim activity's round.
+ * for FAILED_START_RETRY_MS (15 s). Short: the claim stays held meanwhile (the round itself waits
+ * at most START_WAIT_MS of src/activities/control.ts for its starts).
  */
 const PREVIOUS_RUN_CLOSE_MAX_MS = 2_000;
 const PREVIOUS_RUN_POLL_MS = 200;

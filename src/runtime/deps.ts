@@ -32,6 +32,12 @@ export interface RuntimeDeps {
    * connection.
    */
   beforeClose(stop: () => Promise<void>): void;
+  /**
+   * Runs what beforeClose registered (close() runs what is left): a process that closes its
+   * Temporal connection calls it first, so what uses that connection (a claim round's run starts
+   * finishing in the background) ends before it.
+   */
+  runBeforeClose(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,6 +89,9 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
     logger,
     beforeClose(stop) {
       stops.push(stop);
+    },
+    async runBeforeClose() {
+      await Promise.allSettled(stops.splice(0).map((stop) => stop()));
     },
     async close() {
       await Promise.allSettled(stops.splice(0).map((stop) => stop()));

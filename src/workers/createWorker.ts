@@ -17,6 +17,7 @@ import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from '../app/ports.js';
 import { createClientCardStarter } from '../app/cardStarter.js';
+import { BackgroundWork } from '../activities/backgroundWork.js';
 import { IngestStream } from '../ingest/stream.js';
 import { createIngestPressure } from '../ingest/pressure.js';
 import { ingestSettings } from '../ingest/service.js';
@@ -177,6 +178,13 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
   };
   switch (kind) {
     case 'control': {
+      // A claim round's run starts that outlast its wait for them finish here; the process awaits
+      // them (bounded) before it closes the Temporal connection they use.
+      const background = new BackgroundWork((message, fields) => deps.logger.warn({ component: 'claimRound', ...fields }, message));
+      deps.beforeClose(async () => {
+        const left = await background.settle(config.WORKER_SHUTDOWN_GRACE_MS);
+        if (left > 0) deps.logger.warn({ component: 'claimRound', left }, 'run starts still under way at shutdown: their claims wait for their lease');
+      });
       const worker = await Worker.create({
         ...common,
         taskQueue: queues.control,
@@ -202,6 +210,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
             (message, fields) => void activityLog.warn(message, fields),
             { runShape: config.CARD_RUN_SHAPE, batchSize: config.CARD_BATCH_SIZE },
           ),
+          background,
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
       });

@@ -114,6 +114,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   }
   const done = Promise.allSettled(workers.map((worker) => worker.run())).then(async (results) => {
     keeper?.stop();
+    await deps.runBeforeClose();
     await connection.close();
     await deps.close();
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -95,6 +95,12 @@ export type ClaimRoundResult =
       readonly priorityStartedByClaim?: boolean;
       /** Claimed cards whose run could not be started; their claims are already released. */
       readonly startFailures: number;
+      /**
+       * The round returned with some of its run starts still under way (they finish in the
+       * background, releasing the claims of those that fail): `startFailures` counts only the
+       * failures known by then; the account's next round on the same worker process counts the rest.
+       */
+      readonly startsPending?: boolean;
       readonly engine: EngineRoundStats;
       readonly limitedBy: LimitingFactor;
       /** The account's configured in-flight limit bounded by the deployment's card capacity. */
