@@ -35,6 +35,7 @@ import type { Table } from '../lib/report.js';
 import { distribution, round, sleep, type Distribution } from '../lib/stats.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 import { addRequestCards, sendRequests, watchFirstCalls, type Pending } from './priority.js';
+import { processMemory, watchLiveHeap } from '../../src/runtime/liveHeap.js';
 
 const DEFAULT_WINDOW_SEC = 600;
 const INTERVAL_SEC = 10;
@@ -246,6 +247,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
     let controllers: ReturnType<typeof sampleControllers> | undefined;
     const window = await measureWindow(stack, seconds, log, async (until) => {
       // From the window's start: RSS at start and end of the measured overload, request-checks throughout.
+      watchLiveHeap();
       rss = sampleRss(
         {
           'bench + workers': () => [process.pid],
@@ -253,6 +255,10 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
           'Temporal server': () => servicePidsFor(stack.config).temporal,
         },
         RSS_EVERY_MS,
+        {
+          'bench + workers': () => Promise.resolve(processMemory().liveBytes),
+          simulator: async () => (await stack.simulator.stats({ cards: false })).process?.liveBytes ?? null,
+        },
       );
       watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
       controllers = sampleControllers(
@@ -262,7 +268,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
       );
       await sendRequests(stack, pools, rate, until, sent, answers);
     });
-    const rssSamples = rss?.stop() ?? [];
+    const rssSamples = (await rss?.stop()) ?? [];
     const controllerSamples = (await controllers?.stop()) ?? [];
     await Promise.all(answers);
     const drainUntil = Date.now() + DRAIN_MS;
@@ -408,8 +414,10 @@ function verdicts(run: OverloadRun): Verdict[] {
   for (const r of run.rss) {
     out.push({
       what: `RSS of ${r.process} levels off ${m}`,
-      figure: `${r.startMb} → ${r.middleMb} → ${r.endMb} MB (${signed(r.firstHalfMb)} then ${signed(r.secondHalfMb)})`,
-      target: 'levels off (second half against first half, see above)',
+      figure:
+        `${r.startMb} → ${r.middleMb} → ${r.endMb} MB (${signed(r.firstHalfMb)} then ${signed(r.secondHalfMb)})` +
+        (r.live ? `; live ${r.live.startMb} → ${r.live.middleMb} → ${r.live.endMb} MB (${signed(r.live.secondHalfMb)} in the second half)` : ''),
+      target: `levels off (second half against first half, see above; decided by ${r.decidedBy})`,
       met: r.samples >= 3 ? r.levelsOff : null,
       value: r.secondHalfMb,
       ...(r.samples >= 3 ? {} : { note: `only ${r.samples} samples: the window is too short to tell` }),
@@ -509,10 +517,32 @@ export const overload: Scenario = async (context) => {
       ),
     },
     {
-      headers: ['start', 'process', 'samples', 'start MB', 'middle MB', 'end MB', 'first half Δ MB', 'second half Δ MB', 'levels off'],
-      numeric: [false, false, true, true, true, true, true, true, false],
+      headers: [
+        'start',
+        'process',
+        'samples',
+        'start MB',
+        'middle MB',
+        'end MB',
+        'first half Δ MB',
+        'second half Δ MB',
+        'live MB (start → middle → end)',
+        'levels off',
+      ],
+      numeric: [false, false, true, true, true, true, true, true, false, false],
       rows: runs.flatMap((run) =>
-        run.rss.map((r) => [run.startMode, r.process, r.samples, r.startMb, r.middleMb, r.endMb, r.firstHalfMb, r.secondHalfMb, r.levelsOff ? 'yes' : 'no']),
+        run.rss.map((r) => [
+          run.startMode,
+          r.process,
+          r.samples,
+          r.startMb,
+          r.middleMb,
+          r.endMb,
+          r.firstHalfMb,
+          r.secondHalfMb,
+          r.live ? `${r.live.startMb} → ${r.live.middleMb} → ${r.live.endMb}` : '—',
+          `${r.levelsOff ? 'yes' : 'no'} (${r.decidedBy})`,
+        ]),
       ),
     },
   ];

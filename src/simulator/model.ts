@@ -8,6 +8,7 @@ import { GATEWAY_CHECK_TYPES, type GatewayCheckType } from '../workflow-safe/che
 import type { NetworkState, RealnameState } from '../gateway/contract.js';
 import { createPrng, hashSeed } from './random.js';
 import { SlidingWindow } from './slidingWindow.js';
+import type { ProcessMemory } from '../runtime/liveHeap.js';
 
 const ONE_SECOND_MS = 1000;
 
@@ -268,4 +269,6 @@ export interface SimStats {
   accounts: Record<string, { groups: Record<string, GroupStats> }>;
   /** `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its latest call (absent before its first). */
   cards?: Record<string, { calls: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
+  /** Memory of the process serving the simulator (src/runtime/liveHeap.ts): added by the server. */
+  process?: ProcessMemory;
 }

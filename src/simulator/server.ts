@@ -13,6 +13,7 @@ import { isGatewayCheckType, type GatewayCheckType } from '../workflow-safe/chec
 import { checkRequestSchema, type ErrorResponse, type GatewayErrorClass } from '../gateway/contract.js';
 import { accountUpdateSchema, cardStateUpdateSchema, SimWorld, type SimCard } from './model.js';
 import { logNormal } from './random.js';
+import { processMemory, watchLiveHeap } from '../runtime/liveHeap.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
 /** ICCIDs are 19–20 digits (some carriers append a hex check character). */
@@ -48,6 +49,7 @@ class HttpError extends Error {
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const world = new SimWorld(options.seed ?? randomInt(2 ** 31));
+  watchLiveHeap();
   const timers = new Set<NodeJS.Timeout>();
   let sequence = 0;
   // Unique per simulator start, so collection ids never repeat across restarts (ingest dedups by them).
@@ -151,7 +153,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     }
     if (first !== 'sim') throw new HttpError(404, 'permanent', 'not_found', `no route ${req.method} ${url.pathname}`);
     if (req.method === 'GET' && second === 'stats' && parts.length === 2) {
-      sendJson(res, 200, world.stats(url.searchParams.get('cards') !== '0'));
+      sendJson(res, 200, { ...world.stats(url.searchParams.get('cards') !== '0'), process: processMemory() });
     } else if (req.method === 'PUT' && second === 'accounts' && third !== undefined && parts.length === 3) {
       const update = accountUpdateSchema.safeParse(body);
       if (!update.success) throw new HttpError(400, 'permanent', 'bad_request', update.error.issues[0]?.message ?? 'invalid account');

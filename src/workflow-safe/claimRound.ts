@@ -86,7 +86,7 @@ export type ClaimRoundResult =
       readonly running: number;
       readonly lanes: { readonly priority: number; readonly normal: number };
       readonly groups: readonly GroupBudgetView[];
-      /** True when the claim activity already started the claimed cards' runs (client start mode). */
+      /** True when the claim activity starts the claimed cards' runs (client start mode): started, or still starting (`startsPending`). */
       readonly startedByClaim: boolean;
       /**
        * True when the claim activity started the runs of the cards it took from the priority lane

@@ -59,3 +59,17 @@ test('rss: a process that keeps growing does not level off; one that stops growi
   assert.equal(trends.flat?.levelsOff, true);
   assert.ok((trends.growing?.secondHalfMb ?? 0) > 100);
 });
+
+test('rss: resident memory that grows while live memory stays flat is heap sizing; growing live memory is not', () => {
+  const samples: RssSample[] = Array.from({ length: 12 }, (_, i) => ({
+    at: i * 10_000,
+    mb: { sizing: 100 + 5 * i, leak: 100 + 5 * i, unknown: 100 + 5 * i },
+    liveMb: { sizing: 40 + (i % 2), leak: 40 + 3 * i },
+  }));
+  const trends = Object.fromEntries(rssTrends(samples).map((t) => [t.process, t]));
+  assert.equal(trends.sizing?.levelsOff, true);
+  assert.equal(trends.sizing?.decidedBy, 'live memory');
+  assert.equal(trends.leak?.levelsOff, false, 'live memory grew 18 MB in the second half');
+  assert.equal(trends.unknown?.levelsOff, false, 'no live figure: the RSS rule alone (30 MB in the second half)');
+  assert.equal(trends.unknown?.live, null);
+});
