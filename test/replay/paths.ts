@@ -182,6 +182,7 @@ const need = (problems: string[], ok: boolean, what: string): void => {
 /** Patch ids the workflows mark their changes with (src/workflows/carrierScheduler.ts, src/workflows/finishRetry.ts). */
 const DRAIN_CHILDREN = 'scheduler-drain-children';
 const CLAIM_BEFORE_SIGNALS = 'scheduler-claim-before-signals';
+const WAKE_ON_ANY_TASK = 'scheduler-wake-on-any-task';
 const FINISH_LASTING = 'card-finish-retry-lasting';
 /** The search attribute patched() records its change ids in; not one the workflow sets. */
 const CHANGE_VERSION_ATTRIBUTE = 'TemporalChangeVersion';
@@ -287,18 +288,29 @@ function schedulerBasics(view: HistoryView, problems: string[]): void {
 }
 
 /**
- * Which release of the scheduler the run is: `claim-first` (scheduler-claim-before-signals: the
- * claim runs first, request-check signals are handled beside the loop in bounded batches) or
- * `signals-first` (the release before: a tick's signals were handled, awaited, before its claim).
+ * Which release of the scheduler the run is: `wake-on-any-task` (scheduler-wake-on-any-task: the
+ * wait between ticks also ends at the first workflow task past the tick), `claim-first`
+ * (scheduler-claim-before-signals: the claim runs first, request-check signals are handled beside
+ * the loop in bounded batches; the wait ends only at its timer) or `signals-first` (the release
+ * before: a tick's signals were handled, awaited, before its claim).
  */
-type SchedulerRelease = 'claim-first' | 'signals-first';
+type SchedulerRelease = 'wake-on-any-task' | 'claim-first' | 'signals-first';
+
+/** The claim comes before a tick's signals (every release since signals-first). */
+const claimsFirst = (release: SchedulerRelease): boolean => release !== 'signals-first';
 
 function schedulerRelease(view: HistoryView, problems: string[], release: SchedulerRelease): void {
   const marked = view.patches().includes(CLAIM_BEFORE_SIGNALS);
   need(
     problems,
-    marked === (release === 'claim-first'),
-    release === 'claim-first' ? `the ${CLAIM_BEFORE_SIGNALS} patch marker` : `no ${CLAIM_BEFORE_SIGNALS} marker (signals handled before the claim)`,
+    marked === claimsFirst(release),
+    claimsFirst(release) ? `the ${CLAIM_BEFORE_SIGNALS} patch marker` : `no ${CLAIM_BEFORE_SIGNALS} marker (signals handled before the claim)`,
+  );
+  const wakes = view.patches().includes(WAKE_ON_ANY_TASK);
+  need(
+    problems,
+    wakes === (release === 'wake-on-any-task'),
+    release === 'wake-on-any-task' ? `the ${WAKE_ON_ANY_TASK} patch marker` : `no ${WAKE_ON_ANY_TASK} marker (the wait ends at its timer)`,
   );
 }
 
@@ -337,10 +349,12 @@ function schedulerRequestCheck(release: SchedulerRelease, description: string): 
       need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
       need(problems, requestChecks(view).length >= 2, 'a requestCheck activity for each');
       const priorityQueue = String(field(field(view.input, 'taskQueues'), 'cardPriority'));
+      // Child start mode starts the priority lane's runs from the claim activity (card shape); a
+      // run recorded before that started them as children on the priority queue.
       need(
         problems,
-        view.childStarts().some((c) => c.taskQueue === priorityQueue),
-        'a cardCheck started on the priority queue',
+        view.childStarts().some((c) => c.taskQueue === priorityQueue) || successfulClaims(view).some((m) => field(m.result, 'priorityStartedByClaim') === true),
+        'a cardCheck started on the priority queue (a child there, or by the claim activity)',
       );
       return problems;
     },
@@ -365,7 +379,7 @@ function schedulerFailureStreak(release: SchedulerRelease, description: string):
         `each backoff longer than the last (${backoffs.join(', ')} ms)`,
       );
       // The loop's backoff counts its own step's failures only: the streak's first wait is two ticks.
-      if (release === 'claim-first') need(problems, backoffs[0] === 2 * tickOf(view), `the first backoff two ticks (${String(backoffs[0])} ms)`);
+      if (claimsFirst(release)) need(problems, backoffs[0] === 2 * tickOf(view), `the first backoff two ticks (${String(backoffs[0])} ms)`);
       const lastFailure = claims.filter((m) => m.failed).at(-1);
       need(
         problems,
@@ -387,7 +401,7 @@ function schedulerContinueWithPending(release: SchedulerRelease, description: st
       need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
       const failed = requestChecks(view).filter((a) => a.closed?.type === 'ACTIVITY_TASK_FAILED');
       need(problems, failed.length >= 1, 'a failed requestCheck activity');
-      if (release === 'claim-first') {
+      if (claimsFirst(release)) {
         // Beside the loop: claim rounds go on while the request-check is under way.
         const claims = successfulClaims(view);
         need(
@@ -413,7 +427,7 @@ function schedulerStartWithPending(release: SchedulerRelease, description: strin
       need(problems, pendingRequests(view.input).length >= 1, 'started with a pending request');
       const firstRequest = requestChecks(view)[0];
       const firstClaim = successfulClaims(view)[0];
-      if (release === 'claim-first')
+      if (claimsFirst(release))
         need(
           problems,
           firstRequest !== undefined && firstClaim !== undefined && firstClaim.eventIndex < firstRequest.eventIndex,
@@ -476,11 +490,11 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     'pollingControl switching to legacy and back to carrier (setMode update and signal), each switch (heartbeating, its own heartbeat timeout) followed by a reconcile.',
   ),
   'carrierScheduler-drain': schedulerDrain(
-    'claim-first',
+    'wake-on-any-task',
     'A scheduler run from its start to its continue-as-new (scheduler-drain-children): claim rounds starting cardCheck children, then the drain, whose rounds are started by the claim activity, until the children completed.',
   ),
   'carrierScheduler-request-check': schedulerRequestCheck(
-    'claim-first',
+    'wake-on-any-task',
     'A scheduler run serving request-checks: one as an update, one as a signal handled beside the loop after the claim; the card is claimed from the priority lane and run on the priority queue.',
   ),
   'carrierScheduler-request-check-rejected': {
@@ -490,7 +504,7 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     check(view) {
       const problems: string[] = [];
       schedulerBasics(view, problems);
-      schedulerRelease(view, problems, 'claim-first');
+      schedulerRelease(view, problems, 'wake-on-any-task');
       need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
       const all = requestChecks(view);
       const rejected = all.find((a) => a.closed?.failureType === 'request_check_rejected');
@@ -528,7 +542,7 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     check(view) {
       const problems: string[] = [];
       schedulerBasics(view, problems);
-      schedulerRelease(view, problems, 'claim-first');
+      schedulerRelease(view, problems, 'wake-on-any-task');
       const bound = Number(field(view.input, 'maxSignalsPerTick') ?? 0);
       need(problems, bound >= 1, 'a batch bound in the input');
       const fromSignals = requestChecks(view).filter((a) => field(a.input, 'fromSignal') === true);
@@ -559,15 +573,15 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     },
   },
   'carrierScheduler-failure-streak': schedulerFailureStreak(
-    'claim-first',
+    'wake-on-any-task',
     'A scheduler run whose claim fails round after round (Redis unavailable): each failure backs the loop off longer (from two ticks: only its own step counts), until a claim succeeds again.',
   ),
   'carrierScheduler-continue-with-pending-requests': schedulerContinueWithPending(
-    'claim-first',
+    'wake-on-any-task',
     'A scheduler run whose request-check signal keeps failing (PostgreSQL unavailable), handled beside the loop while claim rounds go on: it is retried and travels to the next run at continue-as-new.',
   ),
   'carrierScheduler-start-with-pending-requests': schedulerStartWithPending(
-    'claim-first',
+    'wake-on-any-task',
     'The run after it: started with the pending request, which it applies after its first claim.',
   ),
   cardCheck: cardCheckPath('A cardCheck of the normal lane: prepare, its due gateway steps, finish, record.', false, 'success'),
@@ -737,6 +751,28 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
       return problems;
     },
   },
+  // The release before scheduler-wake-on-any-task (the wait between ticks ended only at its timer):
+  // the paths it recorded, kept as they were.
+  'earlier-carrierScheduler-timer-wait-drain': schedulerDrain(
+    'claim-first',
+    'A scheduler run of the timer-wait release, from its start to its drained continue-as-new.',
+  ),
+  'earlier-carrierScheduler-timer-wait-request-check': schedulerRequestCheck(
+    'claim-first',
+    'A scheduler run of the timer-wait release serving request-checks (update and signal, the signal handled beside the loop).',
+  ),
+  'earlier-carrierScheduler-timer-wait-failure-streak': schedulerFailureStreak(
+    'claim-first',
+    'A scheduler run of the timer-wait release through a claim failure streak.',
+  ),
+  'earlier-carrierScheduler-timer-wait-continue-with-pending-requests': schedulerContinueWithPending(
+    'claim-first',
+    'A scheduler run of the timer-wait release carrying a failing request-check signal over continue-as-new.',
+  ),
+  'earlier-carrierScheduler-timer-wait-start-with-pending-requests': schedulerStartWithPending(
+    'claim-first',
+    'The run after it (timer-wait): the pending request applied before its first claim.',
+  ),
   // The release before scheduler-claim-before-signals (a tick's signals handled before its claim)
   // and before switchMode's heartbeat timeout: the paths it recorded, kept as they were.
   'earlier-carrierScheduler-signals-first-drain': schedulerDrain(
