@@ -110,8 +110,13 @@ const series = (samples: readonly RssSample[], pick: (sample: RssSample) => numb
     return mb === undefined ? [] : [mb];
   });
 
-/** Start, middle and end (means of EDGE_SAMPLES samples each) and the verdict per process. */
-export function rssTrends(samples: readonly RssSample[]): RssTrend[] {
+/**
+ * Start, middle and end (means of EDGE_SAMPLES samples each) and the verdict per process. Live
+ * memory decides only for the processes named in `liveDecides`: those whose memory is the Node
+ * heap's. A process running Temporal workers also holds the SDK core's native memory (its
+ * workflow cache among it), which the live figure does not see.
+ */
+export function rssTrends(samples: readonly RssSample[], liveDecides: readonly string[] = []): RssTrend[] {
   const names = [...new Set(samples.flatMap((sample) => Object.keys(sample.mb)))];
   return names.map((name) => {
     const values = series(samples, (sample) => sample.mb[name]);
@@ -129,7 +134,8 @@ export function rssTrends(samples: readonly RssSample[]): RssTrend[] {
           secondHalfMb: round(liveEdges.end - liveEdges.middle, 1),
         }
       : null;
-    const liveFlat = liveEdges !== undefined && liveEdges.end - liveEdges.middle <= Math.max(LIVE_FLAT_MB, LIVE_FLAT_SHARE * liveEdges.middle);
+    const liveFlat =
+      liveDecides.includes(name) && liveEdges !== undefined && liveEdges.end - liveEdges.middle <= Math.max(LIVE_FLAT_MB, LIVE_FLAT_SHARE * liveEdges.middle);
     return {
       process: name,
       samples: values.length,
@@ -140,7 +146,7 @@ export function rssTrends(samples: readonly RssSample[]): RssTrend[] {
       secondHalfMb: round(second, 1),
       live,
       levelsOff: rssLevels || liveFlat,
-      decidedBy: rssLevels || live === null ? 'rss' : 'live memory',
+      decidedBy: rssLevels || !liveDecides.includes(name) || live === null ? 'rss' : 'live memory',
     };
   });
 }
@@ -148,6 +154,6 @@ export function rssTrends(samples: readonly RssSample[]): RssTrend[] {
 /** The rule rssTrends applies, for the report. */
 export const RSS_RULE =
   `levels off = growth in the window's second half ≤ ${FLAT_MB} MB or ≤ ${LEVEL_SHARE * 100} % of the first half's growth ` +
-  `(start, middle and end each the mean of ${EDGE_SAMPLES} samples); for a Node process whose resident memory grows more, ` +
+  `(start, middle and end each the mean of ${EDGE_SAMPLES} samples); for a Node process without native heaps (the simulator) whose resident memory grows more, ` +
   `its live memory (heap used + external right after its latest major collection) grows by ≤ ${LIVE_FLAT_MB} MB or ` +
   `≤ ${LIVE_FLAT_SHARE * 100} % in the second half: resident memory above that is the heap's sizing, not memory kept`;

@@ -66,10 +66,18 @@ test('rss: resident memory that grows while live memory stays flat is heap sizin
     mb: { sizing: 100 + 5 * i, leak: 100 + 5 * i, unknown: 100 + 5 * i },
     liveMb: { sizing: 40 + (i % 2), leak: 40 + 3 * i },
   }));
-  const trends = Object.fromEntries(rssTrends(samples).map((t) => [t.process, t]));
+  const trends = Object.fromEntries(rssTrends(samples, ['sizing', 'leak', 'unknown']).map((t) => [t.process, t]));
   assert.equal(trends.sizing?.levelsOff, true);
   assert.equal(trends.sizing?.decidedBy, 'live memory');
   assert.equal(trends.leak?.levelsOff, false, 'live memory grew 18 MB in the second half');
   assert.equal(trends.unknown?.levelsOff, false, 'no live figure: the RSS rule alone (30 MB in the second half)');
   assert.equal(trends.unknown?.live, null);
+});
+
+test('rss: live memory does not decide for a process not named (its native memory is not in the live figure)', () => {
+  const samples: RssSample[] = Array.from({ length: 12 }, (_, i) => ({ at: i * 10_000, mb: { workers: 100 + 5 * i }, liveMb: { workers: 40 } }));
+  const [workers] = rssTrends(samples, ['simulator']);
+  assert.equal(workers?.levelsOff, false);
+  assert.equal(workers?.decidedBy, 'rss');
+  assert.deepEqual(workers?.live, { startMb: 40, middleMb: 40, endMb: 40, secondHalfMb: 0 });
 });
