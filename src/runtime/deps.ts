@@ -64,6 +64,9 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
   // Reference data outlives a PostgreSQL outage (stale-if-error); its two lines per outage go to the process log.
   const reference = new ReferenceData(pool, { log: (line) => logger.warn(line) });
   const stops: Array<() => Promise<void>> = [];
+  const runStops = async (): Promise<void> => {
+    await Promise.allSettled(stops.splice(0).map((stop) => stop()));
+  };
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Every process on Redis' clock (docs/design.md, 'Leases, claims, one clock'): leases, due times
@@ -90,11 +93,9 @@ export async function createRuntimeDeps(config: Config, options: RuntimeOptions 
     beforeClose(stop) {
       stops.push(stop);
     },
-    async runBeforeClose() {
-      await Promise.allSettled(stops.splice(0).map((stop) => stop()));
-    },
+    runBeforeClose: runStops,
     async close() {
-      await Promise.allSettled(stops.splice(0).map((stop) => stop()));
+      await runStops();
       gateway.close();
       await Promise.allSettled([pool.end(), redis.quit()]);
     },

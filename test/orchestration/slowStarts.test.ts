@@ -15,6 +15,14 @@ import { BackgroundWork } from '../../src/activities/backgroundWork.js';
 import { FAILED_START_RETRY_MS, type ClaimedCard } from '../../src/workflow-safe/claimRound.js';
 import type { CardStarter, CardStartRequest } from '../../src/app/cardStarter.js';
 
+/** An account of `cards` cards, all due now; its id. */
+async function accountDueNow(stack: Stack, name: string, cards: number): Promise<string> {
+  const account = await seedAccount(stack, { name, qps: { main: 50 }, typeGroups: { card_status: 'main' }, cards, intervalsSec: { card_status: 600 } });
+  const carrierId = account.carrier.id;
+  await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: Date.now() - 1 } })));
+  return carrierId;
+}
+
 /** A client-mode round of `carrierId` with an adaptive limit of 10. */
 const roundInput = (stack: Stack, carrierId: string, tokenPrefix: string) => ({
   carrierId,
@@ -48,15 +56,7 @@ test('a claim round returns once its wait for slow run starts is over; a start t
   const stack = await createStack('slow-starts', { config: { CARD_START_MODE: 'client' } });
   const held = heldStarter();
   try {
-    const account = await seedAccount(stack, {
-      name: 'slow1',
-      qps: { main: 50 },
-      typeGroups: { card_status: 'main' },
-      cards: 3,
-      intervalsSec: { card_status: 600 },
-    });
-    const carrierId = account.carrier.id;
-    await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: Date.now() - 1 } })));
+    const carrierId = await accountDueNow(stack, 'slow1', 3);
     const logged: string[] = [];
     const background = new BackgroundWork((message) => logged.push(message));
     const control = stackControlActivities(stack, { cardStartMode: 'client', cardStarter: held.starter, background, startWaitMs: 100 });
@@ -103,15 +103,7 @@ test('a claim round returns once its wait for slow run starts is over; a start t
 test('a claim round whose run starts end within its wait reports their failures itself', async () => {
   const stack = await createStack('quick-starts', { config: { CARD_START_MODE: 'client' } });
   try {
-    const account = await seedAccount(stack, {
-      name: 'quick1',
-      qps: { main: 50 },
-      typeGroups: { card_status: 'main' },
-      cards: 2,
-      intervalsSec: { card_status: 600 },
-    });
-    const carrierId = account.carrier.id;
-    await stack.deps.store.upsertMany(account.cards.map((card) => ({ carrierId, cardId: card.id, dues: { card_status: Date.now() - 1 } })));
+    const carrierId = await accountDueNow(stack, 'quick1', 2);
     const background = new BackgroundWork(() => undefined);
     // The starter answers at once, the first card failed; the round waits up to 30 s for it.
     const starter: CardStarter = { start: (request) => Promise.resolve(request.cards.slice(0, 1)) };
