@@ -14,7 +14,10 @@ RUN npm run build \
 
 # --- runtime: compiled JavaScript and production dependencies, run as a non-root user -----------
 FROM node:24-bookworm-slim AS runtime
+# MALLOC_ARENA_MAX: two glibc malloc arenas instead of 8 per core; with the default a worker
+# process kept growing outside its heaps (README.md, "Build, containers, worker processes").
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     API_HOST=0.0.0.0 \
     SIMULATOR_HOST=0.0.0.0 \
     WORKER_METRICS_HOST=0.0.0.0 \

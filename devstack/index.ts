@@ -29,8 +29,12 @@ function isExternal(env: NodeJS.ProcessEnv, variable: string): boolean {
 }
 
 /** Where the project's own Temporal dev server listens (gRPC and Web UI), from the configuration. */
-export function temporalEndpoint(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_URL'>): TemporalEndpoint {
-  return { ...parseHostPort(config.TEMPORAL_ADDRESS), uiPort: Number(new URL(config.TEMPORAL_UI_URL).port || '80') };
+export function temporalEndpoint(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_UI_URL' | 'TEMPORAL_DEV_METRICS_PORT'>): TemporalEndpoint {
+  return {
+    ...parseHostPort(config.TEMPORAL_ADDRESS),
+    uiPort: Number(new URL(config.TEMPORAL_UI_URL).port || '80'),
+    metricsPort: config.TEMPORAL_DEV_METRICS_PORT,
+  };
 }
 
 export async function servicesUp(config: Config, options: ServicesUpOptions): Promise<ServiceAddresses> {

@@ -35,6 +35,8 @@ export interface TemporalEndpoint {
   readonly host: string;
   readonly port: number;
   readonly uiPort: number;
+  /** Port of the server's Prometheus `/metrics`; absent or 0: one the server picks. */
+  readonly metricsPort?: number;
 }
 
 export function parseHostPort(address: string): { host: string; port: number } {
@@ -80,6 +82,7 @@ export async function startTemporal(endpoint: TemporalEndpoint, dir: string, log
     // a queue's partitions, so one partition per queue (one server process gains nothing from more).
     ...TEMPORAL_PRIORITY_DYNAMIC_CONFIG.flatMap((setting) => ['--dynamic-config-value', setting]),
   ];
+  if (endpoint.metricsPort) args.push('--metrics-port', String(endpoint.metricsPort));
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   spawnDetached(TEMPORAL_BIN, args, join(dir, 'server.log'), join(dir, 'server.pid'));
   const waited = await waitUntil('Temporal gRPC port', () => isTcpOpen(endpoint.host, endpoint.port), 90_000);

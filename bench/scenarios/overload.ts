@@ -23,19 +23,23 @@ import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { seedAccount, spreadDues, type AccountSpec, type SeededAccount } from '../lib/seed.js';
 import { cpuNote, leaseExpiries, measureWindow } from '../lib/window.js';
 import { latenessBetween } from '../lib/measure.js';
-import { servicePidsFor, type CpuTimes } from '../lib/processes.js';
+import { servicePidsFor, usesTemporalCluster, type CpuTimes } from '../lib/processes.js';
 import { capacityNote, orchestrationCapacity, type Capacity } from '../lib/capacity.js';
 import { schedulerSnapshots, type SchedulerSnapshot } from '../lib/cardExecutions.js';
 import { schedulerRounds, type SchedulerRounds } from '../lib/schedulerRounds.js';
 import { settledExecutionsBetween } from '../lib/checkCost.js';
 import { addCounts, countEvents, emptyCounts, eventsInWindow, fetchEvents, type EventCounts } from '../lib/actions.js';
-import { RSS_RULE, rssTrends, sampleRss, type RssTrend } from '../lib/rss.js';
+import { RSS_RULE, rssTrends, sampleRss, type HeapFigures, type HeapSource, type RssTrend } from '../lib/rss.js';
+import { workerThreadHeaps } from '../lib/isolateHeaps.js';
+import { readGoHeap } from '../lib/goHeap.js';
+import { parseHostPort } from '../../devstack/temporal.js';
 import type { StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
 import { distribution, round, sleep, type Distribution } from '../lib/stats.js';
 import { atMost, none, notChecked, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 import { addRequestCards, sendRequests, watchFirstCalls, type Pending } from './priority.js';
 import { processMemory, watchLiveHeap } from '../../src/runtime/liveHeap.js';
+import { getHeapStatistics } from 'node:v8';
 
 const DEFAULT_WINDOW_SEC = 600;
 const INTERVAL_SEC = 10;
@@ -256,8 +260,9 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         },
         RSS_EVERY_MS,
         {
-          'bench + workers': () => Promise.resolve(processMemory().liveBytes),
-          simulator: async () => (await stack.simulator.stats({ cards: false })).process?.liveBytes ?? null,
+          'bench + workers': () => Promise.resolve(workersProcessHeaps()),
+          simulator: async () => ({ liveBytes: (await stack.simulator.stats({ cards: false })).process?.liveBytes ?? null }),
+          ...temporalHeapSource(stack),
         },
       );
       watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
@@ -348,7 +353,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         stages: await requestStages(stack, requested),
         statuses,
       },
-      // The workers' process also holds the Temporal SDK core's native memory: its RSS alone decides.
+      // The simulator's memory is its heap's; the workers' process and the server have memory outside theirs.
       rss: rssTrends(rssSamples, ['simulator']),
       cpuShares: window.cpu,
     };
@@ -417,7 +422,10 @@ function verdicts(run: OverloadRun): Verdict[] {
       what: `RSS of ${r.process} levels off ${m}`,
       figure:
         `${r.startMb} → ${r.middleMb} → ${r.endMb} MB (${signed(r.firstHalfMb)} then ${signed(r.secondHalfMb)})` +
-        (r.live ? `; live ${r.live.startMb} → ${r.live.middleMb} → ${r.live.endMb} MB (${signed(r.live.secondHalfMb)} in the second half)` : ''),
+        (r.live ? `; live ${r.live.startMb} → ${r.live.middleMb} → ${r.live.endMb} MB (${signed(r.live.secondHalfMb)} in the second half)` : '') +
+        (r.outsideHeaps
+          ? `; outside the heaps ${r.outsideHeaps.startMb} → ${r.outsideHeaps.middleMb} → ${r.outsideHeaps.endMb} MB (${signed(r.outsideHeaps.firstHalfMb)} then ${signed(r.outsideHeaps.secondHalfMb)})`
+          : ''),
       target: `levels off (second half against first half, see above; decided by ${r.decidedBy})`,
       met: r.samples >= 3 ? r.levelsOff : null,
       value: r.secondHalfMb,
@@ -425,6 +433,32 @@ function verdicts(run: OverloadRun): Verdict[] {
     });
   }
   return out;
+}
+
+/**
+ * This process: its own heap as kept after its latest major collection plus its worker threads'
+ * (the SDK's workflow threads) old generations in use; the heaps it holds are all of them.
+ */
+function workersProcessHeaps(): HeapFigures {
+  const own = processMemory();
+  const threads = workerThreadHeaps();
+  return {
+    liveBytes: own.liveBytes === null ? null : own.liveBytes + threads.usedBytes,
+    heapBytes: getHeapStatistics().total_physical_size + threads.physicalBytes,
+  };
+}
+
+/** The dev server's Go heap from its fixed metrics port (none for the local cluster or a server started without one). */
+function temporalHeapSource(stack: BenchStack): Record<string, HeapSource> {
+  const port = stack.config.TEMPORAL_DEV_METRICS_PORT;
+  if (port === 0 || usesTemporalCluster(stack.config)) return {};
+  const url = `http://${parseHostPort(stack.config.TEMPORAL_ADDRESS).host}:${port}/metrics`;
+  return {
+    'Temporal server': async () => {
+      const heap = await readGoHeap(url);
+      return heap ? { liveBytes: heap.allocatedBytes, heapBytes: heap.heldBytes } : null;
+    },
+  };
 }
 
 export const overload: Scenario = async (context) => {
@@ -528,9 +562,10 @@ export const overload: Scenario = async (context) => {
         'first half Δ MB',
         'second half Δ MB',
         'live MB (start → middle → end)',
+        'outside the heaps MB (start → middle → end)',
         'levels off',
       ],
-      numeric: [false, false, true, true, true, true, true, true, false, false],
+      numeric: [false, false, true, true, true, true, true, true, false, false, false],
       rows: runs.flatMap((run) =>
         run.rss.map((r) => [
           run.startMode,
@@ -542,6 +577,7 @@ export const overload: Scenario = async (context) => {
           r.firstHalfMb,
           r.secondHalfMb,
           r.live ? `${r.live.startMb} → ${r.live.middleMb} → ${r.live.endMb}` : '—',
+          r.outsideHeaps ? `${r.outsideHeaps.startMb} → ${r.outsideHeaps.middleMb} → ${r.outsideHeaps.endMb}` : '—',
           `${r.levelsOff ? 'yes' : 'no'} (${r.decidedBy})`,
         ]),
       ),
@@ -566,7 +602,10 @@ export const overload: Scenario = async (context) => {
       "Expired leases: the lease-expiry counter of this process's workers and the schedulers' status, whole run. " +
         'Rejected: calls the simulator refused over a budget, whole run. Shares: normal-lane executions started in the window.',
       `RSS (VmRSS) every ${RSS_EVERY_MS / 1000} s in the window of this process (the four workers and the bench), the ` +
-        `simulator's process and the Temporal server; ${RSS_RULE}.`,
+        `simulator's process and the Temporal server; ${RSS_RULE}. Live memory: this process's heap right after its latest major ` +
+        `collection plus its worker threads' (the SDK's workflow threads) old generations in use, from a diagnostic report; the ` +
+        `simulator's from GET /sim/stats; the Temporal server's Go heap objects (memory_heap on its /metrics, TEMPORAL_DEV_METRICS_PORT). ` +
+        `Heaps held: V8's physical heap size of every thread; Go's spans in use and idle not released, and its stacks.`,
     ],
     config: {
       ...seconds,

@@ -44,6 +44,12 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: nonEmpty.default('default'),
   /** Base URL of the Temporal Web UI, used to build links to a card's executions. */
   TEMPORAL_UI_URL: z.url().default('http://127.0.0.1:8233'),
+  /**
+   * Port of the Prometheus `/metrics` of the Temporal dev server the project starts itself (the
+   * server's own and its Go runtime's memory figures, read by the overload bench); 0 leaves the
+   * server to pick one.
+   */
+  TEMPORAL_DEV_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(8234),
   /** Redis server (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS); unused when REDIS_CLUSTER_NODES is set. */
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /**

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import proto from '@temporalio/proto';
 import { countEvents, type HistoryEvent } from '../../bench/lib/actions.js';
 import { rssTrends, type RssSample } from '../../bench/lib/rss.js';
+import { threadHeapsOf } from '../../bench/lib/isolateHeaps.js';
+import { parseGoHeap } from '../../bench/lib/goHeap.js';
 
 // Synthetic histories: only the attributes countEvents reads, at the given times (ms).
 const event = (ms: number, attributes: Record<string, unknown>): HistoryEvent =>
@@ -74,10 +76,60 @@ test('rss: resident memory that grows while live memory stays flat is heap sizin
   assert.equal(trends.unknown?.live, null);
 });
 
-test('rss: live memory does not decide for a process not named (its native memory is not in the live figure)', () => {
+test('rss: live memory alone does not decide for a process not named that does not report its heaps (its native memory is in neither figure)', () => {
   const samples: RssSample[] = Array.from({ length: 12 }, (_, i) => ({ at: i * 10_000, mb: { workers: 100 + 5 * i }, liveMb: { workers: 40 } }));
   const [workers] = rssTrends(samples, ['simulator']);
   assert.equal(workers?.levelsOff, false);
   assert.equal(workers?.decidedBy, 'rss');
   assert.deepEqual(workers?.live, { startMb: 40, middleMb: 40, endMb: 40, secondHalfMb: 0 });
+});
+
+test('rss: a process with memory outside its heaps levels off when its live memory and that memory do, not when that memory keeps growing', () => {
+  const samples: RssSample[] = Array.from({ length: 12 }, (_, i) => ({
+    at: i * 10_000,
+    mb: { sizing: 300 + 10 * i, native: 300 + 10 * i },
+    heapMb: { sizing: 200 + 10 * i, native: 200 },
+    // A heap-in-use figure sampled between collections: its floor is what is kept.
+    liveMb: { sizing: 80 + (i % 3) * 10, native: 80 + (i % 3) * 10 },
+  }));
+  const trends = Object.fromEntries(rssTrends(samples, ['simulator']).map((t) => [t.process, t]));
+  assert.equal(trends.sizing?.levelsOff, true);
+  assert.equal(trends.sizing?.decidedBy, 'live memory and memory outside the heaps');
+  assert.deepEqual(trends.sizing?.live, { startMb: 80, middleMb: 80, endMb: 80, secondHalfMb: 0 });
+  assert.equal(trends.native?.levelsOff, false, 'memory outside the heaps grew 40 MB in the second half after 50');
+  assert.equal(trends.native?.outsideHeaps?.secondHalfMb, 40);
+});
+
+test('isolate heaps: a diagnostic report’s worker threads are summed, their young generations left out', () => {
+  const report = {
+    javascriptHeap: { usedMemory: 999, totalCommittedMemory: 999 },
+    workers: [
+      {
+        javascriptHeap: {
+          usedMemory: 50,
+          totalMemory: 120,
+          totalCommittedMemory: 100,
+          heapSpaces: { new_space: { used: 8 }, new_large_object_space: { used: 2 }, old_space: { used: 30 } },
+        },
+      },
+      { javascriptHeap: { usedMemory: 20, totalCommittedMemory: 60, heapSpaces: {} } },
+    ],
+  };
+  assert.deepEqual(threadHeapsOf(report), { threads: 2, usedBytes: 60, physicalBytes: 160 });
+  assert.deepEqual(threadHeapsOf({}), { threads: 0, usedBytes: 0, physicalBytes: 0 });
+});
+
+test('go heap: the dev server’s /metrics give its heap objects and what the heap holds; a text without them gives null', () => {
+  const text = [
+    '# HELP memory_heap memory_heap gauge',
+    'memory_heap{service_name="frontend"} 2.28e+08',
+    'memory_heap{service_name="history"} 9e+08',
+    'memory_heapinuse{service_name="frontend"} 3.7e+08',
+    'memory_heapidle{service_name="frontend"} 1.7e+08',
+    'memory_heapreleased{service_name="frontend"} 9e+07',
+    'memory_stack{service_name="frontend"} 3e+07',
+    'memory_heap_objects{service_name="frontend"} 2.6e+06',
+  ].join('\n');
+  assert.deepEqual(parseGoHeap(text), { allocatedBytes: 2.28e8, heldBytes: 3.7e8 + 1.7e8 - 9e7 + 3e7 });
+  assert.equal(parseGoHeap('memory_heap{service_name="frontend"} 1\n'), null);
 });
