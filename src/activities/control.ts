@@ -206,6 +206,9 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const priorityStarter = starter === undefined && (deps.runShape ?? 'card') === 'card' ? deps.cardStarter : undefined;
       const intervals = await deps.reference.intervals();
       const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
+      // Before the claim, which reclaims expired leases: the claims of children the server has not
+      // started yet are held for another lease (lua/holdClaims.lua).
+      const claimsHeld = input.holdClaims === undefined ? undefined : await deps.store.holdClaims(input.carrierId, input.holdClaims, carrier.leaseMs);
       const [engine, fairRatePerSec, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         fairRateOf(deps.store, input, budgetQps),
@@ -288,6 +291,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         ...(priorityClaims.length > 0 ? { priorityStartedByClaim: true } : {}),
         startFailures,
         ...(startsNow === undefined ? { startsPending: true } : {}),
+        ...(claimsHeld === undefined ? {} : { claimsHeld }),
         engine,
         limitedBy,
         maxInflightLimit,

@@ -20,9 +20,11 @@ import {
   claimCandidatesCall,
   parseClaimCandidatesReply,
   finishCall,
+  holdClaimsCall,
   parseAcquireExecReply,
   parseClaimReply,
   parseFinishReply,
+  parseHoldClaimsReply,
   parseOwnedReply,
   parseRemoveReply,
   parseRequestCheckReply,
@@ -36,13 +38,14 @@ import {
   type AcquireExecResult,
   type ClaimResult,
   type FinishReply,
+  type HeldClaim,
   type Lane,
   type NowArg,
   type RequestCheckResult,
   type ScriptCall,
 } from './carrierScripts.js';
 
-export type { AcquireExecResult, ClaimResult, FinishReply, Lane, RequestCheckResult } from './carrierScripts.js';
+export type { AcquireExecResult, ClaimResult, FinishReply, HeldClaim, Lane, RequestCheckResult } from './carrierScripts.js';
 export type { DueState } from './dueState.js';
 
 export type CarrierId = string | number;
@@ -218,6 +221,15 @@ export class CarrierQueueStore {
   async renew(carrierId: CarrierId, cardId: string, token: string, executorId: string, leaseMs: number, now?: number): Promise<boolean> {
     const call = renewCall(this.keys(carrierId), cardId, token, executorId, leaseMs, this.now(now));
     return parseOwnedReply('renew', await this.run(call));
+  }
+
+  /**
+   * Extends the leases of claims no run has taken up yet (lua/holdClaims.lua): the scheduler's
+   * children whose start the server has not made. Returns how many were held.
+   */
+  async holdClaims(carrierId: CarrierId, claims: readonly HeldClaim[], leaseMs: number, now?: number): Promise<number> {
+    if (claims.length === 0) return 0;
+    return parseHoldClaimsReply(await this.run(holdClaimsCall(this.keys(carrierId), claims, leaseMs, this.now(now))));
   }
 
   /** True when the token still owned the claim (released and rescored); a replay answers as the first call did. */

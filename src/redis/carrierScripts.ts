@@ -7,7 +7,7 @@ import { GATEWAY_CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes
 import type { AccountKeys } from './keys.js';
 import { formatConfirmDelays } from './dueState.js';
 import type { ScriptDefinition } from './scriptLoader.js';
-import { InvalidStoreInputError, SCRIPT_CODE, UnexpectedScriptReplyError, expectCode } from './storeErrors.js';
+import { InvalidStoreInputError, SCRIPT_CODE, ScriptArgumentError, UnexpectedScriptReplyError, expectCode } from './storeErrors.js';
 
 export const CARRIER_SCRIPTS = {
   claimCandidates: { name: 'claimCandidates', numberOfKeys: 3 },
@@ -15,6 +15,8 @@ export const CARRIER_SCRIPTS = {
   claim: { name: 'claim', numberOfKeys: 'variable' },
   acquireExec: { name: 'acquireExec', numberOfKeys: 2 },
   renew: { name: 'renew', numberOfKeys: 5 },
+  // Two keys per card held, after the account's three.
+  holdClaims: { name: 'holdClaims', numberOfKeys: 'variable' },
   finish: { name: 'finish', numberOfKeys: 7 },
   release: { name: 'release', numberOfKeys: 6 },
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
@@ -221,6 +223,33 @@ export function renewCall(keys: AccountKeys, cardId: string, token: string, exec
     keys: [keys.claim(cardId), keys.exec(cardId), keys.running, keys.prio, keys.queue],
     args: [token, executorId, Math.ceil(leaseMs), now, cardId],
   };
+}
+
+/** A claim to hold: the card and the token that claimed it. */
+export interface HeldClaim {
+  readonly cardId: string;
+  readonly token: string;
+}
+
+export function holdClaimsCall(keys: AccountKeys, claims: readonly HeldClaim[], leaseMs: number, now: NowArg): ScriptCall {
+  assertPositive('holdClaims', 'leaseMs', leaseMs);
+  const cardKeys: string[] = [];
+  const args: (string | number)[] = [Math.ceil(leaseMs), now];
+  for (const { cardId, token } of claims) {
+    assertCardId('holdClaims', cardId);
+    if (token === '') throw new InvalidStoreInputError('holdClaims', 'token', `card ${cardId}: may not be empty`);
+    cardKeys.push(keys.claim(cardId), keys.exec(cardId));
+    args.push(cardId, token);
+  }
+  return { name: 'holdClaims', keys: [keys.running, keys.prio, keys.queue, ...cardKeys], args };
+}
+
+/** How many of the claims were held. */
+export function parseHoldClaimsReply(reply: unknown): number {
+  if (typeof reply !== 'number') throw new UnexpectedScriptReplyError('holdClaims', reply);
+  if (reply === SCRIPT_CODE.invalidArgument) throw new ScriptArgumentError('holdClaims');
+  if (reply < 0) throw new UnexpectedScriptReplyError('holdClaims', reply);
+  return reply;
 }
 
 /** Shared by renew, finish and release: 1 = done, 0 = the token lost its claim. */

@@ -48,6 +48,12 @@ export interface ClaimRoundInput {
    * Absent before the scheduler's first round.
    */
   readonly engineShare?: { readonly startsPerSec: number; readonly wanting: boolean };
+  /**
+   * Claims of children this scheduler run asked the server to start and that have not started
+   * yet: the round holds them for another lease before it claims (a late start would otherwise
+   * find its claim expired and taken by a later round). Absent: none.
+   */
+  readonly holdClaims?: readonly ClaimedCard[];
 }
 
 export interface CardRunPlacement {
@@ -101,6 +107,8 @@ export type ClaimRoundResult =
        * failures known by then; the account's next round on the same worker process counts the rest.
        */
       readonly startsPending?: boolean;
+      /** Of the round's `holdClaims`, those still owned and not yet taken up by their run (held for another lease). */
+      readonly claimsHeld?: number;
       readonly engine: EngineRoundStats;
       readonly limitedBy: LimitingFactor;
       /** The account's configured in-flight limit bounded by the deployment's card capacity. */

@@ -122,8 +122,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   // A started child is counted open until it reports its completion; one that cannot start has
   // its cards' claims released.
   const childClosed = (): void => state.starts.closed(Date.now());
-  const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], what: string): void => {
-    state.starts.starting();
+  const track = (start: Promise<ChildWorkflowHandle<Workflow>>, cards: readonly ClaimedCard[], claimedAt: number, what: string): void => {
+    state.starts.starting(cards, claimedAt);
     start.then(
       (child) => {
         state.starts.started(cards);
@@ -138,8 +138,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     );
   };
   const launch = (run: Launch): void => {
-    if (run.kind === 'card') track(startChild(cardCheck, cardCheckStart(args, run, claimedBy)), [run.card], 'cardCheck');
-    else track(startChild(cardBatch, cardBatchStart(args, run, claimedBy)), run.batch.cards, 'cardBatch');
+    if (run.kind === 'card') track(startChild(cardCheck, cardCheckStart(args, run, claimedBy)), [run.card], run.claimedAt, 'cardCheck');
+    else track(startChild(cardBatch, cardBatchStart(args, run, claimedBy)), run.batch.cards, run.claimedAt, 'cardBatch');
   };
 
   /**
@@ -212,6 +212,8 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       let result: ClaimRoundResult | undefined;
       try {
         result = await claimer.claimRound(input);
+        if (result.kind === 'claimed' && result.claimsHeld !== undefined)
+          log.info('held the claims of children not started yet', { asked: input.holdClaims?.length ?? 0, held: result.claimsHeld });
         state.claimSucceeded();
         failures.succeeded('claimRound');
       } catch (error) {

@@ -178,6 +178,19 @@ test('behaviour: every carrier script, through the store, touches only the keys 
     const token = (id: string) => first.claimed.find((x) => x.cardId === id)!.token;
     assert.equal(await store.acquireExec(c, 'a', token('a'), 'w1', 1_000, now), 'acquired');
     assert.equal(await store.renew(c, 'a', token('a'), 'w1', 1_000, now + 1), true);
+    // A claim no run has taken up held, beside one whose run has (left alone).
+    assert.equal(
+      await store.holdClaims(
+        c,
+        [
+          { cardId: 'a', token: token('a') },
+          { cardId: 'b', token: token('b') },
+        ],
+        1_000,
+        now + 1,
+      ),
+      1,
+    );
     // The usual finish, with a record, then its replay.
     const usual = { carrierId: c, cardId: 'a', token: token('a'), now: now + 2, set: { 'due:card_status': now + 60_000 }, del: [], record: 'x' };
     assert.equal((await store.finishWithRecord(usual)).owned, true);

@@ -1,12 +1,12 @@
 /**
- * acquireExec, renew and release (docs/design.md, 'Lua scripts'): one case per branch.
+ * acquireExec, renew, holdClaims and release (docs/design.md, 'Lua scripts'): one case per branch.
  * Leases are judged against the "now" passed in, so expiry is exercised by moving that clock.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createFixture, CLAIM_DEFAULTS, type Fixture, tokenOf } from './fixture.js';
 import { callScript } from '../../src/redis/scriptLoader.js';
-import { acquireExecCall, renewCall } from '../../src/redis/carrierScripts.js';
+import { acquireExecCall, holdClaimsCall, renewCall } from '../../src/redis/carrierScripts.js';
 import { expectCode, ScriptArgumentError, InvalidStoreInputError } from '../../src/redis/storeErrors.js';
 
 const NOW = 2_000_000;
@@ -127,6 +127,78 @@ describe('renew', () => {
     assert.throws(() => expectCode('renew', null, []));
     const reply = await callScript(fx.redis, call.name, call.keys, args);
     assert.throws(() => expectCode('renew', reply, []), ScriptArgumentError);
+  });
+});
+
+describe('holdClaims', () => {
+  test('a claim no run has taken up: running expiry and lane score = now + lease; a claim round at the old expiry reclaims nothing', async () => {
+    const c = await claimed();
+    assert.equal(await fx.store.holdClaims(c, [{ cardId: 'a', token: tok('r1', 'a') }], LEASE, NOW + 500), 1);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 500 + LEASE);
+    assert.equal(await fx.score(c, 'queue', 'a'), NOW + 500 + LEASE);
+    assert.equal(await fx.score(c, 'prio', 'a'), null, 'XX: not added to the other lane');
+    assert.ok((await fx.redis.pttl(fx.keys(c).claim('a'))) > LEASE, 'the claim key outlives the held lease');
+    const round = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW + LEASE, tokenPrefix: 'r2' });
+    assert.equal(round.expired, 0);
+    assert.deepEqual(round.claimed, []);
+    // The late run takes its card up with its own claim.
+    assert.equal(await fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + LEASE + 1), 'acquired');
+  });
+
+  test('never shortens a lease: a hold with an earlier "now" keeps the current expiry', async () => {
+    const c = await claimed();
+    assert.equal(await fx.store.holdClaims(c, [{ cardId: 'a', token: tok('r1', 'a') }], 100, NOW + 1), 1);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + LEASE);
+  });
+
+  test("an earlier token's leftover exec record does not stop the hold", async () => {
+    const c = await claimed();
+    await fx.redis.set(fx.keys(c).exec('a'), 'r0:a|old', 'PX', 60_000);
+    assert.equal(await fx.store.holdClaims(c, [{ cardId: 'a', token: tok('r1', 'a') }], LEASE, NOW + 500), 1);
+  });
+
+  const untouched: { name: string; setup?: (c: number) => Promise<unknown>; token?: string; now?: number }[] = [
+    { name: 'wrong token', token: tok('r0', 'a') },
+    { name: 'lease expired by now (not brought back)', now: NOW + LEASE },
+    { name: 'its run took the exec right (the run renews it)', setup: (c) => fx.store.acquireExec(c, 'a', tok('r1', 'a'), 'w1', 5_000, NOW + 1) },
+    { name: 'released', setup: (c) => fx.store.release(c, 'a', tok('r1', 'a'), NOW + 1) },
+  ];
+  for (const { name, setup, token = tok('r1', 'a'), now = NOW + 500 } of untouched) {
+    test(`${name} → 0, nothing extended`, async () => {
+      const c = await claimed();
+      await setup?.(c);
+      const before = { running: await fx.score(c, 'running', tok('r1', 'a')), queue: await fx.score(c, 'queue', 'a') };
+      assert.equal(await fx.store.holdClaims(c, [{ cardId: 'a', token }], LEASE, now), 0);
+      assert.deepEqual({ running: await fx.score(c, 'running', tok('r1', 'a')), queue: await fx.score(c, 'queue', 'a') }, before);
+    });
+  }
+
+  test('several cards in one call: counts those held, leaves the others', async () => {
+    carrier += 1;
+    const c = carrier;
+    for (const id of ['a', 'b', 'c']) await fx.store.upsert({ carrierId: c, cardId: id, now: NOW, dues: { card_status: NOW - 1 } });
+    const round = await fx.store.claim({ ...CLAIM_DEFAULTS, carrierId: c, now: NOW });
+    assert.equal(round.claimed.length, 3);
+    await fx.store.acquireExec(c, 'b', tok('r1', 'b'), 'w1', 5_000, NOW + 1);
+    const claims = ['a', 'b', 'c'].map((id) => ({ cardId: id, token: tok('r1', id) }));
+    assert.equal(await fx.store.holdClaims(c, claims, LEASE, NOW + 500), 2);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + 500 + LEASE);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'b')), NOW + LEASE);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'c')), NOW + 500 + LEASE);
+    assert.equal(await fx.store.holdClaims(c, [], LEASE, NOW + 500), 0, 'nothing to hold: no call');
+  });
+
+  test('bad input: the store names the field; the script answers -2 to a bad lease or an odd key count', async () => {
+    const c = await claimed();
+    assert.throws(() => holdClaimsCall(fx.keys(c), [{ cardId: 'a', token: tok('r1', 'a') }], 0, NOW), InvalidStoreInputError);
+    assert.throws(() => holdClaimsCall(fx.keys(c), [{ cardId: 'a:b', token: tok('r1', 'a') }], 1, NOW), InvalidStoreInputError);
+    assert.throws(() => holdClaimsCall(fx.keys(c), [{ cardId: 'a', token: '' }], 1, NOW), InvalidStoreInputError);
+    const call = holdClaimsCall(fx.keys(c), [{ cardId: 'a', token: tok('r1', 'a') }], 1_000, NOW);
+    const badLease = [...call.args];
+    badLease[0] = -5;
+    assert.equal(await callScript(fx.redis, call.name, call.keys, badLease), -2);
+    assert.equal(await callScript(fx.redis, call.name, call.keys.slice(0, -1), call.args), -2);
+    assert.equal(await fx.score(c, 'running', tok('r1', 'a')), NOW + LEASE, 'nothing extended');
   });
 });
 

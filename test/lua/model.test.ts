@@ -354,6 +354,22 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
       },
     },
     {
+      // The scheduler holding the claims of its children not started yet: a few tokens of one account.
+      name: 'holdClaims',
+      weight: 3,
+      run: async () => {
+        const t = pickToken();
+        if (t === null) return;
+        const others = issued.filter((o) => o.account === t.account && o.cardId !== t.cardId);
+        const claims = [t, ...rnd.subset(others).slice(0, 3)].filter((c, i, all) => all.findIndex((o) => o.cardId === c.cardId) === i);
+        const lease = rnd.pick([LEASE, LEASE / 4]);
+        log.push(`holdClaims ${t.account} ${claims.map((c) => `${c.cardId}:${c.token}`).join(',')} lease=${lease}`);
+        const reply = await fx.store.holdClaims(t.account, claims, lease, now);
+        assert.equal(reply, model.holdClaims(t.account, claims, lease, now), 'holdClaims reply');
+        tally(`holdClaims:${reply}`);
+      },
+    },
+    {
       name: 'finish',
       weight: 10,
       run: async () => {

@@ -23,6 +23,7 @@ import {
   claimCall,
   claimCandidatesCall,
   finishCall,
+  holdClaimsCall,
   releaseCall,
   removeCall,
   renewCall,
@@ -40,6 +41,15 @@ function callsFor(namespace: string, carrierId: string): ScriptCall[] {
     claimCall(keys, { now, leaseMs: 1, inflightLimit: 1, priorityRatio: 0, tokenPrefix: 'p', typeGroups: {}, countRealname: false, cards: ['42', '7'] }),
     acquireExecCall(keys, '42', 'p:42', 'w', 1, now),
     renewCall(keys, '42', 'p:42', 'w', 1, now),
+    holdClaimsCall(
+      keys,
+      [
+        { cardId: '42', token: 'p:42' },
+        { cardId: '7', token: 'p:7' },
+      ],
+      1,
+      now,
+    ),
     finishCall(keys, { cardId: '42', token: 'p:42', now, set: { 'ok:card_status': 1 }, del: [] }),
     releaseCall(keys, '42', 'p:42', now),
     requestCheckCall(keys, { cardId: '42', now, cooldownMs: 0, lane: 'priority', types: ['card_status'] }),
@@ -64,8 +74,9 @@ test('every script receives keys of exactly one slot, and as many keys as it dec
       assert.deepEqual(new Set(calls.map((call) => call.name)), new Set(Object.keys(CARRIER_SCRIPTS)), 'all scripts covered');
       for (const call of calls) {
         const declared = CARRIER_SCRIPTS[call.name].numberOfKeys;
-        // claim: the account's three keys, then three per card of the round.
-        assert.equal(call.keys.length, declared === 'variable' ? 3 + 3 * 2 : declared, `${call.name} key count`);
+        // claim: the account's three keys, then three per card of the round; holdClaims: two per card.
+        const variable = 3 + (call.name === 'claim' ? 3 : 2) * 2;
+        assert.equal(call.keys.length, declared === 'variable' ? variable : declared, `${call.name} key count`);
         const slots = new Set(call.keys.map(keySlot));
         assert.equal(slots.size, 1, `${call.name} for carrier ${carrierId} spans slots ${[...slots].join(',')}: ${call.keys.join(' ')}`);
         slotsSeen.add([...slots][0]!);

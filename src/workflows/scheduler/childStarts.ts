@@ -8,6 +8,13 @@ import { FAILED_START_RETRY_MS, STILL_RUNNING_FIRST_RETRY_MS, type ClaimRelease,
 /** Cards remembered with refusals in a row; beyond it the oldest is forgotten (it starts over at the first retry). */
 const MAX_CARDS_REMEMBERED = 10_000;
 
+/**
+ * A claim whose child has not started is held once this share of its lease has passed since its
+ * claim (or its last hold): a quarter leaves three more rounds' worth of margin on a 20 s lease
+ * even when rounds come seconds late, and costs nothing while starts take under 5 s.
+ */
+export const HOLD_AFTER_LEASE_SHARE = 0.25;
+
 export class ChildStarts {
   private inFlight = 0;
   // Children of this run that have not completed: an abandoned child still reports its completion
@@ -20,6 +27,8 @@ export class ChildStarts {
   private readonly stillRunning = new Map<string, number>();
   private failed = 0;
   private lastClosedAt: number | undefined;
+  // The claims of starts under way, by token, with when each was claimed or last held.
+  private readonly waiting = new Map<string, { readonly card: ClaimedCard; heldAt: number }>();
 
   /** `failures`: start failures counted by the previous runs (carried over continue-as-new). */
   constructor(failures: number) {
@@ -45,15 +54,35 @@ export class ChildStarts {
     return this.open === 0 && this.inFlight === 0;
   }
 
-  starting(): void {
+  /** A start was asked for, of a run for `cards` claimed at `claimedAt` (workflow time). */
+  starting(cards: readonly ClaimedCard[] = [], claimedAt = 0): void {
     this.inFlight += 1;
+    for (const card of cards) this.waiting.set(card.token, { card, heldAt: claimedAt });
   }
 
   /** A start succeeded: the child is counted open until it reports its completion. */
   started(cards: readonly ClaimedCard[] = []): void {
     this.inFlight -= 1;
     this.open += 1;
-    for (const card of cards) this.stillRunning.delete(card.cardId);
+    for (const card of cards) {
+      this.stillRunning.delete(card.cardId);
+      this.waiting.delete(card.token);
+    }
+  }
+
+  /**
+   * The claims to hold in this round (lua/holdClaims.lua): those of starts still under way that
+   * were claimed or last held at least HOLD_AFTER_LEASE_SHARE of `leaseMs` ago; they count as held
+   * from `now` on.
+   */
+  claimsToHold(now: number, leaseMs: number): ClaimedCard[] {
+    const due: ClaimedCard[] = [];
+    for (const entry of this.waiting.values()) {
+      if (now - entry.heldAt < leaseMs * HOLD_AFTER_LEASE_SHARE) continue;
+      entry.heldAt = now;
+      due.push(entry.card);
+    }
+    return due;
   }
 
   /** A child reported its completion, at `now` (workflow time). */
@@ -75,6 +104,7 @@ export class ChildStarts {
   startFailed(cards: readonly ClaimedCard[], previousRunOpen = false): void {
     this.inFlight -= 1;
     this.failed += cards.length;
+    for (const card of cards) this.waiting.delete(card.token);
     if (!previousRunOpen) {
       this.toRelease.push(...cards);
       return;

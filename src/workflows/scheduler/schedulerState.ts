@@ -98,6 +98,8 @@ export class SchedulerState {
   private wake = false;
   /** The last round the engine held back (`orchestration`): the account wants more of the engine for a few rounds after. */
   private heldBackRound: number | undefined;
+  /** The account's lease as the last claim reported it (undefined before the first): when to hold a waiting start's claim. */
+  private leaseMs: number | undefined;
 
   constructor(args: CarrierSchedulerArgs, run: SchedulerRun, patches: SchedulerPatches) {
     this.settings = schedulerSettings(args, patches);
@@ -191,6 +193,7 @@ export class SchedulerState {
     const tokenPrefix = `${this.runId}.${this.rounds}`;
     this.round = { tokenPrefix, at: now, sinceLastRoundMs };
     const inflight = this.inflight;
+    const holdClaims = this.leaseMs === undefined ? [] : this.starts.claimsToHold(now, this.leaseMs);
     return {
       carrierId: this.carrierId,
       tokenPrefix,
@@ -210,6 +213,7 @@ export class SchedulerState {
       // A draining run starts no children: the claim starts the round's runs itself.
       ...(this.drainingSince === undefined ? {} : { startRuns: true }),
       cardRuns: this.cardRuns,
+      ...(holdClaims.length === 0 ? {} : { holdClaims }),
     };
   }
 
@@ -232,6 +236,7 @@ export class SchedulerState {
       this.status = { ...this.status, mode: 'idle', rounds, claimedLastTick: 0 };
       return { kind: 'goOn', launches: [] };
     }
+    this.leaseMs = result.leaseMs;
     const claimedAt = round.at;
     const dueHorizonMs = result.dueHorizonMs ?? 0;
     // The claim started the runs itself (client start mode, or a draining run): nothing to start here;

@@ -329,6 +329,22 @@ export class CarrierModel {
     return true;
   }
 
+  /** holdClaims: each claim still live and not taken up by its token's run gets max(expiry, now + lease). */
+  holdClaims(accountId: string, claims: readonly { cardId: string; token: string }[], leaseMs: number, now: number): number {
+    const a = this.account(accountId);
+    let held = 0;
+    for (const { cardId, token } of claims) {
+      const expiry = this.liveExpiry(a, cardId, token, now);
+      if (expiry === null || a.exec.get(cardId)?.startsWith(`${token}|`)) continue;
+      const until = Math.max(expiry, now + leaseMs);
+      a.running.set(token, until);
+      if (a.prio.has(cardId)) a.prio.set(cardId, until);
+      if (a.queue.has(cardId)) a.queue.set(cardId, until);
+      held += 1;
+    }
+    return held;
+  }
+
   release(accountId: string, cardId: string, token: string, now: number): boolean {
     const a = this.account(accountId);
     if (this.liveExpiry(a, cardId, token, now) === null) return false;

@@ -199,6 +199,27 @@ test('a start refused while the card’s previous run is open: released due in 0
   assert.equal(starts.failures, 10);
 });
 
+test('a child start still under way a quarter of the lease after its claim: the next round holds its claim, then again each quarter lease; a start that answered is not held', () => {
+  const state = newState();
+  state.beginRound(T0);
+  // The claim reports the account's lease (claimedRound: 20 s); a quarter of it is 5 s.
+  const outcome = state.endRound(claimed([card('1'), card('2'), card('3')]));
+  assert.equal(launches(outcome).length, 3);
+  for (const id of ['1', '2', '3']) state.starts.starting([card(id)], T0);
+  state.starts.started([card('2')]);
+  state.starts.startFailed([card('3')]);
+  assert.equal(state.beginRound(T0 + 4_999).holdClaims, undefined, 'not yet: under a quarter lease');
+  state.endRound(claimed([]));
+  assert.deepEqual(state.beginRound(T0 + 5_000).holdClaims, [card('1')], 'held: started or failed starts are not');
+  state.endRound(claimed([]));
+  assert.equal(state.beginRound(T0 + 9_000).holdClaims, undefined, 'held at T0 + 5 s: the next hold a quarter lease later');
+  state.endRound(claimed([]));
+  assert.deepEqual(state.beginRound(T0 + 10_000).holdClaims, [card('1')]);
+  state.endRound(claimed([]));
+  state.starts.started([card('1')]);
+  assert.equal(state.beginRound(T0 + 20_000).holdClaims, undefined, 'started: nothing left to hold');
+});
+
 test('status: expired leases and start failures add up across rounds and runs (carried counters, refused by the claim, failed child starts)', () => {
   const state = newState({ counters: { expiredLeases: 5, startFailures: 2 } });
   state.beginRound(T0);
