@@ -46,6 +46,10 @@ disruptive=(
 )
 mapfile -t files < <(find test/cluster -name '*.test.ts' | sort | grep -v -x -F "${disruptive[@]/#/-e}")
 status=0
-node "${TS_NODE_OPTIONS[@]}" --test --test-concurrency=2 "${@}" "${files[@]}" || status=$?
-node "${TS_NODE_OPTIONS[@]}" --test --test-concurrency=1 "${@}" "${disruptive[@]}" || status=$?
+# testkit/runFiles.ts (as npm test): each failed test with its message also goes to a file, printed
+# last, so a log that keeps only its end (a CI record, where this suite runs beside the fault suite)
+# still says which cluster test failed and why.
+node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 2 --file-timeout 900 --failures test-results/cluster-failures.txt "${@}" -- "${files[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 1 --file-timeout 900 --failures test-results/cluster-disruptive-failures.txt "${@}" -- "${disruptive[@]}" || status=$?
+cat test-results/cluster-failures.txt test-results/cluster-disruptive-failures.txt 2>/dev/null || true
 exit "$status"
