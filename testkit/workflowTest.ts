@@ -3,8 +3,10 @@
  * worker of the test's own, its activities the test's recorders, typed from the activity factories.
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
+import { fileURLToPath } from 'node:url';
 import type { BookkeepingActivities } from '../src/activities/bookkeepingBatch.js';
 import type { ControlActivities } from '../src/activities/control.js';
 import type { GatewayActivities } from '../src/activities/gateway.js';
@@ -13,6 +15,7 @@ import { WORKFLOWS_PATH } from '../src/workers/workflowBundle.js';
 import { sandboxThreadOptions } from '../src/workers/createWorker.js';
 import { installQuietWorkerRuntime } from './isolatedStack.js';
 import { bundleOnce, uniqueName } from './temporal.js';
+import { testWorkflowBundle } from './workflowBundle.js';
 
 /** Every activity a card run calls (cardCheck, cardBatch's per-card calls), typed from the factories. */
 export type CardRunActivities = BookkeepingActivities & GatewayActivities;
@@ -36,16 +39,25 @@ export function testTaskQueues(label: string): TaskQueueNames {
 }
 
 /**
- * A worker on `taskQueue` running the project's workflows with `activities`. The worker runtime is
- * made quiet: the failures the tests provoke are the point, the SDK's warnings about them noise.
+ * A worker on `taskQueue` running the project's workflows with `activities` (and the workflow
+ * interceptor modules given, test/fixtures/*Interceptors.ts). The worker runtime is made quiet:
+ * the failures the tests provoke are the point, the SDK's warnings about them noise.
  */
-export async function createTestWorker(env: TestWorkflowEnvironment, taskQueue: string, activities: object): Promise<Worker> {
+export async function createTestWorker(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  activities: object,
+  interceptors: readonly URL[] = [],
+): Promise<Worker> {
   installQuietWorkerRuntime();
   return Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue,
-    workflowBundle: await bundleOnce(WORKFLOWS_PATH),
+    workflowBundle:
+      interceptors.length === 0
+        ? await bundleOnce(WORKFLOWS_PATH)
+        : await testWorkflowBundle({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: interceptors.map((url) => fileURLToPath(url)) }),
     activities,
     // The sandbox on this thread: a worker per test, each ~2 s of CPU less to start (src/config/index.ts).
     ...sandboxThreadOptions('main'),
@@ -59,5 +71,24 @@ export function stopwatch(t: { diagnostic(message: string): void }): (what: stri
     const now = Date.now();
     t.diagnostic(`${what}: ${now - last} ms`);
     last = now;
+  };
+}
+
+/**
+ * Card-run activities for a test that looks only at how runs start: `prepareExecution` is the
+ * test's (usually ending the run, `{ kind: 'lost' }`); any later step fails the test's run for good.
+ */
+export function preparingOnly(prepareExecution: CardRunActivities['prepareExecution']): CardRunActivities {
+  const unused = async (): Promise<never> => {
+    throw ApplicationFailure.nonRetryable('not expected in this test');
+  };
+  return {
+    prepareExecution,
+    releaseClaim: unused,
+    finishNotPolled: unused,
+    finishExecution: unused,
+    recordExecution: unused,
+    enqueueRecord: unused,
+    checkGateway: unused,
   };
 }

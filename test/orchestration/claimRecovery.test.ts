@@ -7,19 +7,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
-import { sandboxThreadOptions } from '../../src/workers/createWorker.js';
 import { createStack, stackControlActivities } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { timeSkippingEnv } from '../../testkit/timeSkipping.js';
 import { uniqueName } from '../../testkit/temporal.js';
-import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
-import type { CardRunActivities, ControlActivities } from '../../testkit/workflowTest.js';
+import { createTestWorker, preparingOnly, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
 import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
 import { carrierScheduler } from '../../src/workflows/carrierScheduler.js';
-import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
 
 const { temporal } = proto;
 
@@ -92,9 +87,6 @@ test('a scheduler whose workflow task fails after its claim ran: the replayed ro
     const prepared: string[] = [];
     const taskQueue = uniqueName('claim-recovery-wft');
     const taskQueues = { control: taskQueue, card: taskQueue, cardPriority: taskQueue, gateway: taskQueue, ingest: taskQueue };
-    const unused = async (): Promise<never> => {
-      throw new Error('not expected in this test');
-    };
     const activities: Pick<ControlActivities, 'claimRound' | 'releaseClaims' | 'requestCheck' | 'requeueDuePriorityItems'> & CardRunActivities = {
       // The real claim round over the stack's Redis (child start mode), recorded; the second round stops the scheduler.
       async claimRound(input) {
@@ -107,28 +99,12 @@ test('a scheduler whose workflow task fails after its claim ran: the replayed ro
       requestCheck: (input) => control.requestCheck(input),
       requeueDuePriorityItems: (input) => control.requeueDuePriorityItems(input),
       // The card runs only report which claim they were started with.
-      async prepareExecution(input) {
+      ...preparingOnly(async (input) => {
         prepared.push(input.token);
         return { kind: 'lost' };
-      },
-      releaseClaim: unused,
-      finishNotPolled: unused,
-      finishExecution: unused,
-      recordExecution: unused,
-      enqueueRecord: unused,
-      checkGateway: unused,
-    };
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      workflowBundle: await testWorkflowBundle({
-        workflowsPath: WORKFLOWS_PATH,
-        workflowInterceptorModules: [fileURLToPath(new URL('../fixtures/failFirstTaskInterceptors.ts', import.meta.url))],
       }),
-      activities,
-      ...sandboxThreadOptions('main'),
-    });
+    };
+    const worker = await createTestWorker(env, taskQueue, activities, [new URL('../fixtures/failFirstTaskInterceptors.ts', import.meta.url)]);
     const handle = await env.client.workflow.start(carrierScheduler, {
       taskQueue,
       workflowId: uniqueName('claim-recovery-sched'),

@@ -13,17 +13,12 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { createStack, stackControlActivities, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { connectTestEnv, uniqueName } from '../../testkit/temporal.js';
 import { installQuietWorkerRuntime } from '../../testkit/isolatedStack.js';
-import { testWorkflowBundle } from '../../testkit/workflowBundle.js';
-import type { CardRunActivities, ControlActivities } from '../../testkit/workflowTest.js';
-import { sandboxThreadOptions } from '../../src/workers/createWorker.js';
-import { WORKFLOWS_PATH } from '../../src/workers/workflowBundle.js';
+import { createTestWorker, preparingOnly, testTaskQueues, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
 import { carrierScheduler } from '../../src/workflows/carrierScheduler.js';
 import { SLOW_CHILD_START_MS } from '../fixtures/slowChildStartInterceptors.js';
 
@@ -32,6 +27,7 @@ const LEASE_MS = 3000;
 let stack: Stack;
 let env: TestWorkflowEnvironment;
 before(async () => {
+  // Before the stack's connections create the SDK runtime (createTestWorker installs it too, as a no-op then).
   installQuietWorkerRuntime();
   env = await connectTestEnv();
   stack = await createStack('late-child-start', { config: { CARD_START_MODE: 'child', CARD_RUN_SHAPE: 'card' } });
@@ -57,11 +53,8 @@ test('a child started after its lease would have ended still owns its card: its 
   const control = stackControlActivities(stack);
   const rounds: { expired: number; claimed: string[]; held: number | undefined; holding: number }[] = [];
   const runs: { token: string; exec: string }[] = [];
-  const taskQueue = uniqueName('late-child-start');
-  const taskQueues = { control: taskQueue, card: taskQueue, cardPriority: taskQueue, gateway: taskQueue, ingest: taskQueue };
-  const unused = async (): Promise<never> => {
-    throw new Error('not expected in this test');
-  };
+  const taskQueues = testTaskQueues('late-child-start');
+  const taskQueue = taskQueues.control;
   const activities: Pick<ControlActivities, 'claimRound' | 'releaseClaims' | 'requestCheck' | 'requeueDuePriorityItems'> & CardRunActivities = {
     // The real claim round, recorded; once the run has started and three more rounds ran, the scheduler stops.
     async claimRound(input) {
@@ -76,30 +69,14 @@ test('a child started after its lease would have ended still owns its card: its 
     requestCheck: (input) => control.requestCheck(input),
     requeueDuePriorityItems: (input) => control.requeueDuePriorityItems(input),
     // The run's first step, as the real one: the exec right under the run's token.
-    async prepareExecution(input) {
+    ...preparingOnly(async (input) => {
       const exec = await stack.deps.store.acquireExec(carrierId, input.cardId, input.token, 'late-start-test', LEASE_MS);
       runs.push({ token: input.token, exec });
       if (exec === 'acquired') await stack.deps.store.release(carrierId, input.cardId, input.token);
       return { kind: 'lost' };
-    },
-    releaseClaim: unused,
-    finishNotPolled: unused,
-    finishExecution: unused,
-    recordExecution: unused,
-    enqueueRecord: unused,
-    checkGateway: unused,
-  };
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    taskQueue,
-    workflowBundle: await testWorkflowBundle({
-      workflowsPath: WORKFLOWS_PATH,
-      workflowInterceptorModules: [fileURLToPath(new URL('../fixtures/slowChildStartInterceptors.ts', import.meta.url))],
     }),
-    activities,
-    ...sandboxThreadOptions('main'),
-  });
+  };
+  const worker = await createTestWorker(env, taskQueue, activities, [new URL('../fixtures/slowChildStartInterceptors.ts', import.meta.url)]);
   const handle = await env.client.workflow.start(carrierScheduler, {
     taskQueue,
     workflowId: uniqueName('late-child-start-sched'),

@@ -20,7 +20,7 @@ import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { carrierScheduler, DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from '../../src/workflows/carrierScheduler.js';
 import { requestCheckSignal, requestCheckUpdate, schedulerStatusQuery } from '../../src/workflows/messages.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
-import { createTestWorker, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
+import { createTestWorker, preparingOnly, stopwatch, testTaskQueues, type CardRunActivities, type ControlActivities } from '../../testkit/workflowTest.js';
 import { uniqueName } from '../../testkit/temporal.js';
 
 const { temporal } = proto;
@@ -42,21 +42,10 @@ const STOP: ClaimRoundResult = { kind: 'stop', reason: 'carrier_disabled' };
 
 /** Card runs that end at once (their exec right already gone): the scheduler only sees them start and complete. */
 function endingCardRuns(prepared: string[]): CardRunActivities {
-  const unused = async (): Promise<never> => {
-    throw ApplicationFailure.nonRetryable('not expected in this test');
-  };
-  return {
-    async prepareExecution(input) {
-      prepared.push(input.cardId);
-      return { kind: 'lost' };
-    },
-    releaseClaim: unused,
-    finishNotPolled: unused,
-    finishExecution: unused,
-    recordExecution: unused,
-    enqueueRecord: unused,
-    checkGateway: unused,
-  };
+  return preparingOnly(async (input) => {
+    prepared.push(input.cardId);
+    return { kind: 'lost' };
+  });
 }
 
 function schedulerArgs(taskQueues: CarrierSchedulerArgs['taskQueues'], prefix: string): CarrierSchedulerArgs {
