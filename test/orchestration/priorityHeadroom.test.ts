@@ -25,17 +25,17 @@ async function fullAccount(stack: Stack, name: string, configuredLimit: number) 
   return account;
 }
 
-/** The account's claim rounds, one token prefix each, with the scheduler's adaptive limit at 4. */
+/** The account's claim rounds, one token prefix each, with the scheduler's adaptive limit at 4 unless a round says otherwise. */
 function roundsAtAdaptiveLimit4(stack: Stack, activities: ReturnType<typeof stackControlActivities>, carrierId: string) {
   let round = 0;
-  return () => {
+  return (adaptiveLimit = 4) => {
     round += 1;
     return activities.claimRound({
       carrierId,
       tokenPrefix: `headroom.${round}`,
       refreshConfig: false,
       sinceLastRoundMs: 1000,
-      adaptiveLimit: 4,
+      adaptiveLimit,
       cardRuns: { taskQueues: stack.taskQueues, workflowIdPrefix: '', claimedBy: 'test' },
     });
   };
@@ -47,6 +47,15 @@ test('priorityInflightLimit: a quarter above the limit (at least 2), never above
   assert.equal(priorityInflightLimit(40, 100), 50);
   assert.equal(priorityInflightLimit(50, 50), 50);
   assert.equal(priorityInflightLimit(10, 10), 10);
+});
+
+test('priorityInflightLimit: a priority lane no larger than the headroom goes past whatever runs, never past the configured limit', () => {
+  assert.equal(priorityInflightLimit(4, 50, { running: 3, priorityLane: 1 }), 6, 'room enough: the headroom rule');
+  assert.equal(priorityInflightLimit(4, 50, { running: 27, priorityLane: 1 }), 28, 'the adaptive limit fell below what runs');
+  assert.equal(priorityInflightLimit(4, 50, { running: 27, priorityLane: 2 }), 29);
+  assert.equal(priorityInflightLimit(4, 50, { running: 27, priorityLane: 3 }), 6, 'more than the headroom (2): a bulk request keeps to it');
+  assert.equal(priorityInflightLimit(4, 50, { running: 27, priorityLane: 0 }), 6);
+  assert.equal(priorityInflightLimit(4, 28, { running: 28, priorityLane: 1 }), 28, 'the configured limit holds');
 });
 
 test('an account full at its adaptive limit still claims a requested card; the normal lane waits', async () => {
@@ -77,6 +86,45 @@ test('an account full at its adaptive limit still claims a requested card; the n
     );
     assert.equal(withRequests.running, 6);
     assert.equal(withRequests.limitedBy, 'orchestration');
+  } finally {
+    await stack.close();
+  }
+});
+
+test('a requested card is claimed at once when the adaptive limit fell below what runs; a bulk request keeps to the headroom', async () => {
+  const stack = await createStack('priority-past-running');
+  try {
+    const account = await fullAccount(stack, 'headroom3', 50);
+    const carrierId = account.carrier.id;
+    const activities = stackControlActivities(stack);
+    const claimRound = roundsAtAdaptiveLimit4(stack, activities, carrierId);
+    const first = await claimRound();
+    assert.equal(first.kind === 'claimed' ? first.claimed.length : -1, 4);
+    // The limit falls to 2 (headroom 2): 4 running is already at limit + headroom.
+    const full = await claimRound(2);
+    assert.equal(full.kind === 'claimed' ? full.claimed.length : -1, 0);
+
+    const claimedIds = new Set(first.kind === 'claimed' ? first.claimed.map((c) => c.cardId) : []);
+    const waiting = account.cards.filter((card) => !claimedIds.has(card.id));
+    const request = async (cardId: string): Promise<void> => {
+      const answer = await activities.requestCheck({ carrierId, request: { cardId, types: ['card_status'], cooldownMs: 0 } });
+      assert.equal(answer.requested, 1);
+    };
+    await request(waiting[0]!.id);
+    const one = await claimRound(2);
+    assert.equal(one.kind, 'claimed');
+    if (one.kind !== 'claimed') return;
+    assert.deepEqual(
+      one.claimed.map((c) => [c.cardId, c.fromPriority]),
+      [[waiting[0]!.id, true]],
+      'the request is claimed in the round it wakes, past the 4 already running',
+    );
+    assert.equal(one.running, 5);
+
+    // Three more requests: the priority lane (the one claimed plus three waiting) is larger than the headroom.
+    for (const card of waiting.slice(1, 4)) await request(card.id);
+    const bulk = await claimRound(2);
+    assert.equal(bulk.kind === 'claimed' ? bulk.claimed.length : -1, 0, 'a bulk request waits for the running set to drain to limit + headroom');
   } finally {
     await stack.close();
   }
