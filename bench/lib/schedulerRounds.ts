@@ -24,6 +24,13 @@ export interface SchedulerRounds {
   readonly gapsOverMs: Readonly<Record<string, number>>;
   /** The scheduler's events in the window: workflow task failures and timeouts among them. */
   readonly counts: EventCounts;
+  /** Every claim of a card from the priority lane in its recorded runs, with the claim's instant (ms). */
+  readonly priorityClaims: readonly PriorityClaim[];
+}
+
+export interface PriorityClaim {
+  readonly cardId: string;
+  readonly claimedAt: number;
 }
 
 interface MarkerData {
@@ -47,12 +54,32 @@ function localActivity(event: HistoryEvent): { type: string; at: number } | unde
   }
 }
 
+/**
+ * The priority-lane claims a claim round's marker records: its result names each claimed card with
+ * its token, `<prefix>@<claim instant ms>:<cardId>` (lua/claim.lua), so the instant is the claim's
+ * own, not the local activity's completion (which waits for the round's run starts).
+ */
+function priorityClaimsOf(event: HistoryEvent): PriorityClaim[] {
+  const payload = event.markerRecordedEventAttributes?.details?.result?.payloads?.[0]?.data;
+  if (!payload) return [];
+  try {
+    const result = JSON.parse(Buffer.from(payload).toString('utf8')) as { claimed?: { cardId?: string; token?: string; fromPriority?: boolean }[] };
+    return (result.claimed ?? []).flatMap((card) => {
+      const at = card.fromPriority === true ? /@(\d+(?:\.\d+)?):[^:]+$/.exec(card.token ?? '')?.[1] : undefined;
+      return card.cardId === undefined || at === undefined ? [] : [{ cardId: card.cardId, claimedAt: Number(at) }];
+    });
+  } catch {
+    return [];
+  }
+}
+
 /** Gaps counted above these lengths (ms). */
 const GAP_THRESHOLDS_MS = [2000, 3000, 10_000];
 
 export async function schedulerRounds(client: Client, workflowId: string, from: Date, to: Date): Promise<SchedulerRounds> {
   const runs = await runChain(client, workflowId, from);
   const claims: number[] = [];
+  const priorityClaims: PriorityClaim[] = [];
   const inWindow: HistoryEvent[] = [];
   let continuedAsNew = 0;
   for (const run of runs.reverse()) {
@@ -63,7 +90,10 @@ export async function schedulerRounds(client: Client, workflowId: string, from: 
         if (event.workflowExecutionStartedEventAttributes) continuedAsNew += 1;
       }
       const activity = localActivity(event);
-      if (activity?.type === CLAIM_ACTIVITY) claims.push(activity.at);
+      if (activity?.type === CLAIM_ACTIVITY) {
+        claims.push(activity.at);
+        priorityClaims.push(...priorityClaimsOf(event));
+      }
     }
   }
   claims.sort((a, b) => a - b);
@@ -86,5 +116,6 @@ export async function schedulerRounds(client: Client, workflowId: string, from: 
     longestGapFrom: longest ? new Date(longest.from).toISOString() : null,
     gapsOverMs: Object.fromEntries(GAP_THRESHOLDS_MS.map((limit) => [String(limit), gaps.filter((gap) => gap.ms > limit).length])),
     counts: countEvents(inWindow, emptyCounts()),
+    priorityClaims,
   };
 }

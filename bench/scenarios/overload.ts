@@ -26,7 +26,7 @@ import { latenessBetween } from '../lib/measure.js';
 import { servicePidsFor, usesTemporalCluster, type CpuTimes } from '../lib/processes.js';
 import { capacityNote, orchestrationCapacity, type Capacity } from '../lib/capacity.js';
 import { schedulerSnapshots, type SchedulerSnapshot } from '../lib/cardExecutions.js';
-import { schedulerRounds, type SchedulerRounds } from '../lib/schedulerRounds.js';
+import { schedulerRounds, type PriorityClaim, type SchedulerRounds } from '../lib/schedulerRounds.js';
 import { settledExecutionsBetween } from '../lib/checkCost.js';
 import { addCounts, countEvents, emptyCounts, eventsInWindow, fetchEvents, type EventCounts } from '../lib/actions.js';
 import { RSS_RULE, rssTrends, sampleRss, type HeapFigures, type HeapSource, type RssTrend } from '../lib/rss.js';
@@ -78,7 +78,7 @@ interface AccountFigures {
   readonly share: number;
   readonly shareOverBudgetShare: number;
   readonly latenessP99Ms: number;
-  readonly rounds: SchedulerRounds;
+  readonly rounds: Omit<SchedulerRounds, 'priorityClaims'>;
   /** The scheduler's adaptive in-flight limit and smoothed start lag, means of the window's samples. */
   readonly meanInflightLimit: number | null;
   readonly meanStartLagMs: number | null;
@@ -101,6 +101,10 @@ interface AccountFigures {
 interface RequestStages {
   readonly toAnswerMs: Distribution;
   readonly answerToRunStartMs: Distribution;
+  /** The answer to the card's claim from the priority lane (the claim's instant, from its token): the scheduler's wake and round. */
+  readonly answerToClaimMs: Distribution;
+  /** That claim to the run's start: the start call (client) or the child start through the scheduler's history. */
+  readonly claimToRunStartMs: Distribution;
   readonly toRunStartMs: Distribution;
   readonly runStartToExecutionMs: Distribution;
   readonly executionToCallMs: Distribution;
@@ -169,13 +173,15 @@ async function cardRunCounts(stack: BenchStack, from: Date, to: Date): Promise<E
   return { ...counts, runsRead: rows.length };
 }
 
-async function requestStages(stack: BenchStack, requested: readonly Pending[]): Promise<RequestStages> {
+async function requestStages(stack: BenchStack, requested: readonly Pending[], priorityClaims: readonly PriorityClaim[]): Promise<RequestStages> {
   const { rows } = await stack.pool.query<{ card_id: string; started_at: Date }>(
     'SELECT card_id::text, started_at FROM card_execution WHERE from_priority AND card_id = ANY($1::bigint[]) ORDER BY started_at',
     [requested.map((p) => p.card.id)],
   );
   const toAnswer: number[] = [];
   const answerToRunStart: number[] = [];
+  const answerToClaim: number[] = [];
+  const claimToRunStart: number[] = [];
   const toRunStart: number[] = [];
   const runToExecution: number[] = [];
   const executionToCall: number[] = [];
@@ -191,12 +197,20 @@ async function requestStages(stack: BenchStack, requested: readonly Pending[]): 
     if (runStart !== undefined) toRunStart.push(runStart - p.requestedAt);
     if (p.answeredAt !== undefined) toAnswer.push(p.answeredAt - p.requestedAt);
     if (p.answeredAt !== undefined && runStart !== undefined) answerToRunStart.push(runStart - p.answeredAt);
+    // The request's claim: the first of the card from the priority lane at or after the request.
+    const claimedAt = priorityClaims
+      .filter((claim) => claim.cardId === p.card.id && claim.claimedAt >= p.requestedAt)
+      .reduce<number | undefined>((first, claim) => (first === undefined || claim.claimedAt < first ? claim.claimedAt : first), undefined);
+    if (claimedAt !== undefined && p.answeredAt !== undefined) answerToClaim.push(claimedAt - p.answeredAt);
+    if (claimedAt !== undefined && runStart !== undefined) claimToRunStart.push(runStart - claimedAt);
     if (runStart !== undefined && executionStart !== undefined) runToExecution.push(executionStart - runStart);
     if (executionStart !== undefined && p.firstCallAt !== undefined) executionToCall.push(p.firstCallAt - executionStart);
   }
   return {
     toAnswerMs: distribution(toAnswer),
     answerToRunStartMs: distribution(answerToRunStart),
+    answerToClaimMs: distribution(answerToClaim),
+    claimToRunStartMs: distribution(claimToRunStart),
     toRunStartMs: distribution(toRunStart),
     runStartToExecutionMs: distribution(runToExecution),
     executionToCallMs: distribution(executionToCall),
@@ -287,6 +301,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
     const executions = [...byAccount.values()].reduce((a, b) => a + b, 0);
     const budgetTotal = accounts.reduce((n, a) => n + (a.spec.qps.status ?? 0), 0);
     const figures: AccountFigures[] = [];
+    const priorityClaims: PriorityClaim[] = [];
     for (const account of accounts) {
       const id = account.carrier.id;
       const n = byAccount.get(id) ?? 0;
@@ -295,6 +310,14 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
       const lateness = await latenessBetween(stack.pool, window.from, window.to, `carrier_id = ${Number(id)} AND NOT from_priority`);
       const own = controllerSamples.filter((sample) => sample.carrierId === id);
       const limitedBy: Record<string, number> = {};
+      // Its priority claims are only for the request stages (not kept in the results).
+      const { priorityClaims: claims, ...rounds } = await schedulerRounds(
+        stack.client,
+        schedulerWorkflowId(id, stack.ref.workflowIdPrefix),
+        window.from,
+        window.to,
+      );
+      priorityClaims.push(...claims);
       for (const sample of own) limitedBy[sample.limitedBy] = (limitedBy[sample.limitedBy] ?? 0) + 1;
       figures.push({
         account: account.spec.name,
@@ -306,7 +329,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         share: round(share, 3),
         shareOverBudgetShare: round(budgetShare > 0 ? share / budgetShare : 0, 3),
         latenessP99Ms: lateness.latenessMs.p99,
-        rounds: await schedulerRounds(stack.client, schedulerWorkflowId(id, stack.ref.workflowIdPrefix), window.from, window.to),
+        rounds,
         meanInflightLimit: mean(own.map((sample) => sample.inflightLimit)),
         meanStartLagMs: mean(own.map((sample) => sample.startLagMs)),
         meanQueueLagMs: mean(own.flatMap((sample) => (sample.queueLagMs === null ? [] : [sample.queueLagMs]))),
@@ -350,7 +373,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
         requested: requested.length,
         answered: answered.length,
         toFirstCallMs: distribution(answered.map((p) => p.firstCallAt! - p.requestedAt)),
-        stages: await requestStages(stack, requested),
+        stages: await requestStages(stack, requested, priorityClaims),
         statuses,
       },
       // The simulator's memory is its heap's; the workers' process and the server have memory outside theirs.
@@ -628,7 +651,8 @@ export const overload: Scenario = async (context) => {
         `request statuses ${JSON.stringify(run.requests.statuses)}.`,
       `${run.startMode}: ${cpuNote(run.cpuShares)}`,
       `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)} ` +
-        `(request → answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}); ` +
+        `(request → answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}: ` +
+        `answered → claimed ${stageText(run.requests.stages.answerToClaimMs)}, claimed → run started ${stageText(run.requests.stages.claimToRunStartMs)}); ` +
         `run started → execution started ${stageText(run.requests.stages.runStartToExecutionMs)}; execution started → first gateway call ` +
         `${stageText(run.requests.stages.executionToCallMs)}.`,
     ]),
