@@ -223,9 +223,12 @@ export function createControlActivities(deps: ControlActivityDeps) {
       const intervals = await deps.reference.intervals();
       const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
       // Before the claim, which reclaims expired leases: the claims of children the server has not
-      // started yet are held for another lease (lua/holdClaims.lua).
-      const claimsHeld = input.holdClaims === undefined ? undefined : await deps.store.holdClaims(input.carrierId, input.holdClaims, carrier.leaseMs);
-      const occupancy = await deps.store.depths(input.carrierId);
+      // started yet are held for another lease (lua/holdClaims.lua). The lanes' depths size the
+      // priority lane's limit.
+      const [claimsHeld, occupancy] = await Promise.all([
+        input.holdClaims === undefined ? undefined : deps.store.holdClaims(input.carrierId, input.holdClaims, carrier.leaseMs),
+        deps.store.depths(input.carrierId),
+      ]);
       const [engine, fairRatePerSec, result] = await Promise.all([
         deps.store.takeStartStats(input.carrierId),
         fairRateOf(deps.store, input, budgetQps),
