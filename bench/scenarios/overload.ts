@@ -124,6 +124,8 @@ interface OverloadRun {
   readonly cardRunCounts: EventCounts & { readonly runsRead: number };
   readonly expiredLeases: { readonly inWindow: number; readonly wholeRun: number; readonly schedulerStatus: number };
   readonly rejected: number;
+  /** Per group that refused calls: its busiest second's arrivals (see {@link rejectionDetails}). */
+  readonly rejections: readonly string[];
   readonly requests: {
     readonly sent: number;
     readonly requested: number;
@@ -215,6 +217,40 @@ async function requestStages(stack: BenchStack, requested: readonly Pending[], p
     runStartToExecutionMs: distribution(runToExecution),
     executionToCallMs: distribution(executionToCall),
   };
+}
+
+/** Most of the sorted `times` within `windowMs`. */
+function densestWithin(sorted: readonly number[], windowMs: number): number {
+  let most = 0;
+  let start = 0;
+  for (let end = 0; end < sorted.length; end += 1) {
+    while (sorted[end]! - sorted[start]! > windowMs) start += 1;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
+
+/**
+ * Where the simulator refused calls: per group, its busiest second's arrivals as offsets from the
+ * first (ms, as its handler read them) and the most of them within 5 ms. A tight bunch says its
+ * event loop read calls late (it shares the machine's two cores); arrivals spread over the second
+ * say the calls were sent too close together.
+ */
+async function rejectionDetails(stack: BenchStack, accounts: readonly SeededAccount[]): Promise<string[]> {
+  const stats = await stack.simulator.stats({ cards: false });
+  const lines: string[] = [];
+  for (const account of accounts) {
+    for (const [group, g] of Object.entries(stats.accounts[account.gatewayAccount]?.groups ?? {})) {
+      if (g.rejected === 0) continue;
+      const arrivals = g.busiestSecond.map((call) => call.arrivedAtMs).sort((a, b) => a - b);
+      const first = arrivals[0] ?? 0;
+      lines.push(
+        `${account.spec.name} ${group}: ${g.rejected} of ${g.calls + g.rejected}; busiest second ${g.maxPerSecond} arrivals (accepted ≤ ${g.maxAcceptedPerSecond} per second), ` +
+          `at +ms ${arrivals.map((at) => Math.round(at - first)).join(' ')}; most within 5 ms: ${densestWithin(arrivals, 5)}`,
+      );
+    }
+  }
+  return lines;
 }
 
 /** Samples the schedulers' status (adaptive limit, start lag, what limits their rounds) until stopped. */
@@ -350,6 +386,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
     ).reduce((n, s) => n + s.expiredLeases, 0);
     let rejected = 0;
     for (const account of accounts) for (const group of Object.values(window.end.calls[account.gatewayAccount] ?? {})) rejected += group.rejected;
+    const rejections = rejected === 0 ? [] : await rejectionDetails(stack, accounts);
     const requested = sent.filter((p) => p.status === 'requested');
     const answered = requested.filter((p) => p.firstCallAt !== undefined);
     const statuses: Record<string, number> = {};
@@ -368,6 +405,7 @@ async function overloadRun(context: ScenarioContext, startMode: StartMode, secon
       cardRunCounts: cards,
       expiredLeases: { inWindow: leaseExpiries(window.end) - leaseExpiries(window.start), wholeRun: leaseExpiries(window.end), schedulerStatus: statusExpired },
       rejected,
+      rejections,
       requests: {
         sent: sent.length,
         requested: requested.length,
@@ -649,6 +687,7 @@ export const overload: Scenario = async (context) => {
       `${run.startMode}: workflow task failures by cause — schedulers ${JSON.stringify(run.schedulerCounts.workflowTaskFailureCauses)}, ` +
         `pollingControl ${JSON.stringify(run.controlCounts.workflowTaskFailureCauses)}, card runs ${JSON.stringify(run.cardRunCounts.workflowTaskFailureCauses)}; ` +
         `request statuses ${JSON.stringify(run.requests.statuses)}.`,
+      ...run.rejections.map((line) => `${run.startMode}: calls rejected — ${line}`),
       `${run.startMode}: ${cpuNote(run.cpuShares)}`,
       `${run.startMode}: request-check stages (p50 / p99 ms, n): request → card run started ${stageText(run.requests.stages.toRunStartMs)} ` +
         `(request → answered ${stageText(run.requests.stages.toAnswerMs)}, answered → run started ${stageText(run.requests.stages.answerToRunStartMs)}: ` +
