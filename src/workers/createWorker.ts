@@ -165,6 +165,9 @@ function cardWorkerActivities(setup: WorkerSetup) {
   };
 }
 
+/** How long past WORKER_SHUTDOWN_GRACE_MS a worker still waits for cancelled activities to end. */
+const SHUTDOWN_FORCE_AFTER_GRACE_MS = 15_000;
+
 async function createWorker(setup: WorkerSetup): Promise<Worker> {
   const { config, deps, kind } = setup;
   const queues = setup.taskQueues ?? taskQueues(config);
@@ -172,6 +175,10 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
     connection: setup.connection,
     namespace: config.TEMPORAL_NAMESPACE,
     shutdownGraceTime: config.WORKER_SHUTDOWN_GRACE_MS,
+    // After the grace, activities are cancelled; one that ignores it (a call with no timeout) would
+    // keep the worker, and the process, from ever stopping: Ctrl-C of `npm start` once hung
+    // 15 minutes (CI fault suite). Force the shutdown a while after the grace instead.
+    shutdownForceTime: config.WORKER_SHUTDOWN_GRACE_MS + SHUTDOWN_FORCE_AFTER_GRACE_MS,
     interceptors: { activity: [bindActivityLogFields] },
     ...deploymentOptions(kind, setup.deploymentVersion),
     ...sandboxThreadOptions(config.WORKFLOW_SANDBOX_THREAD),

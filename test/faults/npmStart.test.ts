@@ -93,6 +93,7 @@ test('npm start on non-default ports: the demo calls its simulator, survives Pos
   assert.ok(isRunning(entry), 'npm start is still running');
 
   entry.child.kill('SIGINT');
-  const code = await entry.exited;
+  // Bounded, with what the process printed: a stop that hangs is a failure to read, not a file timeout.
+  const code = await Promise.race([entry.exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running 90 s after Ctrl-C'), 90_000))]);
   assert.equal(code, '0', `npm start did not stop cleanly on Ctrl-C (exit ${code}):\n${entry.output().slice(-2000)}`);
 });
