@@ -120,3 +120,27 @@ test('a claim round whose run starts end within its wait reports their failures 
     await stack.close();
   }
 });
+
+test('a round the in-flight limit stopped says the engine held it back, even when its runs finished during its wait for their starts', async () => {
+  const stack = await createStack('slow-starts-limited-by', { config: { CARD_START_MODE: 'client' } });
+  try {
+    const carrierId = await accountDueNow(stack, 'slow3', 30);
+    // Every run has finished (its claim given back) by the time its start returns: the round's
+    // later read of the running set finds none of them.
+    const finishing: CardStarter = {
+      async start(request) {
+        for (const card of request.cards) assert.equal(await stack.deps.store.release(carrierId, card.cardId, card.token), true);
+        return [];
+      },
+    };
+    const control = stackControlActivities(stack, { cardStartMode: 'client', cardStarter: finishing });
+    const result = await control.claimRound(roundInput(stack, carrierId, 'limited.1'));
+    assert.equal(result.kind, 'claimed');
+    if (result.kind !== 'claimed') return;
+    assert.equal(result.claimed.length, 10, 'the adaptive limit stopped the claim');
+    assert.equal(result.running, 0, 'none running once the starts returned');
+    assert.equal(result.limitedBy, 'orchestration', 'held back by the engine (adaptive limit 10), not by the budget (50 QPS, 10 calls)');
+  } finally {
+    await stack.close();
+  }
+});
