@@ -25,6 +25,7 @@ import { dataDir } from '../devstack/paths.js';
 import { join } from 'node:path';
 import { startApiServer } from '../src/api/start.js';
 import { rebuild, RebuildLockedError } from '../src/lifecycle/rebuild.js';
+import { stopInOrder } from '../src/runtime/stopInOrder.js';
 
 const HELP = `usage: npm start
 
@@ -122,16 +123,30 @@ const cpu = createCpuMeter([
 ]);
 const live = startLiveLine({ pool: workers.deps.pool, store: workers.deps.store, simulator, scheduler, log, cpu });
 
+/**
+ * One stop step's limit: above the workers' (their grace plus the SDK's forced shutdown,
+ * src/workers/createWorker.ts). A step past it is named, and the process exits all the same.
+ */
+const STOP_STEP_LIMIT_MS = config.WORKER_SHUTDOWN_GRACE_MS + 30_000;
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
   stopping = true;
   log('\nstopping…');
-  await live.stop();
-  await api.close();
-  await workers.shutdown();
-  await connection.close();
-  await simulator?.close();
+  const outcome = await stopInOrder(
+    [
+      { name: 'the live line', run: () => live.stop() },
+      { name: 'the API', run: () => api.close() },
+      { name: 'the workers', run: () => workers.shutdown() },
+      { name: 'the Temporal client', run: () => connection.close() },
+      { name: 'the simulator', run: async () => simulator?.close() },
+    ],
+    { stepLimitMs: STOP_STEP_LIMIT_MS, log },
+  );
+  if (outcome.kind === 'stuck') {
+    log(`exiting without a clean stop (${outcome.step} did not stop)`);
+    process.exit(1);
+  }
   log('stopped (services keep running; `npm run services:down` stops them)');
   process.exit(0);
 };

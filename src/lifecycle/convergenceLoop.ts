@@ -61,10 +61,15 @@ export function keepLifecycleConverged(options: ConvergenceOptions): Convergence
     }
   };
 
-  // Sleeps that stop() cuts short.
+  // Sleeps that stop() cuts short; one that begins after stop() (a pass in flight at stop ended)
+  // does not begin at all, or stop() would wait out a whole period (the reconcile's is a minute).
   const sleeping = new Set<() => void>();
   const sleep = (ms: number): Promise<void> =>
     new Promise<void>((resolve) => {
+      if (stopped) {
+        resolve();
+        return;
+      }
       const wake = (): void => {
         clearTimeout(timer);
         sleeping.delete(wake);
