@@ -150,5 +150,7 @@ const stop = async (): Promise<void> => {
   log('stopped (services keep running; `npm run services:down` stops them)');
   process.exit(0);
 };
-process.once('SIGINT', () => void stop());
-process.once('SIGTERM', () => void stop());
+// `on`, not `once`: a Ctrl-C at a terminal reaches this process more than once (directly, and
+// relayed by npm and tsx), and a second SIGINT with no listener left would kill it mid-stop.
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());

@@ -43,7 +43,8 @@ const stop = (reason: string): void => {
   logger.info({ reason }, 'simulator stopping');
   void simulator.close().then(() => process.exit(0));
 };
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop(signal));
+// `on`, not `once`: a repeated signal (relayed by npm or tsx) must not kill it mid-close.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop(signal));
 
 if (process.send) {
   // The channel closes when the parent exits or is killed: a simulator nobody measures any more stops.

@@ -184,12 +184,15 @@ export async function runWorkersUntilSignal(config: Config, kinds: readonly Work
     `workers running: ${kinds.join(', ')} (Temporal ${config.TEMPORAL_ADDRESS}, namespace ${config.TEMPORAL_NAMESPACE}, metrics ${metrics.url}/metrics)`,
   );
   const stop = (signal: NodeJS.Signals): void => {
+    if (signalled) return;
     signalled = true;
     lifecycle.info({ signal }, 'workers stopping');
     void running.shutdown();
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // `on`, not `once`: a terminal's Ctrl-C arrives more than once (directly, and relayed by npm and
+  // tsx), and a second SIGINT with no listener left would kill the process mid-shutdown.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   try {
     await running.done;
   } finally {

@@ -92,8 +92,14 @@ test('npm start on non-default ports: the demo calls its simulator, survives Pos
   t.diagnostic(`accepted calls 20 s after the outage ended: ${await acceptedCalls()}`);
   assert.ok(isRunning(entry), 'npm start is still running');
 
+  // Ctrl-C at a terminal reaches the process more than once: directly (the foreground process
+  // group) and relayed by `npm start` and tsx. Before the stop listened for every SIGINT, the
+  // second one killed the process mid-stop (exit by SIGINT).
+  entry.child.kill('SIGINT');
+  await new Promise((resolve) => setTimeout(resolve, 200));
   entry.child.kill('SIGINT');
   // Bounded, with what the process printed: a stop that hangs is a failure to read, not a file timeout.
   const code = await Promise.race([entry.exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running 90 s after Ctrl-C'), 90_000))]);
   assert.equal(code, '0', `npm start did not stop cleanly on Ctrl-C (exit ${code}):\n${entry.output().slice(-2000)}`);
+  assert.match(entry.output(), /^stopped \(services keep running/m, 'npm start printed that it stopped');
 });
