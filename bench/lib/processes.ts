@@ -1,8 +1,9 @@
 /**
  * CPU time of the service processes (Temporal dev server — or the four processes of the local
  * Temporal cluster when a stack points at it —, redis-server, PostgreSQL and all its backends)
- * from /proc, so a scenario can say which process the time went to. The machine is shared: these
- * processes also serve other users' work during the window, which the report notes.
+ * from /proc, so a scenario can say which process the time went to. A service's CPU is all of its
+ * work: whatever else used it in the window counts there too, which the report notes (it used to
+ * say, unconditionally, that the services had served other users' tests).
  */
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -80,7 +80,7 @@ export function cpuNote(cpu: CpuTimes): string {
   return (
     `CPU during the window (share of one core): Temporal server ${pct(cpu.temporal)}, this process (4 workers + bench) ${pct(cpu.bench)}, ` +
     `simulator ${pct(cpu.simulator)}, ` +
-    `PostgreSQL ${pct(cpu.postgres)}, Redis ${pct(cpu.redis)} — ${pct(total)} of ${cores * 100} % available. The ` +
-    `services also served other users' tests during the window.`
+    `PostgreSQL ${pct(cpu.postgres)}, Redis ${pct(cpu.redis)} — ${pct(total)} of ${cores * 100} % available ` +
+    `(a service's figure is all its work: anything else that used it in the window would count there too).`
   );
 }
