@@ -67,13 +67,18 @@ function modelSnapshot(a: ModelAccount): AccountSnapshot {
  * so the variant counts lost requests instead of failing on them: the reason the system runs
  * every script on one clock (Redis TIME).
  */
-async function runModel(label: string, steps: number, skewMs: number): Promise<{ lostRequests: number }> {
+async function runModel(label: string, steps: number, skewMs: number, seed = SEED): Promise<{ lostRequests: number }> {
   const fx = await createFixture(label);
-  const rnd = new Random(SEED);
+  const rnd = new Random(seed);
   const model = new CarrierModel();
   const keys = new Map<string, AccountKeys>(ACCOUNTS.map((id) => [id, fx.keys(id)]));
   for (const id of ACCOUNTS) model.account(id);
   const issued: Issued[] = [];
+  // The claim each token names now (account|token → the latest claim issued it): a retried round
+  // at the very instant of its first attempt issues a card's token again (prefix, instant and card
+  // are the token), and the later claim owns it — with its own deferred types.
+  const owners = new Map<string, Issued>();
+  const ownerOf = (account: string, token: string): Issued | undefined => owners.get(`${account}|${token}`);
   let pending: PendingRequest[] = [];
   const log: string[] = [];
   const counts: Record<string, number> = {};
@@ -125,6 +130,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     readonly leaseLost: boolean;
   };
   let lastFinish: FinishCall | null = null;
+  /** I5: an execution that started after a request served it (call it for a finish that applied, not a replay). */
+  const serveRequests = (t: Issued): void => {
+    // Requests of types its claim deferred are not served: they stay pending.
+    const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt && !t.deferred.includes(p.type);
+    // Served by an execution that was claimed before the request was made, in true time.
+    lostRequests += pending.filter((p) => served(p) && p.trueAt >= t.claimTrueAt).length;
+    resolve(served);
+  };
   /** Recent rounds' token prefixes, for retried rounds. */
   const prefixes: { account: string; prefix: string }[] = [];
   /** One finish against the scripts and the model; their replies must agree. */
@@ -295,9 +308,11 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         if (expected.stopped) tally('claim:budgetStop');
         tally('claim:partial', expected.deferred.filter((d) => d.length > 0).length);
         tally('claim:skipped', expected.skipped);
-        result.claimed.forEach((c, i) =>
-          issued.push({ account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow, deferred: expected.deferred[i] ?? [] }),
-        );
+        result.claimed.forEach((c, i) => {
+          const claim = { account, cardId: c.cardId, token: c.token, claimAt: now, claimTrueAt: trueNow, deferred: expected.deferred[i] ?? [] };
+          issued.push(claim);
+          owners.set(`${account}|${c.token}`, claim);
+        });
         if (issued.length > 16) issued.splice(0, issued.length - 16);
         const after = await readSnapshot(fx.redis, keys, CARDS);
         checkBudget(
@@ -394,14 +409,7 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         log.push(`finish ${t.account}/${t.cardId} ${t.token} set=${JSON.stringify(set)} del=${del.join(',')} record=${record} leaseLost=${leaseLost}`);
         const { owned, replayed } = await finishBoth(finish);
         tally(replayed === null ? `finish:${owned}${leaseLost ? ':leaseLost' : ''}` : 'finish:replayed');
-        // I5: an execution that started after a request served it (a replay applied nothing).
-        if (owned && replayed === null) {
-          // Requests of types its claim deferred are not served: they stay pending.
-          const served = (p: PendingRequest): boolean => p.account === t.account && p.cardId === t.cardId && p.at < t.claimAt && !t.deferred.includes(p.type);
-          // Served by an execution that was claimed before the request was made, in true time.
-          lostRequests += pending.filter((p) => served(p) && p.trueAt >= t.claimTrueAt).length;
-          resolve(served);
-        }
+        if (owned && replayed === null) serveRequests(ownerOf(t.account, t.token) ?? t);
       },
     },
     {
@@ -412,7 +420,14 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
         if (lastFinish === null) return;
         const again = { ...lastFinish, now };
         log.push(`finish again ${again.account}/${again.cardId} ${again.token} record=${again.record}`);
-        const { replayed } = await finishBoth(again);
+        const { owned, replayed } = await finishBoth(again);
+        // Applied to a claim of the same token (a retried round re-issued it): a finish like any other.
+        if (owned && replayed === null) {
+          tally('finishAgain:ownedByReissuedToken');
+          const owner = ownerOf(again.account, again.token);
+          assert.ok(owner !== undefined, `a finish retried with token ${again.token} was applied, but no claim issued that token`);
+          serveRequests(owner);
+        }
         // With a record it is replayed (the token's first recorded reply and record: the model checks which).
         if (again.record !== '') assert.notEqual(replayed, null, 'a finish retried with its record is replayed');
         tally(replayed === null ? 'finishAgain:applied' : 'finishAgain:replayed');
@@ -552,13 +567,13 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    console.error(`model test (${label}) failed: LUA_MODEL_SEED=${SEED} at step ${step}\nlast operations:\n  ${log.slice(-15).join('\n  ')}`);
-    throw new Error(`LUA_MODEL_SEED=${SEED} step ${step}: ${message}`, { cause: error });
+    console.error(`model test (${label}) failed: LUA_MODEL_SEED=${seed} at step ${step}\nlast operations:\n  ${log.slice(-15).join('\n  ')}`);
+    throw new Error(`LUA_MODEL_SEED=${seed} step ${step}: ${message}`, { cause: error });
   } finally {
     await fx.close();
   }
   console.log(
-    `model test (${label}): seed ${SEED}, ${steps} steps, ops ${JSON.stringify(counts)}, outcomes ${JSON.stringify(outcomes)}, lost requests ${lostRequests}`,
+    `model test (${label}): seed ${seed}, ${steps} steps, ops ${JSON.stringify(counts)}, outcomes ${JSON.stringify(outcomes)}, lost requests ${lostRequests}`,
   );
   return { lostRequests };
 }
@@ -566,6 +581,15 @@ async function runModel(label: string, steps: number, skewMs: number): Promise<{
 test(`carrier queue scripts follow the model under random interleavings (seed ${SEED}, ${STEPS} steps)`, async () => {
   const { lostRequests } = await runModel('lua-model', STEPS, 0);
   assert.equal(lostRequests, 0, 'one clock: no request is served by an execution claimed before it');
+});
+
+// Found by CI (2026-12-07): a round retried at the very instant of its first attempt claimed a card
+// that attempt had claimed and finished, under the same token; the first finish, retried, then
+// applied to the new claim and served the card's pending request. The harness counted only the
+// first finish as serving requests, and reported the request lost at step 1232.
+test('a finish retried onto a claim that re-issued its token serves requests like any finish (seed 848334269, 1300 steps)', async () => {
+  const { lostRequests } = await runModel('lua-model-reissued', 1300, 0, 848334269);
+  assert.equal(lostRequests, 0);
 });
 
 test(`per-client clock skew of ±1.5 s passed as "now": the scripts still follow the model and keep I1–I4, I6 (seed ${SEED})`, async () => {
