@@ -15,6 +15,7 @@ import { startSimulatorProcess, type SimulatorProcess } from '../src/simulator/c
 import { startWorkers } from '../src/workers/run.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
 import { createPollingServices } from '../src/app/pollingServices.js';
+import { createRuntimeDeps } from '../src/runtime/deps.js';
 import { ensurePollingControl, schedulerStatus } from '../src/app/temporalControl.js';
 import { cardRunsQuery } from '../src/workflow-safe/searchAttributes.js';
 import type { SchedulerStatus } from '../src/workflow-safe/loopStatus.js';
@@ -65,11 +66,26 @@ if ((process.env.GATEWAY_URL ?? '') === '') {
 // default names the default port only).
 const runConfig = simulator ? { ...config, GATEWAY_URL: simulator.url } : config;
 
+// The demo is loaded before any worker runs. The control worker keeps pollingControl running,
+// whose Redis guard rebuilds a Redis without its rebuild marker (a fresh one) from PostgreSQL; a
+// rebuild beside the load read a card's first due times and wrote them back over the demo's
+// spread ones (a fresh clone, 2026-12-07: every card of demo-mobile came due within a tenth of
+// each interval — 1 000 realname checks in 10 minutes instead of ~350 — and its lateness p99
+// grew to 295 s while the other two accounts held under 1.5 s).
+{
+  const loader = await createRuntimeDeps(runConfig, { name: 'demo-load', poolSize: 2 });
+  try {
+    const { lifecycle } = createPollingServices({ deps: loader });
+    const demoCards = await loadDemoIfEmpty(loader.pool, lifecycle, loader.store, (line) => log(`[demo] ${line}`));
+    if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
+  } finally {
+    await loader.close();
+  }
+}
+
 const workers = await startWorkers(runConfig, WORKER_KINDS);
 log(`[workers] ${WORKER_KINDS.join(', ')} running`);
 const services = createPollingServices({ deps: workers.deps });
-const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, workers.deps.store, (line) => log(`[demo] ${line}`));
-if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
 // Redis may have lost data while we were down (it is rebuildable from PostgreSQL by design):
 // reconcile it once at start. Idempotent; due times that still exist are kept.
 try {
