@@ -66,26 +66,27 @@ if ((process.env.GATEWAY_URL ?? '') === '') {
 // default names the default port only).
 const runConfig = simulator ? { ...config, GATEWAY_URL: simulator.url } : config;
 
-// The demo is loaded before any worker runs. The control worker keeps pollingControl running,
-// whose Redis guard rebuilds a Redis without its rebuild marker (a fresh one) from PostgreSQL; a
-// rebuild beside the load read a card's first due times and wrote them back over the demo's
-// spread ones (a fresh clone, 2026-12-07: every card of demo-mobile came due within a tenth of
-// each interval — 1 000 realname checks in 10 minutes instead of ~350 — and its lateness p99
-// grew to 295 s while the other two accounts held under 1.5 s).
+// Redis is made intact (rebuilt from PostgreSQL when it lacks its rebuild marker, e.g. a fresh one)
+// before any worker runs. Otherwise pollingControl's Redis guard, on the control worker, rebuilds
+// it while the demo loads: the rebuild read a card's first due times and wrote them back over the
+// demo's spread ones (a fresh clone, 2026-12-07: the guard's rebuild ran during demo-mobile's load,
+// every one of its cards came due within a tenth of each interval — 1 000 realname checks in
+// 10 minutes instead of ~350 — and its lateness p99 grew to 295 s, the other accounts under 1.5 s).
 {
-  const loader = await createRuntimeDeps(runConfig, { name: 'demo-load', poolSize: 2 });
+  const guardDeps = await createRuntimeDeps(runConfig, { name: 'redis-guard', poolSize: 2 });
   try {
-    const { lifecycle } = createPollingServices({ deps: loader });
-    const demoCards = await loadDemoIfEmpty(loader.pool, lifecycle, loader.store, (line) => log(`[demo] ${line}`));
-    if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
+    await createPollingServices({ deps: guardDeps }).redisGuard.ensureIntact();
   } finally {
-    await loader.close();
+    await guardDeps.close();
   }
 }
 
 const workers = await startWorkers(runConfig, WORKER_KINDS);
 log(`[workers] ${WORKER_KINDS.join(', ')} running`);
 const services = createPollingServices({ deps: workers.deps });
+// After the workers: the demo's first dues start now, not before the workers can claim them.
+const demoCards = await loadDemoIfEmpty(workers.deps.pool, services.lifecycle, workers.deps.store, (line) => log(`[demo] ${line}`));
+if (demoCards > 0) log(`[demo] loaded ${demoCards} cards`);
 // Redis may have lost data while we were down (it is rebuildable from PostgreSQL by design):
 // reconcile it once at start. Idempotent; due times that still exist are kept.
 try {

@@ -16,6 +16,10 @@ import { privatePostgres, type PrivateService } from './privateServices.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
 import { DEMO_ACCOUNTS } from '../../demo/demo.js';
 import type { SimStats } from '../../src/simulator/model.js';
+import { DEMO_INTERVALS_SEC } from '../../demo/demo.js';
+import { loadConfig } from '../../src/config/index.js';
+import { connectRedisFromConfig } from '../../src/redis/connect.js';
+import { readDuesMany } from '../../src/lifecycle/queueStore.js';
 
 const PG_PORT = 15434;
 const OUTAGE_MS = 10_000;
@@ -73,6 +77,37 @@ async function acceptedCalls(): Promise<number> {
 }
 
 const liveFigureLines = (output: string): number => output.split('\n').filter((line) => /^\[live\] \d\d:\d\d:\d\d /.test(line)).length;
+
+test("the demo's first due times stay spread over each interval (nothing rewrote them while it loaded)", async (t) => {
+  // The demo spreads each card's first due over the whole interval; an import would put them all in
+  // its first tenth. A Redis rebuild running beside the load (pollingControl's guard) once wrote
+  // those back over the spread ones for a whole account. Seconds after start, about a tenth of an
+  // account's cards are due for realname within a tenth of its interval; half is far off either.
+  const client = new pg.Client({ connectionString: postgres?.url, options: `-c search_path=${schema}` });
+  await client.connect();
+  const { rows } = await client.query<{ id: string; carrier_id: string }>('SELECT id::text, carrier_id::text FROM iot_card ORDER BY id');
+  await client.end();
+  const redis = await connectRedisFromConfig(loadConfig(), { connectionName: 'test-npmstart-dues' });
+  try {
+    const tenthMs = (DEMO_INTERVALS_SEC.realname * 1000) / 10;
+    const byAccount = new Map<string, string[]>();
+    for (const row of rows) {
+      const cards = byAccount.get(row.carrier_id) ?? [];
+      cards.push(row.id);
+      byAccount.set(row.carrier_id, cards);
+    }
+    assert.equal(byAccount.size, DEMO_ACCOUNTS.length, 'every demo account has cards');
+    for (const [carrierId, cards] of byAccount) {
+      const dues = await readDuesMany(redis, `npmstart-${run}:`, carrierId, cards);
+      const now = Date.now();
+      const early = [...dues.values()].filter((due) => due.realname !== undefined && due.realname <= now + tenthMs).length;
+      t.diagnostic(`account ${carrierId}: ${early} of ${cards.length} cards due for realname within ${tenthMs / 1000} s`);
+      assert.ok(early <= cards.length / 2, `account ${carrierId}: ${early} of ${cards.length} cards due for realname within ${tenthMs / 1000} s`);
+    }
+  } finally {
+    await redis.quit();
+  }
+});
 
 test('npm start on non-default ports: the demo calls its simulator, survives PostgreSQL stopped for 10 s, and polls again after', async (t) => {
   const entry = start as EntryProcess;
