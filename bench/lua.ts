@@ -77,7 +77,7 @@ interface ScenarioResult {
 function ours(redis: Redis, namespace: string): Cycler {
   const store = new CarrierQueueStore(redis, namespace);
   return {
-    upsert: (cards) => store.upsertMany(cards.map((card) => ({ ...card, now: Date.now() }))),
+    upsert: async (cards) => void (await store.upsertMany(cards.map((card) => ({ ...card, now: Date.now() })))),
     claim: async (carrierId, round, now) =>
       (
         await store.claim({

@@ -17,7 +17,7 @@ import { createControlActivities, type ControlActivityDeps } from '../src/activi
 import { createCardActivities, type CardActivities } from '../src/activities/card.js';
 import { createPackageEvaluator } from '../src/activities/packageEvaluation.js';
 import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning } from './isolatedStack.js';
-import type { OrchestrationRef } from '../src/app/temporalControl.js';
+import { wakeSchedulers, type OrchestrationRef } from '../src/app/temporalControl.js';
 import { pollingControlWorkflowId } from '../src/workflow-safe/workflowIds.js';
 import type { ControlStatus } from '../src/workflow-safe/loopStatus.js';
 import { controlStatusQuery } from '../src/workflows/messages.js';
@@ -66,7 +66,12 @@ export async function createStack(label: string, options: { seed?: number; confi
   });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const services = createPollingServices({ deps, namespace: redis.namespace });
+  // Lifecycle writes wake the schedulers they make due sooner, as in the API and worker processes.
+  const services = createPollingServices({
+    deps,
+    namespace: redis.namespace,
+    wakeSchedulers: (carrierIds) => wakeSchedulers({ client, taskQueues, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }, carrierIds),
+  });
   const running: RunningWorkers[] = [];
   return {
     config,

@@ -6,7 +6,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
-import { listDuePriorityRetries } from '../db/priorityItems.js';
+import { listDuePriorityRetries, nextPriorityRetryInMs } from '../db/priorityItems.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import {
@@ -73,6 +73,12 @@ export interface ControlActivityDeps {
   readonly ingestPressure?: IngestPressure;
   /** What storage maintenance keeps and creates ahead (defaults: {@link DEFAULT_RETENTION}). */
   readonly retention?: RetentionPolicy;
+  /**
+   * SCHEDULER_IDLE_MAX_MS: the longest an account's scheduler sleeps after a round that found
+   * nothing due and nothing in flight (until its next due time, or a wake). 0 or absent: it ticks
+   * every round, busy or idle.
+   */
+  readonly idleMaxMs?: number;
 }
 
 /** Three months kept, partitions three months ahead: a month without its partition is a failure to notice. */
@@ -87,6 +93,9 @@ export const DEFAULT_RETENTION: RetentionPolicy = { keepMonths: 3, monthsAhead: 
  * Claims still starting count as in flight, so the in-flight limit bounds what piles up.
  */
 export const START_WAIT_MS = 500;
+
+/** A sleep shorter than this saves next to nothing over the tick: the scheduler keeps ticking. */
+export const MIN_IDLE_SLEEP_MS = 2000;
 
 /** Upper bound on how many seconds of budget one late round may plan for. */
 const MAX_ROUND_BUDGET_SECONDS = 3;
@@ -303,6 +312,10 @@ export function createControlActivities(deps: ControlActivityDeps) {
       });
       // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
       const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
+      // Nothing claimed, due or in flight: the scheduler may sleep until the lanes' next due time
+      // (lua/markIdle.lua; an idle account then costs a round a minute, not a round a second).
+      const quiet = claimed.length === 0 && startFailures === 0 && startsNow !== undefined && dueLeft === 0 && depths.running === 0;
+      const idle = deps.idleMaxMs !== undefined && deps.idleMaxMs > 0 && quiet ? await idleFor(deps, input.carrierId, deps.idleMaxMs, dueHorizonMs) : 0;
       deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
       deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, groups });
       deps.metrics?.schedulerRound(input.carrierId);
@@ -327,6 +340,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
         ...(fairRatePerSec === null ? {} : { fairRatePerSec }),
         runShape: deps.runShape ?? 'card',
         batchSize: deps.batchSize ?? DEFAULT_CARD_BATCH_SIZE,
+        ...(idle > 0 ? { idleMs: idle } : {}),
       };
     },
 
@@ -457,6 +471,23 @@ async function whileHeartbeating<T>(work: () => Promise<T>): Promise<T> {
   } finally {
     if (timer) clearInterval(timer);
   }
+}
+
+/**
+ * How long an account whose round found nothing may sleep (0: keep ticking): until the lanes' next
+ * due time, and no later than its next priority retry (those wait in PostgreSQL, not in the lanes;
+ * the round after the wake-up sweeps them). PostgreSQL unreachable: the longest sleep stands.
+ */
+async function idleFor(deps: ControlActivityDeps, carrierId: string, idleMaxMs: number, horizonMs: number): Promise<number> {
+  let retryInMs: number | null = null;
+  try {
+    retryInMs = await nextPriorityRetryInMs(deps.pool, carrierId);
+  } catch (error) {
+    if (!isDatabaseUnreachable(error)) throw error;
+  }
+  const longestMs = retryInMs === null ? idleMaxMs : Math.min(idleMaxMs, retryInMs);
+  if (longestMs < MIN_IDLE_SLEEP_MS) return 0;
+  return deps.store.markIdle(carrierId, { longestMs, horizonMs, shortestMs: MIN_IDLE_SLEEP_MS });
 }
 
 /** `work`'s value if it settles within `ms`, else undefined (it goes on); a rejection within `ms` is thrown. */

@@ -5,6 +5,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, taskQueues } from '../config/index.js';
 import { createPollingServices } from '../app/pollingServices.js';
+import { wakeSchedulers } from '../app/temporalControl.js';
 import { createRuntimeDeps } from '../runtime/deps.js';
 import { startApiServer } from './start.js';
 import { assertSafeApiBinding, UnsafeApiBindingError } from './bindCheck.js';
@@ -25,8 +26,9 @@ const deps = await createRuntimeDeps(config, { name: SERVICE });
 // Lazy: the API starts (and /readyz reports Temporal down) even when Temporal is unreachable.
 const connection = Connection.lazy({ address: config.TEMPORAL_ADDRESS });
 const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-const services = createPollingServices({ deps });
-const api = await startApiServer(config, deps, services, { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX });
+const orchestration = { client, taskQueues: taskQueues(config), workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
+const services = createPollingServices({ deps, wakeSchedulers: (carrierIds) => wakeSchedulers(orchestration, carrierIds) });
+const api = await startApiServer(config, deps, services, orchestration);
 lifecycle.info({ url: api.url, docs: `${api.url}/docs` }, `card-poller API on ${api.url} (docs at ${api.url}/docs)`);
 
 let stopping = false;

@@ -5,6 +5,7 @@
  */
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { LifecycleService } from '../lifecycle/service.js';
+import type { SchedulerWaker } from '../lifecycle/apply.js';
 import { rebuild, RebuildLockedError } from '../lifecycle/rebuild.js';
 import { getPollingMode, setPollingMode } from '../db/systemConfig.js';
 import { writeAudit } from '../db/audit.js';
@@ -39,7 +40,7 @@ export interface PollingServices {
   readonly priority: PriorityTransitions & PriorityClaims;
 }
 
-export function createPollingServices(input: { deps: RuntimeDeps; namespace?: string }): PollingServices {
+export function createPollingServices(input: { deps: RuntimeDeps; namespace?: string; wakeSchedulers?: SchedulerWaker }): PollingServices {
   const { deps } = input;
   const namespace = input.namespace ?? deps.config.REDIS_KEY_PREFIX;
   const { pool, store } = deps;
@@ -49,6 +50,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     redis: deps.redis,
     namespace,
     outboxGraceMs: deps.config.LIFECYCLE_OUTBOX_GRACE_MS,
+    ...(input.wakeSchedulers ? { wakeSchedulers: input.wakeSchedulers } : {}),
     log: (line) => deps.logger.warn({ component: 'lifecycle' }, line),
   });
   const marker = globalKeys(namespace).rebuiltMarker;

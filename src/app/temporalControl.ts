@@ -16,7 +16,7 @@ import {
 } from '@temporalio/client';
 import { pollingControl, type PollingControlArgs } from '../workflows/pollingControl.js';
 import { storageMaintenance } from '../workflows/storageMaintenance.js';
-import { configChangedSignal, priorityRequestedUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate } from '../workflows/messages.js';
+import { configChangedSignal, priorityRequestedUpdate, requestCheckUpdate, schedulerStatusQuery, setModeUpdate, wakeSignal } from '../workflows/messages.js';
 import { SCHEDULER_CONTINUING_AS_NEW, type RequestCheckInput, type RequestCheckResult } from '../workflow-safe/requestCheck.js';
 import { pollingControlWorkflowId, schedulerWorkflowId, storageMaintenanceScheduleId } from '../workflow-safe/workflowIds.js';
 import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
@@ -130,6 +130,13 @@ export async function wakeScheduler(ref: OrchestrationRef, carrierId: string, ca
 
 export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> {
   return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).executeUpdate(setModeUpdate, { args: [mode] });
+}
+
+/** Wakes the sleeping schedulers of these accounts (lua/wakeIfIdle.lua decided they sleep past a new due); one not running is skipped. */
+export async function wakeSchedulers(ref: OrchestrationRef, carrierIds: readonly string[]): Promise<void> {
+  await Promise.allSettled(
+    carrierIds.map((carrierId) => ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).signal(wakeSignal)),
+  );
 }
 
 export async function notifyConfigChanged(ref: OrchestrationRef, carrierId: string): Promise<void> {

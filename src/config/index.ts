@@ -132,6 +132,14 @@ const schema = z.object({
    */
   CARD_START_MODE: z.enum(['child', 'client']).default('child'),
   /**
+   * Longest an account's scheduler sleeps after a claim round that found nothing due and nothing
+   * in flight: it wakes at the lanes' next due time, when a card is made due sooner (a lifecycle
+   * write, a request-check, a configuration change, a resume), or after this long. 0 = never sleep
+   * (a round every tick, busy or idle: the behaviour before 0.2). Each wake of an idle account costs
+   * one workflow task and about two Temporal actions (docs/capacity.md).
+   */
+  SCHEDULER_IDLE_MAX_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /**
    * What one card-worker run carries: `card` (the default) — one `cardCheck` run per claimed card,
    * workflow id `card-<id>`, traced in the Web UI by `CardId`; `batch` — each claim round's cards of
    * an account in `cardBatch` runs of up to CARD_BATCH_SIZE cards (priority cards in batches of

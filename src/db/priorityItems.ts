@@ -386,6 +386,18 @@ export async function listDuePriorityRetries(db: Queryable, carrierId: string, l
   return rows;
 }
 
+/** Milliseconds until the account's next pending priority retry is due (≤ 0: due now); null when none waits. */
+export async function nextPriorityRetryInMs(db: Queryable, carrierId: string): Promise<number | null> {
+  const { rows } = await db.query<{ in_ms: string | null }>(
+    `SELECT floor(extract(epoch FROM (min(i.next_run_at) - now())) * 1000)::text AS in_ms
+       FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
+      WHERE i.status = 'pending' AND i.next_run_at IS NOT NULL AND c.carrier_id = $1::bigint`,
+    [requireId(carrierId, 'carrierId')],
+  );
+  const raw = rows[0]?.in_ms;
+  return raw === null || raw === undefined ? null : Number(raw);
+}
+
 /** A pending item whose Redis request did not land gets a next run (the scheduler requests it again then). */
 export async function schedulePriorityRetry(db: Queryable, itemId: string, nextRunAt: Date): Promise<void> {
   await db.query(`UPDATE polling_priority_item SET next_run_at = $2, updated_at = now() WHERE id = $1::bigint AND status = 'pending' AND next_run_at IS NULL`, [

@@ -32,7 +32,15 @@ export interface ApplyDeps {
   readonly now?: () => number;
   /** [0, 1) source for the jitter of new types. */
   readonly random?: () => number;
+  /**
+   * Wakes the schedulers of these accounts: a card was made due before they wake up on their own
+   * (lua/wakeIfIdle.lua). Absent: they find the card at their next wake-up (SCHEDULER_IDLE_MAX_MS).
+   */
+  readonly wakeSchedulers?: SchedulerWaker;
 }
+
+/** Wakes the sleeping schedulers of these accounts (best effort: a scheduler not running is skipped). */
+export type SchedulerWaker = (carrierIds: readonly string[]) => Promise<void>;
 
 /** Writes and re-checks before the pairs are left to the next attempt (a card changing that fast is rare). */
 export const MAX_APPLY_ROUNDS = 3;
@@ -118,7 +126,10 @@ async function write(deps: ApplyDeps, intervals: IntervalResolver, pairs: readon
     now,
     dues: initialDues(resolved, now, random, keptWithin(kept.get(ref.carrierId)?.get(ref.cardId) ?? {}, resolved, now)),
   }));
-  await deps.store.upsertMany(inputs);
+  const toWake = await deps.store.upsertMany(inputs);
+  // Not awaited: the write is done, and a wake that cannot be sent (Temporal away) only leaves the
+  // scheduler to its own wake-up; it must not hold the lifecycle event up.
+  if (toWake.length > 0 && deps.wakeSchedulers) void deps.wakeSchedulers(toWake).catch(() => undefined);
 }
 
 /**

@@ -19,7 +19,7 @@ import { normaliseCard, rejectionOf, type CardRow, type Rejection } from '../dom
 import { DomainError } from '../domain/errors.js';
 import { requireBoolean, requireId } from '../domain/validate.js';
 import type { RedisConnection } from '../redis/connection.js';
-import { applyRefs, type ApplyDeps } from './apply.js';
+import { applyRefs, type ApplyDeps, type SchedulerWaker } from './apply.js';
 import { deleteOutboxRows, insertOutboxRows, type OutboxRef } from './outboxRows.js';
 import { loadPollingContext } from './pollingContext.js';
 import type { LifecycleStore } from './queueStore.js';
@@ -37,6 +37,8 @@ export interface LifecycleDeps {
   readonly namespace?: string;
   /** Clock in ms; tests pass a fixed one. */
   readonly now?: () => number;
+  /** Wakes schedulers that sleep past a due time an event wrote (src/lifecycle/apply.ts). */
+  readonly wakeSchedulers?: SchedulerWaker;
   /** [0, 1) source for the initial jitter. */
   readonly random?: () => number;
   /** @default {@link DEFAULT_OUTBOX_GRACE_MS} */
@@ -72,6 +74,7 @@ export class LifecycleService {
       namespace: deps.namespace ?? '',
       ...(deps.now ? { now: deps.now } : {}),
       ...(deps.random ? { random: deps.random } : {}),
+      ...(deps.wakeSchedulers ? { wakeSchedulers: deps.wakeSchedulers } : {}),
     };
     this.graceMs = deps.outboxGraceMs ?? DEFAULT_OUTBOX_GRACE_MS;
     this.log = deps.log ?? ((line) => defaultLogger().warn(line));

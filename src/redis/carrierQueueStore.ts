@@ -21,7 +21,11 @@ import {
   parseClaimCandidatesReply,
   finishCall,
   holdClaimsCall,
+  markIdleCall,
   parseAcquireExecReply,
+  parseMarkIdleReply,
+  parseWakeIfIdleReply,
+  wakeIfIdleCall,
   parseClaimReply,
   parseFinishReply,
   parseHoldClaimsReply,
@@ -40,6 +44,7 @@ import {
   type FinishReply,
   type HeldClaim,
   type Lane,
+  type MarkIdleArgs,
   type NowArg,
   type RequestCheckResult,
   type ScriptCall,
@@ -109,6 +114,20 @@ export interface UpsertInput {
   readonly now?: number;
   /** Due time (ms) per polled type; no type = remove the card. */
   readonly dues: Partial<Record<CheckType, number>>;
+}
+
+/** The earliest due time written per account (upserts without dues remove their card: none). */
+function earliestDues(inputs: readonly UpsertInput[]): Map<string, number> {
+  const earliest = new Map<string, number>();
+  for (const input of inputs) {
+    for (const due of Object.values(input.dues)) {
+      if (due === undefined) continue;
+      const id = String(input.carrierId);
+      const known = earliest.get(id);
+      if (known === undefined || due < known) earliest.set(id, due);
+    }
+  }
+  return earliest;
 }
 
 export interface CardRef {
@@ -257,8 +276,10 @@ export class CarrierQueueStore {
     return parseRequestCheckReply(await this.run(call));
   }
 
-  async upsert(input: UpsertInput): Promise<void> {
+  /** Returns the account when its scheduler sleeps past the card's earliest due (wake it: lua/wakeIfIdle.lua). */
+  async upsert(input: UpsertInput): Promise<string[]> {
     parseUpsertReply(await this.run(this.upsertScriptCall(input)));
+    return this.wakeIfIdle(earliestDues([input]));
   }
 
   /** True when the card was in a lane. */
@@ -266,10 +287,14 @@ export class CarrierQueueStore {
     return parseRemoveReply(await this.run(removeCall(this.keys(carrierId), cardId)));
   }
 
-  /** Many upserts in one pipeline (lifecycle batch operations). */
-  async upsertMany(inputs: readonly UpsertInput[]): Promise<void> {
+  /**
+   * Many upserts in one pipeline (lifecycle batch operations). Returns the accounts whose scheduler
+   * sleeps past a due time written here: the caller wakes them (lua/wakeIfIdle.lua).
+   */
+  async upsertMany(inputs: readonly UpsertInput[]): Promise<string[]> {
     const replies = await this.pipelined(inputs.map((input) => this.upsertScriptCall(input)));
     for (const reply of replies) parseUpsertReply(reply);
+    return this.wakeIfIdle(earliestDues(inputs));
   }
 
   /** Many removes in one pipeline; returns how many cards were in a lane. */
@@ -282,9 +307,9 @@ export class CarrierQueueStore {
    * Moves a card to another account: removed from the old one first, then upserted under the new
    * one (two slots, so two steps: briefly in neither, never in both — docs/design.md, 'Lifecycle').
    */
-  async moveCarrier(input: UpsertInput & { readonly fromCarrierId: CarrierId }): Promise<void> {
+  async moveCarrier(input: UpsertInput & { readonly fromCarrierId: CarrierId }): Promise<string[]> {
     await this.remove(input.fromCarrierId, input.cardId);
-    await this.upsert(input);
+    return this.upsert(input);
   }
 
   async readDue(carrierId: CarrierId, cardId: string): Promise<DueState | null> {
@@ -312,6 +337,22 @@ export class CarrierQueueStore {
       return Number(count);
     });
     return { priority: priority ?? 0, normal: normal ?? 0, running: running ?? 0 };
+  }
+
+  /**
+   * After a round that claimed nothing: how long the account's scheduler may sleep (0 = keep
+   * ticking), marked in Redis so that a writer of an earlier due wakes it (lua/markIdle.lua).
+   */
+  async markIdle(carrierId: CarrierId, args: Omit<MarkIdleArgs, 'now'> & { readonly now?: number }): Promise<number> {
+    return parseMarkIdleReply(await this.run(markIdleCall(this.keys(carrierId), { ...args, now: this.now(args.now) })));
+  }
+
+  /** The accounts, of those given with the earliest due just written in each, whose scheduler sleeps past it (the mark is cleared: wake them). */
+  async wakeIfIdle(earliest: ReadonlyMap<string, number>): Promise<string[]> {
+    const ids = [...earliest.keys()];
+    if (ids.length === 0) return [];
+    const replies = await this.pipelined(ids.map((id) => wakeIfIdleCall(this.keys(id), earliest.get(id) ?? 0)));
+    return ids.filter((_, i) => parseWakeIfIdleReply(replies[i]));
   }
 
   /** Cards due at or before `now` in both lanes (claimed cards are scored past now). */

@@ -22,6 +22,8 @@ export const CARRIER_SCRIPTS = {
   requestCheck: { name: 'requestCheck', numberOfKeys: 5 },
   upsert: { name: 'upsert', numberOfKeys: 5 },
   remove: { name: 'remove', numberOfKeys: 3 },
+  markIdle: { name: 'markIdle', numberOfKeys: 4 },
+  wakeIfIdle: { name: 'wakeIfIdle', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptDefinition>;
 
 export type CarrierScriptName = keyof typeof CARRIER_SCRIPTS;
@@ -392,4 +394,44 @@ export function removeCall(keys: AccountKeys, cardId: string): ScriptCall {
 
 export function parseRemoveReply(reply: unknown): boolean {
   return expectCode('remove', reply, [1, 0]) === 1;
+}
+
+// ---------- markIdle, wakeIfIdle ----------
+
+export interface MarkIdleArgs {
+  readonly now: NowArg;
+  /** Longest sleep (> 0): an account with nothing in its lanes wakes this often. */
+  readonly longestMs: number;
+  /** The round's due horizon: a card is claimed this far ahead of its due time. */
+  readonly horizonMs: number;
+  /** Below this the scheduler keeps its tick (its tick length). */
+  readonly shortestMs: number;
+}
+
+export function markIdleCall(keys: AccountKeys, args: MarkIdleArgs): ScriptCall {
+  assertPositive('markIdle', 'longestMs', args.longestMs);
+  const ms = (value: number): string => String(Math.max(0, Math.round(value)));
+  return {
+    name: 'markIdle',
+    keys: [keys.prio, keys.queue, keys.running, keys.idle],
+    args: [args.now, ms(args.longestMs), ms(args.horizonMs), ms(args.shortestMs)],
+  };
+}
+
+/** How long the scheduler may sleep (ms); 0 = keep ticking. */
+export function parseMarkIdleReply(reply: unknown): number {
+  if (typeof reply !== 'number') throw new UnexpectedScriptReplyError('markIdle', reply);
+  if (reply === SCRIPT_CODE.invalidArgument) throw new ScriptArgumentError('markIdle');
+  if (!Number.isInteger(reply) || reply < 0) throw new UnexpectedScriptReplyError('markIdle', reply);
+  return reply;
+}
+
+export function wakeIfIdleCall(keys: AccountKeys, earliestDueMs: number): ScriptCall {
+  if (!Number.isFinite(earliestDueMs)) throw new InvalidStoreInputError('wakeIfIdle', 'earliestDueMs', `${earliestDueMs} must be a number`);
+  return { name: 'wakeIfIdle', keys: [keys.idle], args: [String(Math.round(earliestDueMs))] };
+}
+
+/** True: the scheduler sleeps past the due time written; the caller wakes it. */
+export function parseWakeIfIdleReply(reply: unknown): boolean {
+  return expectCode('wakeIfIdle', reply, [1, 0]) === 1;
 }

@@ -14,6 +14,8 @@ export interface AccountKeys {
   readonly dispatch: string;
   /** HASH of execution-start statistics since the last claim round (starts, summed start lag). */
   readonly engine: string;
+  /** STRING: the instant (ms) the account's scheduler sleeps until (lua/markIdle.lua); absent = it ticks. */
+  readonly idle: string;
   due(cardId: string): string;
   claim(cardId: string): string;
   exec(cardId: string): string;
@@ -31,6 +33,7 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
     running: `${base}running`,
     dispatch: `${base}dispatch`,
     engine: `${base}engine`,
+    idle: `${base}idle`,
     due: (cardId) => `${base}card:${cardId}:due`,
     claim: (cardId) => `${base}card:${cardId}:claim`,
     exec: (cardId) => `${base}card:${cardId}:exec`,

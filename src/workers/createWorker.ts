@@ -210,6 +210,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
           ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
           // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.
           cardStartMode: config.CARD_START_MODE,
+          idleMaxMs: config.SCHEDULER_IDLE_MAX_MS,
           runShape: config.CARD_RUN_SHAPE,
           batchSize: config.CARD_BATCH_SIZE,
           cardStarter: createClientCardStarter(

@@ -9,7 +9,10 @@ import { createRuntimeDeps, type RuntimeDeps } from '../runtime/deps.js';
 import { createProcessLogger, lifecycleLogger, type ProcessLogger } from '../runtime/logger.js';
 import { PinoSdkLogger, SDK_LOG_LEVEL } from '../runtime/sdkLogger.js';
 import { freePort, startMetricsServer } from '../runtime/metricsServer.js';
+import { Client } from '@temporalio/client';
 import { createPollingServices } from '../app/pollingServices.js';
+import { wakeSchedulers } from '../app/temporalControl.js';
+import type { SchedulerWaker } from '../lifecycle/apply.js';
 import { createWorkers, type WorkerKind } from './createWorker.js';
 import { loadProcessBundle } from './workflowBundle.js';
 import { workerLiveness, workerReadiness } from './health.js';
@@ -64,8 +67,15 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   const logger = options.logger ?? createProcessLogger(config, `workers-${kinds.join('-')}`);
   installRuntime(config, logger, options.sdkMetricsAddress);
   const deps = await createRuntimeDeps(config, { name: `workers-${kinds.join('-')}` });
-  const services = createPollingServices({ deps });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  // Lifecycle writes here (the outbox relay, the reconcile, activities' events) wake the schedulers they make due sooner.
+  const orchestration = {
+    client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+    taskQueues: taskQueues(config),
+    workflowIdPrefix: config.WORKFLOW_ID_PREFIX,
+  };
+  const wake: SchedulerWaker = (carrierIds) => wakeSchedulers(orchestration, carrierIds);
+  const services = createPollingServices({ deps, wakeSchedulers: wake });
   // Activity-only processes need the bundle only for its hash: every process of one deployment
   // must poll as the same version (prebuilt: a file read; from sources: a bundling).
   const needsBundle = kinds.includes('control') || kinds.includes('card') || (config.WORKER_VERSIONING === 'on' && config.WORKER_BUILD_ID === '');
@@ -99,7 +109,7 @@ export async function startWorkers(config: Config, kinds: readonly WorkerKind[],
   // ... and keeps Redis following the cards' lifecycle: the outbox relay and the periodic reconcile.
   if (kinds.includes('control')) {
     const convergence = keepLifecycleConverged({
-      deps: { pool: deps.pool, store: deps.store, redis: deps.redis, namespace: config.REDIS_KEY_PREFIX },
+      deps: { pool: deps.pool, store: deps.store, redis: deps.redis, namespace: config.REDIS_KEY_PREFIX, wakeSchedulers: wake },
       metrics: createLifecycleMetrics(deps.registry, deps.pool),
       relayIntervalMs: config.LIFECYCLE_OUTBOX_RELAY_INTERVAL_MS,
       reconcileIntervalMs: config.LIFECYCLE_RECONCILE_INTERVAL_MS,

@@ -123,6 +123,11 @@ export type ClaimRoundResult =
       /** How the scheduler starts the claimed cards' runs when the claim did not (CARD_RUN_SHAPE, CARD_BATCH_SIZE). */
       readonly runShape?: CardRunShape;
       readonly batchSize?: number;
+      /**
+       * Nothing was due or in flight: the scheduler may sleep this long (until the lanes' next due
+       * time, at most SCHEDULER_IDLE_MAX_MS) unless woken. Absent: it keeps its tick.
+       */
+      readonly idleMs?: number;
     };
 
 /**

@@ -3,6 +3,8 @@
  *
  * Every second: one claim activity (Redis decides which cards are due and owned), then one
  * `cardCheck` child per claimed card on the card task queue, abandoned so it outlives this run.
+ * A round that finds nothing due nor in flight lets the loop sleep until the next due time (at
+ * most SCHEDULER_IDLE_MAX_MS), unless a wake, a request-check or a configuration change comes first.
  * A child that cannot start has its claim released at once. The loop continues-as-new before its
  * history grows large (a few thousand events), once its children have completed and every
  * in-flight update handler has finished; rounds go on meanwhile, their runs started by the claim.
@@ -40,6 +42,7 @@ import {
   requestCheckUpdate,
   resumeSignal,
   schedulerStatusQuery,
+  wakeSignal,
 } from './messages.js';
 import { SchedulerState, type Launch } from './scheduler/schedulerState.js';
 import { requestsByCard } from './scheduler/signalQueue.js';
@@ -201,6 +204,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   setHandler(pauseSignal, () => state.pause());
   setHandler(resumeSignal, () => state.resume());
   setHandler(configChangedSignal, () => state.configChanged());
+  setHandler(wakeSignal, () => state.wakeUp());
   setHandler(schedulerStatusQuery, () => state.view());
 
   for (;;) {

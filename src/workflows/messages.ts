@@ -21,6 +21,8 @@ export const priorityRequestedUpdate = defineUpdate<void, [{ cardId: string }]>(
 export const pauseSignal = defineSignal('pause');
 export const resumeSignal = defineSignal('resume');
 export const configChangedSignal = defineSignal('configChanged');
+/** A card of the account was made due before the sleeping scheduler's wake-up (lua/wakeIfIdle.lua): claim now. */
+export const wakeSignal = defineSignal('wake');
 export const schedulerStatusQuery = defineQuery<SchedulerStatus>('status');
 
 export const setModeUpdate = defineUpdate<{ mode: PollingMode; changed: boolean }, [PollingMode]>('setMode');

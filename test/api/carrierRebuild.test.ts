@@ -111,7 +111,7 @@ test("the account's status shows a rebuild's progress: pending after Redis lost 
     await upsertMany(inputs.slice(0, 2));
     halfway = true;
     await paused.promise;
-    await upsertMany(inputs.slice(2));
+    return upsertMany(inputs.slice(2));
   };
   try {
     const done = services.redisGuard.ensureIntact();

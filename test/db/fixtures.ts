@@ -62,6 +62,12 @@ export function storeWithUpsertMany(
     requestCheck: (input) => store.requestCheck(input),
     laneOf: (carrierId, cardId) => store.laneOf(carrierId, cardId),
     clockNow: () => store.clockNow(),
-    upsertMany: (inputs) => around(inputs, () => store.upsertMany(inputs)),
+    upsertMany: async (inputs) => {
+      let toWake: string[] = [];
+      await around(inputs, async () => {
+        toWake = await store.upsertMany(inputs);
+      });
+      return toWake;
+    },
   };
 }

@@ -24,11 +24,13 @@ import {
   claimCandidatesCall,
   finishCall,
   holdClaimsCall,
+  markIdleCall,
   releaseCall,
   removeCall,
   renewCall,
   requestCheckCall,
   upsertCall,
+  wakeIfIdleCall,
   type ScriptCall,
 } from '../../src/redis/carrierScripts.js';
 import { loadLuaSource } from '../../src/redis/scriptLoader.js';
@@ -55,6 +57,8 @@ function callsFor(namespace: string, carrierId: string): ScriptCall[] {
     requestCheckCall(keys, { cardId: '42', now, cooldownMs: 0, lane: 'priority', types: ['card_status'] }),
     upsertCall(keys, { carrierId, cardId: '42', now, dues: { card_status: 1 } }),
     removeCall(keys, '42'),
+    markIdleCall(keys, { now, longestMs: 60_000, horizonMs: 0, shortestMs: 2000 }),
+    wakeIfIdleCall(keys, 1),
   ];
 }
 

@@ -123,6 +123,11 @@ export class ChildStarts {
     this.failed += count;
   }
 
+  /** Claims wait to be given back (a release under way or failed keeps the loop ticking). */
+  get hasReleases(): boolean {
+    return this.toRelease.length > 0;
+  }
+
   /** The claims to release now (all of them; none is kept back). */
   takeReleases(): ClaimRelease[] {
     return this.toRelease.splice(0, this.toRelease.length);

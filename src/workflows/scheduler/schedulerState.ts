@@ -100,6 +100,8 @@ export class SchedulerState {
   private heldBackRound: number | undefined;
   /** The account's lease as the last claim reported it (undefined before the first): when to hold a waiting start's claim. */
   private leaseMs: number | undefined;
+  /** The last round found nothing due nor in flight: it may sleep this long after the round (see waitMs). */
+  private idleMs: number | undefined;
 
   constructor(args: CarrierSchedulerArgs, run: SchedulerRun, patches: SchedulerPatches) {
     this.settings = schedulerSettings(args, patches);
@@ -138,9 +140,15 @@ export class SchedulerState {
     this.paused = false;
   }
 
-  /** The account changed: the next claim re-reads it from PostgreSQL. */
+  /** The account changed: the next claim, at once, re-reads it from PostgreSQL (its cards' due times may have moved earlier). */
   configChanged(): void {
     this.refreshConfig = true;
+    this.wake = true;
+  }
+
+  /** A card of the account was made due before the sleeping loop's wake-up (wakeSignal): claim at once. */
+  wakeUp(): void {
+    this.wake = true;
   }
 
   /** A request-check signal: queued when valid; throws (RequestCheckInvalid) when not, for the workflow to log and drop. */
@@ -227,6 +235,7 @@ export class SchedulerState {
     const round = this.round;
     if (round === undefined) throw new Error('endRound without beginRound');
     const rounds = this.rounds;
+    this.idleMs = result?.kind === 'claimed' ? result.idleMs : undefined;
     if (result === undefined) {
       this.status = { ...this.status, mode: 'degraded', rounds, claimedLastTick: 0 };
       return { kind: 'goOn', launches: [] };
@@ -294,7 +303,8 @@ export class SchedulerState {
 
   /** Every few rounds (not while paused): sweep the priority items whose retry is due. */
   priorityRetryDue(): boolean {
-    return !this.paused && this.rounds % PRIORITY_RETRY_EVERY_ROUNDS === 0;
+    // An idle round sweeps too: the loop may sleep for a minute before its next one.
+    return !this.paused && (this.rounds % PRIORITY_RETRY_EVERY_ROUNDS === 0 || this.idleMs !== undefined);
   }
 
   /** The next batch of signals to handle beside the loop; none while one is under way or while draining. */
@@ -362,9 +372,29 @@ export class SchedulerState {
 
   // ---- The wait between ticks ----
 
-  /** After a failure, the backoff (a new signal does not cut it short); else the rest of the tick, at least 1 ms. */
+  /**
+   * After a failure, the backoff (a new signal does not cut it short); else the rest of the tick, at
+   * least 1 ms — or, after a round that found nothing due nor in flight, until the next due time
+   * the claim reported (a wake, a signal or an update ends it sooner), unless anything of the
+   * loop's own is still under way: signals, child starts, claims to give back, the drain.
+   */
   waitMs(now: number, tickStart: number): number {
-    return this.failures.backoffMs() ?? Math.max(1, this.settings.tickMs - (now - tickStart));
+    const tick = Math.max(1, this.settings.tickMs - (now - tickStart));
+    const backoff = this.failures.backoffMs();
+    if (backoff !== undefined) return backoff;
+    if (this.idleMs === undefined || this.round === undefined || !this.mayIdle()) return tick;
+    return Math.max(tick, this.idleMs - (now - this.round.at));
+  }
+
+  private mayIdle(): boolean {
+    return (
+      !this.paused &&
+      this.drainingSince === undefined &&
+      !this.signals.batchRunning &&
+      !this.signals.hasQueued &&
+      this.starts.startsInFlight === 0 &&
+      !this.starts.hasReleases
+    );
   }
 
   /** A served request put a card in the priority lane: the loop wakes for the next claim. */

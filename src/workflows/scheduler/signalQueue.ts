@@ -28,6 +28,11 @@ export class SignalQueue {
     return this.pending.length > 0;
   }
 
+  /** Any request waits, new or to retry. */
+  get hasQueued(): boolean {
+    return this.pending.length > 0 || this.retry.length > 0;
+  }
+
   /** A batch taken by {@link takeBatch} is being handled. */
   get batchRunning(): boolean {
     return this.running;

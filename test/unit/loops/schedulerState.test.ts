@@ -383,6 +383,55 @@ test('wait: the rest of the tick (at least 1 ms); while failing, the backoff, wh
   assert.equal(unpatched.legacyWake(), true, 'an update that requested something does');
 });
 
+test('wait (idle): after a round that found nothing, until the next due the claim reported; a tick while anything of the loop is under way; woken by wake, configChanged and served requests', () => {
+  const idle = (state: ReturnType<typeof newState>, at: number, idleMs: number | undefined): void => {
+    state.beginRound(at);
+    state.endRound(claimed([], { running: 0, ...(idleMs === undefined ? {} : { idleMs }) }));
+  };
+  const state = newState({ tickMs: 1000 });
+  idle(state, T0, 45_000);
+  assert.equal(state.waitMs(T0 + 300, T0), 44_700, 'the rest of the idle time, counted from the round');
+  assert.equal(state.priorityRetryDue(), true, 'an idle round sweeps the priority retries (the next round may be a minute away)');
+  idle(state, T0, 500);
+  assert.equal(state.waitMs(T0 + 300, T0), 700, 'never shorter than the tick');
+  idle(state, T0, undefined);
+  assert.equal(state.waitMs(T0 + 300, T0), 700, 'a busy round: the tick');
+  state.beginRound(T0);
+  state.endRound(undefined);
+  assert.equal(state.waitMs(T0 + 300, T0), 700, 'a failed round: the tick (or the backoff)');
+
+  // Anything under way keeps the tick: a queued signal, a child start, a claim to give back, the drain, a pause.
+  const queued = newState({ tickMs: 1000 });
+  queued.queueSignal(request('1'));
+  idle(queued, T0, 45_000);
+  assert.equal(queued.waitMs(T0 + 300, T0), 700, 'a queued signal');
+  const starting = newState({ tickMs: 1000 });
+  starting.starts.starting([card('1')], T0);
+  idle(starting, T0, 45_000);
+  assert.equal(starting.waitMs(T0 + 300, T0), 700, 'a child start under way');
+  starting.starts.startFailed([card('1')]);
+  assert.equal(starting.waitMs(T0 + 300, T0), 700, 'a claim to give back');
+  starting.starts.takeReleases();
+  assert.equal(starting.waitMs(T0 + 300, T0), 44_700, 'nothing left under way');
+  const draining = newState({ tickMs: 1000 });
+  idle(draining, T0, 45_000);
+  draining.observeHistory(history({ continueAsNewSuggested: true }), T0);
+  assert.equal(draining.waitMs(T0 + 300, T0), 700, 'draining');
+
+  // What ends the sleep early.
+  for (const [what, poke] of [
+    ['wake', (s: ReturnType<typeof newState>) => s.wakeUp()],
+    ['configChanged', (s: ReturnType<typeof newState>) => s.configChanged()],
+    ['a served update', (s: ReturnType<typeof newState>) => s.requestServed({ status: 'requested', requested: 1 }, 'update')],
+  ] as const) {
+    const sleeping = newState({ tickMs: 1000 });
+    idle(sleeping, T0, 45_000);
+    assert.equal(sleeping.wakeEarly, false);
+    poke(sleeping);
+    assert.equal(sleeping.wakeEarly, true, what);
+  }
+});
+
 test('drain: starts once the history reaches any limit (events, bytes, the server’s suggestion, a new version); rounds then ask the claim to start their runs', () => {
   const triggers = [
     history({ historyLength: 2000 }),
