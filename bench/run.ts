@@ -25,6 +25,7 @@ import { scale } from './scenarios/scale.js';
 import { ingest } from './ingest.js';
 import { footprint } from './scenarios/footprint.js';
 import { cluster } from './scenarios/cluster.js';
+import { accounts } from './scenarios/accounts.js';
 
 const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   ceiling,
@@ -37,6 +38,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   scale,
   ingest,
   footprint,
+  accounts,
   cluster,
 };
 /** Scenarios whose figures are counts (bytes, rows, events, actions), not rates: valid on a busy machine. */

@@ -6,10 +6,26 @@
 import { RESULTS_DIR } from './report.js';
 
 /** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
-export const SCENARIOS = ['ceiling', 'throughput', 'saturate', 'steady', 'priority', 'overload', 'direct', 'scale', 'ingest', 'footprint', 'cluster'] as const;
+export const SCENARIOS = [
+  'ceiling',
+  'throughput',
+  'saturate',
+  'steady',
+  'priority',
+  'overload',
+  'direct',
+  'scale',
+  'ingest',
+  'footprint',
+  'accounts',
+  'cluster',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
-/** Run only when named: they need more than the shared services (cluster: the Temporal cluster's binaries, minutes to build). */
-const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['cluster']);
+/**
+ * Run only when named: they need more than the shared services (cluster: the Temporal cluster's
+ * binaries, minutes to build), or take long (accounts: ~5 minutes per fleet size and variant).
+ */
+const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['accounts', 'cluster']);
 
 export const START_MODES = ['child', 'client'] as const;
 export type StartMode = (typeof START_MODES)[number];
@@ -44,6 +60,8 @@ export interface BenchOptions {
   readonly runShapes: readonly RunShape[];
   /** throughput: how many times each variant runs (variants alternate). */
   readonly rounds: number;
+  /** accounts: the fleet sizes (small accounts) measured. */
+  readonly accountCounts: readonly number[];
   /** Run even when the machine is busy; every result is then marked invalid. */
   readonly allowBusy: boolean;
   /** Keep the dev server's database between scenarios (default: each timed scenario after the first gets a fresh one). */
@@ -75,6 +93,10 @@ Scenarios (default: all but cluster, in this order; ceiling always runs before t
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
               backpressure and alert during a PostgreSQL pause (BENCH_INGEST_PAUSE_SEC, default 60)
+  accounts    (only when named) N small accounts (20 cards, card_status every 600 s) beside 10 idle accounts and
+              a big one, with the schedulers' idle sleep off (SCHEDULER_IDLE_MAX_MS=0) and on, alternating: workflow
+              tasks and actions per idle and per small account-second, pollingControl's, lateness p99, the big
+              account's checks/s against what it is offered, Temporal and worker CPU
   footprint   per-unit costs for docs/capacity.md: Redis bytes per card, PostgreSQL rows and bytes per execution,
               Temporal events, tasks and actions per execution (1 and 3 types, per start mode); counts, not
               time, so it also runs on a busy machine (the report says how busy it was)
@@ -97,6 +119,7 @@ Options (flag / environment):
   --shapes LIST         BENCH_SHAPES             throughput: single,three (default both); cluster: the first one only
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
                                                  CARD_BATCH_SIZE from the environment)
+  --accounts LIST       BENCH_ACCOUNTS           accounts: fleet sizes, comma-separated (default 100,1000)
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)
   --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
@@ -162,6 +185,7 @@ export const VALUE_FLAGS = [
   '--shapes',
   '--run-shapes',
   '--rounds',
+  '--accounts',
   '--out',
 ];
 const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--keep-temporal-db', '--help', '-h'];
@@ -171,6 +195,21 @@ export function rejectUnknownFlags(argv: readonly string[], known: readonly stri
   for (const arg of argv) {
     if (arg.startsWith('-') && !known.includes(arg.split('=')[0]!)) throw new Error(`unknown option ${arg}`);
   }
+}
+
+/** Comma-separated positive integers. */
+function countsOf(name: string, raw: string): number[] {
+  const counts = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map((s) => {
+      const n = Number(s);
+      if (!Number.isInteger(n) || n <= 0) throw new Error(`${name}: "${s}" is not a positive whole number`);
+      return n;
+    });
+  if (counts.length === 0) throw new Error(`${name} needs at least one number`);
+  return counts;
 }
 
 export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
@@ -201,6 +240,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     shapes,
     runShapes,
     rounds: Math.floor(positive('--rounds', flagValue(argv, '--rounds') ?? env.BENCH_ROUNDS) ?? 1),
+    accountCounts: countsOf('--accounts', flagValue(argv, '--accounts') ?? env.BENCH_ACCOUNTS ?? '100,1000'),
     allowBusy: flagSet(argv, '--allow-busy', env.BENCH_ALLOW_BUSY),
     keepTemporalDb: flagSet(argv, '--keep-temporal-db', env.BENCH_KEEP_TEMPORAL_DB),
     outDir: flagValue(argv, '--out') ?? env.BENCH_OUT_DIR ?? RESULTS_DIR,

@@ -17,7 +17,7 @@ import { createPollingServices, type PollingServices } from '../../src/app/polli
 import { startSimulatorProcess, type SimulatorProcess } from '../../src/simulator/childProcess.js';
 import { createPool, type Pool } from '../../src/db/pool.js';
 import { migrate } from '../../src/db/migrate.js';
-import { ensurePollingControl, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, wakeSchedulers, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import { stackConfig, stackTaskQueues, startStackWorkers, terminateRunning, type StartedStackWorkers } from '../../testkit/isolatedStack.js';
 
 /** close(): at most this many visibility sweeps, this far apart (~10 s when runs keep appearing). */
@@ -51,6 +51,8 @@ export interface StackOptions {
   readonly cardStartMode?: Config['CARD_START_MODE'];
   /** What one card run carries (CARD_RUN_SHAPE: one card, or a batch of up to CARD_BATCH_SIZE), likewise. */
   readonly cardRunShape?: Config['CARD_RUN_SHAPE'];
+  /** pollingControl's reconcile period (default 2 s: the scenarios' accounts exist before it starts). */
+  readonly reconcileEveryMs?: number;
 }
 
 /** The SDK runtime is process-wide and can be installed once: every bench worker shares it (worker logs at ERROR). */
@@ -76,8 +78,8 @@ export async function createBenchStack(base: Config, label: string, options: Sta
   const deps = await createRuntimeDeps(config, { namespace, schema, name: id.slice(0, 60) });
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  const services = createPollingServices({ deps, namespace });
   const ref: OrchestrationRef = { client, taskQueues, workflowIdPrefix: config.WORKFLOW_ID_PREFIX };
+  const services = createPollingServices({ deps, namespace, wakeSchedulers: (carrierIds) => wakeSchedulers(ref, carrierIds) });
   let workers: StartedStackWorkers | undefined;
 
   return {
@@ -92,7 +94,7 @@ export async function createBenchStack(base: Config, label: string, options: Sta
     services,
     async startOrchestration() {
       workers = await startStackWorkers({ config, deps, services, taskQueues }, WORKER_KINDS);
-      await ensurePollingControl(ref, { reconcileEveryMs: 2000 });
+      await ensurePollingControl(ref, { reconcileEveryMs: options.reconcileEveryMs ?? 2000 });
     },
     async close() {
       // Workers first: terminating runs they are still completing makes the SDK core log warnings.

@@ -23,6 +23,7 @@ import type { SchedulerStatus } from '../workflow-safe/loopStatus.js';
 import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 import { LOOP_WORKFLOW_TASK_TIMEOUT_MS } from '../workflow-safe/loopTaskTimeout.js';
+import { WakeCoalescer } from './wakeCoalescer.js';
 
 export interface OrchestrationRef {
   readonly client: Client;
@@ -125,8 +126,17 @@ export async function schedulerRunning(ref: OrchestrationRef, carrierId: string)
  * resolves once its run accepted the wake-up (a closing run refuses it: WorkflowUpdateFailedError).
  */
 export async function wakeScheduler(ref: OrchestrationRef, carrierId: string, cardId: string): Promise<void> {
-  await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).executeUpdate(priorityRequestedUpdate, { args: [{ cardId }] });
+  const workflowId = schedulerWorkflowId(carrierId, ref.workflowIdPrefix);
+  // Per client (one per process): callers arriving while a wake-up is in flight share the next one.
+  let coalescer = wakeCoalescers.get(ref.client);
+  if (coalescer === undefined) {
+    coalescer = new WakeCoalescer();
+    wakeCoalescers.set(ref.client, coalescer);
+  }
+  await coalescer.wake(workflowId, () => ref.client.workflow.getHandle(workflowId).executeUpdate(priorityRequestedUpdate, { args: [{ cardId }] }));
 }
+
+const wakeCoalescers = new WeakMap<Client, WakeCoalescer>();
 
 export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> {
   return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).executeUpdate(setModeUpdate, { args: [mode] });

@@ -1,0 +1,323 @@
+/**
+ * accounts: what an account costs when there are many (docs/capacity.md, 'Many accounts'). A fleet
+ * of N small accounts (20 cards each, card_status every 600 s: N/30 checks/s in all), beside 10
+ * idle accounts (cards due in an hour or more) and one big account, runs for a window; measured
+ * per variant, the variants alternating: the scheduler's workflow tasks and Temporal Cloud actions
+ * per idle and per small account-second (from their histories in the window), pollingControl's,
+ * lateness p99 of the small and the big accounts, the big account's checks/s against what it is
+ * offered, and the CPU of the Temporal server and of the workers. Variants: SCHEDULER_IDLE_MAX_MS
+ * 0 (every account claims every tick, busy or idle: the behaviour before 0.2) and the default.
+ */
+import type { Client } from '@temporalio/client';
+import { createCarrier } from '../../src/db/carriers.js';
+import { createPollingConfig } from '../../src/db/pollingConfigs.js';
+import type { Carrier } from '../../src/domain/carrier.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { DEFAULT_RECONCILE_EVERY_MS } from '../../src/workflows/control/controlState.js';
+import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
+import { createBenchStack, type BenchStack } from '../lib/stack.js';
+import { addCards } from '../lib/seed.js';
+import { countEvents, emptyCounts, eventsInWindow, type EventCounts } from '../lib/actions.js';
+import { latenessBetween } from '../lib/measure.js';
+import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
+import type { RunShape } from '../lib/options.js';
+import type { Table } from '../lib/report.js';
+import { round } from '../lib/stats.js';
+import { atMost, atLeast, type Verdict } from '../lib/verdict.js';
+
+const SMALL_CARDS = 20;
+const SMALL_INTERVAL_SEC = 600;
+const SMALL_QPS = 5;
+const IDLE_ACCOUNTS = 10;
+/** The big account: 1 000 cards every 100 s (10 checks/s) on a 20-QPS budget. */
+const BIG_CARDS = 1000;
+const BIG_INTERVAL_SEC = 100;
+const BIG_QPS = 20;
+/** Histories read per variant for the small accounts' cost (every idle account's is read). */
+const SMALL_SAMPLE = 20;
+const DEFAULT_IDLE_MAX_MS = 60_000;
+const LATENCY = { p50: 20, p99: 80 } as const;
+
+/** The targets of the issue on accounts, for the variant docs/capacity.md recommends. */
+const IDLE_TASKS_PER_SEC = 0.02;
+const IDLE_ACTIONS_PER_SEC = 0.05;
+const LATENESS_P99_MS = 2000;
+const BIG_SHARE = 0.9;
+
+export interface AccountsVariant {
+  readonly accounts: number;
+  readonly runShape: RunShape;
+  readonly idleMaxMs: number;
+}
+
+interface Cost {
+  readonly workflowTasksPerSec: number;
+  readonly actionsPerSec: number;
+  readonly eventsPerSec: number;
+}
+
+export interface AccountsRun extends AccountsVariant {
+  readonly windowSeconds: number;
+  readonly idle: Cost;
+  readonly small: Cost;
+  /** pollingControl's actions per second, and per account-second. */
+  readonly control: { readonly actionsPerSec: number; readonly actionsPerAccountSec: number };
+  readonly smallChecksPerSec: number;
+  readonly smallOfferedPerSec: number;
+  readonly smallLatenessP99Ms: number | null;
+  readonly smallExecutions: number;
+  readonly bigChecksPerSec: number;
+  readonly bigOfferedPerSec: number;
+  readonly bigLatenessP99Ms: number | null;
+  /** Scheduler actions of every account (sampled small ones scaled to all, idle, big) ÷ checks in the window. */
+  readonly schedulerActionsPerCheck: number;
+  readonly cpu: WindowResult['cpu'];
+  readonly cpuNote: string;
+}
+
+const perSec = (counts: EventCounts, accounts: number, seconds: number): Cost => ({
+  workflowTasksPerSec: round(counts.workflowTasks / accounts / seconds, 4),
+  actionsPerSec: round(counts.actions / accounts / seconds, 4),
+  eventsPerSec: round(counts.events / accounts / seconds, 3),
+});
+
+async function windowCounts(client: Client, workflowIds: readonly string[], from: Date, to: Date): Promise<EventCounts> {
+  const total = emptyCounts();
+  // A few at a time: each is a history fetch from the server the fleet runs on.
+  for (let i = 0; i < workflowIds.length; i += 5) {
+    const batch = await Promise.all(workflowIds.slice(i, i + 5).map((id) => eventsInWindow(client, id, from, to)));
+    for (const events of batch) countEvents(events, total);
+  }
+  return total;
+}
+
+/** Cards whose first dues are spread evenly over one interval from `leadMs` on. */
+async function spread(stack: BenchStack, carrierId: string, cardIds: readonly string[], intervalMs: number, leadMs: number): Promise<void> {
+  const now = await stack.deps.store.clockNow();
+  const step = intervalMs / Math.max(1, cardIds.length);
+  await stack.deps.store.upsertMany(cardIds.map((cardId, i) => ({ carrierId, cardId, now, dues: { card_status: Math.round(now + leadMs + i * step) } })));
+}
+
+async function seedFleet(stack: BenchStack, accounts: number, log: (line: string) => void): Promise<{ small: Carrier[]; idle: Carrier[]; big: Carrier }> {
+  const typeGroups = { card_status: 'status' } as const;
+  const carrier = async (name: string, qps: number): Promise<Carrier> => {
+    const created = await createCarrier(stack.pool, {
+      name,
+      gatewayAccount: `${name}-gw`,
+      groups: [{ name: 'status', qps }],
+      typeGroups,
+      inflightLimit: 200,
+      leaseMs: 20_000,
+      stepTimeoutMs: 3000,
+      totalTimeoutMs: 10_000,
+      backoffBaseMs: 1000,
+    });
+    await stack.simulator.updateAccount(`${name}-gw`, { groups: { status: qps }, typeGroups, latencyMs: { ...LATENCY }, errorRate: 0 });
+    return created;
+  };
+  // One rule for the fleet, one for the big account and one for the idle ones (not one per account).
+  await createPollingConfig(stack.pool, { name: 'fleet', priority: 1, match: {}, intervalsSec: { card_status: SMALL_INTERVAL_SEC } });
+  let serial = 0;
+  const small: Carrier[] = [];
+  for (let i = 0; i < accounts; i += 1) {
+    const account = await carrier(`small${i}`, SMALL_QPS);
+    serial += 1;
+    const cards = await addCards(stack, account.id, serial, 0, SMALL_CARDS, 'active');
+    await spread(
+      stack,
+      account.id,
+      cards.map((c) => c.id),
+      SMALL_INTERVAL_SEC * 1000,
+      (i * 1000 * SMALL_INTERVAL_SEC) / accounts / SMALL_CARDS,
+    );
+    small.push(account);
+    if ((i + 1) % 100 === 0) log(`seeded ${i + 1} of ${accounts} small accounts`);
+  }
+  const idle: Carrier[] = [];
+  for (let i = 0; i < IDLE_ACCOUNTS; i += 1) {
+    const account = await carrier(`idle${i}`, SMALL_QPS);
+    await createPollingConfig(stack.pool, { name: `idle${i}`, priority: 10, match: { carrierId: account.id }, intervalsSec: { card_status: 86_400 } });
+    serial += 1;
+    const cards = await addCards(stack, account.id, serial, 0, SMALL_CARDS, 'active');
+    // Nothing due for an hour: the account is enabled, polled, and has nothing to do in the window.
+    await spread(
+      stack,
+      account.id,
+      cards.map((c) => c.id),
+      86_400_000,
+      3_600_000,
+    );
+    idle.push(account);
+  }
+  const big = await carrier('big', BIG_QPS);
+  await createPollingConfig(stack.pool, { name: 'big', priority: 10, match: { carrierId: big.id }, intervalsSec: { card_status: BIG_INTERVAL_SEC } });
+  serial += 1;
+  const bigCards = await addCards(stack, big.id, serial, 0, BIG_CARDS, 'active');
+  await spread(
+    stack,
+    big.id,
+    bigCards.map((c) => c.id),
+    BIG_INTERVAL_SEC * 1000,
+    1000,
+  );
+  return { small, idle, big };
+}
+
+async function checksOf(stack: BenchStack, window: WindowResult, where: string): Promise<number> {
+  const { rows } = await stack.pool.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND ${where}`,
+    [window.from, window.to],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function runAccounts(
+  context: ScenarioContext,
+  variant: AccountsVariant,
+  seconds: { warmupSec: number; durationSec: number },
+): Promise<AccountsRun> {
+  const { log } = context;
+  const tag = `${variant.accounts} accounts, ${variant.runShape}, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
+  log(`accounts: ${tag}`);
+  const stack = await createBenchStack({ ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs }, `acc${variant.accounts}`, {
+    cardRunShape: variant.runShape,
+    reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
+  });
+  try {
+    const fleet = await seedFleet(stack, variant.accounts, log);
+    await stack.startOrchestration();
+    const window = await measureWindow(stack, seconds, log);
+    const id = (carrier: Carrier): string => schedulerWorkflowId(carrier.id, stack.ref.workflowIdPrefix);
+    const sample = fleet.small.filter((_, i) => i % Math.max(1, Math.floor(fleet.small.length / SMALL_SAMPLE)) === 0).slice(0, SMALL_SAMPLE);
+    const [idleCounts, smallCounts, bigCounts, controlCounts] = await Promise.all([
+      windowCounts(stack.client, fleet.idle.map(id), window.from, window.to),
+      windowCounts(stack.client, sample.map(id), window.from, window.to),
+      windowCounts(stack.client, [id(fleet.big)], window.from, window.to),
+      windowCounts(stack.client, [pollingControlWorkflowId(stack.ref.workflowIdPrefix)], window.from, window.to),
+    ]);
+    const smallIds = fleet.small.map((c) => Number(c.id));
+    const smallWhere = `carrier_id = ANY(ARRAY[${smallIds.join(',')}]::bigint[])`;
+    const bigWhere = `carrier_id = ${Number(fleet.big.id)}`;
+    const [smallChecks, bigChecks, allChecks, smallLateness, bigLateness] = await Promise.all([
+      checksOf(stack, window, smallWhere),
+      checksOf(stack, window, bigWhere),
+      checksOf(stack, window, 'true'),
+      latenessBetween(stack.pool, window.from, window.to, smallWhere),
+      latenessBetween(stack.pool, window.from, window.to, bigWhere),
+    ]);
+    const s = window.seconds;
+    const schedulerActions = (smallCounts.actions / Math.max(1, sample.length)) * fleet.small.length + idleCounts.actions + bigCounts.actions;
+    const run: AccountsRun = {
+      ...variant,
+      windowSeconds: round(s, 1),
+      idle: perSec(idleCounts, fleet.idle.length, s),
+      small: perSec(smallCounts, Math.max(1, sample.length), s),
+      control: {
+        actionsPerSec: round(controlCounts.actions / s, 3),
+        actionsPerAccountSec: round(controlCounts.actions / s / (variant.accounts + IDLE_ACCOUNTS + 1), 5),
+      },
+      smallChecksPerSec: round(smallChecks / s, 2),
+      smallOfferedPerSec: round((variant.accounts * SMALL_CARDS) / SMALL_INTERVAL_SEC, 2),
+      smallLatenessP99Ms: smallLateness.executions > 0 ? smallLateness.latenessMs.p99 : null,
+      smallExecutions: smallLateness.executions,
+      bigChecksPerSec: round(bigChecks / s, 2),
+      bigOfferedPerSec: round(BIG_CARDS / BIG_INTERVAL_SEC, 2),
+      bigLatenessP99Ms: bigLateness.executions > 0 ? bigLateness.latenessMs.p99 : null,
+      schedulerActionsPerCheck: allChecks > 0 ? round(schedulerActions / allChecks, 3) : 0,
+      cpu: window.cpu,
+      cpuNote: cpuNote(window.cpu),
+    };
+    log(
+      `accounts: ${tag}: idle ${run.idle.workflowTasksPerSec} tasks/s ${run.idle.actionsPerSec} actions/s per account; small ${run.small.workflowTasksPerSec} / ${run.small.actionsPerSec}; ` +
+        `small lateness p99 ${run.smallLatenessP99Ms} ms; big ${run.bigChecksPerSec} of ${run.bigOfferedPerSec} checks/s; Temporal ${Math.round(run.cpu.temporal * 100)} %, workers ${Math.round(run.cpu.bench * 100)} %`,
+    );
+    return run;
+  } finally {
+    await stack.close();
+  }
+}
+
+/** `--accounts` list: the fleet sizes, each run with the idle sleep off and on, alternating. */
+export const accounts: Scenario = async (context) => {
+  const seconds = windowSeconds(context, { warmupSec: 60, durationSec: 120 });
+  const runs: AccountsRun[] = [];
+  for (const n of context.options.accountCounts) {
+    for (const runShape of context.options.runShapes) {
+      for (const idleMaxMs of [0, DEFAULT_IDLE_MAX_MS]) runs.push(await runAccounts(context, { accounts: n, runShape, idleMaxMs }, seconds));
+    }
+  }
+  const label = (run: AccountsRun): string => `${run.accounts} × ${SMALL_CARDS}, ${run.runShape}, sleep ${run.idleMaxMs === 0 ? 'off' : 'on'}`;
+  const pct = (v: number): string => `${Math.round(v * 100)} %`;
+  const ms = (v: number | null): string => (v === null ? '–' : String(Math.round(v)));
+  const table: Table = {
+    headers: [
+      'variant',
+      'idle acct: tasks/s',
+      'idle acct: actions/s',
+      'small acct: tasks/s',
+      'small acct: actions/s',
+      'pollingControl actions/acct·s',
+      'small checks/s (offered)',
+      'small lateness p99 ms',
+      'big checks/s (offered)',
+      'big lateness p99 ms',
+      'scheduler actions/check',
+      'Temporal CPU',
+      'workers CPU',
+    ],
+    numeric: [false, true, true, true, true, true, false, true, false, true, true, true, true],
+    rows: runs.map((run) => [
+      label(run),
+      run.idle.workflowTasksPerSec,
+      run.idle.actionsPerSec,
+      run.small.workflowTasksPerSec,
+      run.small.actionsPerSec,
+      run.control.actionsPerAccountSec,
+      `${run.smallChecksPerSec} (${run.smallOfferedPerSec})`,
+      ms(run.smallLatenessP99Ms),
+      `${run.bigChecksPerSec} (${run.bigOfferedPerSec})`,
+      ms(run.bigLatenessP99Ms),
+      run.schedulerActionsPerCheck,
+      pct(run.cpu.temporal),
+      pct(run.cpu.bench),
+    ]),
+  };
+  const verdicts: Verdict[] = runs
+    .filter((run) => run.idleMaxMs > 0)
+    .flatMap((run) => [
+      atMost(`idle account workflow tasks/s (${label(run)})`, run.idle.workflowTasksPerSec, IDLE_TASKS_PER_SEC, String, `${IDLE_ACCOUNTS} idle accounts`),
+      atMost(`idle account actions/s (${label(run)})`, run.idle.actionsPerSec, IDLE_ACTIONS_PER_SEC, String, `${IDLE_ACCOUNTS} idle accounts`),
+      ...(run.smallLatenessP99Ms === null
+        ? []
+        : [atMost(`small accounts' lateness p99 ms (${label(run)})`, run.smallLatenessP99Ms, LATENESS_P99_MS, String, `${run.smallExecutions} executions`)]),
+      atLeast(
+        `big account checks/s ÷ offered (${label(run)})`,
+        round(run.bigChecksPerSec / run.bigOfferedPerSec, 3),
+        BIG_SHARE,
+        String,
+        `${run.bigOfferedPerSec} offered`,
+      ),
+    ]);
+  return {
+    title: `accounts: N small accounts (${SMALL_CARDS} cards, card_status every ${SMALL_INTERVAL_SEC} s) beside ${IDLE_ACCOUNTS} idle and one big account, idle sleep off and on`,
+    explain: [
+      `Each variant: a fresh stack; N small accounts of ${SMALL_CARDS} cards (card_status every ${SMALL_INTERVAL_SEC} s, ${SMALL_QPS} QPS each, first dues spread over the interval and across accounts), ${IDLE_ACCOUNTS} idle accounts (${SMALL_CARDS} cards, nothing due for an hour), one big account (${BIG_CARDS} cards every ${BIG_INTERVAL_SEC} s on ${BIG_QPS} QPS); pollingControl reconciles every ${DEFAULT_RECONCILE_EVERY_MS / 1000} s (the default).`,
+      `"sleep off" = SCHEDULER_IDLE_MAX_MS=0: every scheduler claims every tick whatever is due (the behaviour before 0.2); "sleep on" = ${DEFAULT_IDLE_MAX_MS / 1000} s (the default). Variants alternate.`,
+      "tasks/s and actions/s per account: every event of the account's scheduler runs in the window (Temporal Cloud actions by bench/lib/actions.ts) ÷ accounts ÷ window seconds; small accounts from a sample of up to 20 histories.",
+      'Lateness = execution start − earliest due (card_execution.details.latenessMs) of executions started in the window. CPU = share of one core in the window; workers CPU is this process (4 workers + the bench).',
+      'scheduler actions/check: every scheduler action in the window (small ones scaled from the sample) ÷ every check started in the window; card runs cost their own (throughput scenario).',
+    ],
+    config: {
+      smallCards: SMALL_CARDS,
+      smallIntervalSec: SMALL_INTERVAL_SEC,
+      idleAccounts: IDLE_ACCOUNTS,
+      bigCards: BIG_CARDS,
+      bigIntervalSec: BIG_INTERVAL_SEC,
+      ...seconds,
+    },
+    results: { runs },
+    tables: [table],
+    verdicts,
+    notes: runs.map((run) => `${label(run)}: ${run.cpuNote}`),
+  };
+};
