@@ -74,6 +74,11 @@ export interface ControlActivityDeps {
   /** What storage maintenance keeps and creates ahead (defaults: {@link DEFAULT_RETENTION}). */
   readonly retention?: RetentionPolicy;
   /**
+   * The accounts whose scheduler runs (Temporal visibility): pollingControl's reconcile starts
+   * schedulers only for the others. Absent: it tries every enabled account, as before.
+   */
+  readonly runningSchedulers?: () => Promise<ReadonlySet<string>>;
+  /**
    * SCHEDULER_IDLE_MAX_MS: the longest an account's scheduler sleeps after a round that found
    * nothing due and nothing in flight (until its next due time, or a wake). 0 or absent: it ticks
    * every round, busy or idle.
@@ -442,6 +447,24 @@ export function createControlActivities(deps: ControlActivityDeps) {
       if (!deps.redisGuard) return false;
       const guard = deps.redisGuard;
       return whileHeartbeating(() => guard.ensureIntact());
+    },
+
+    /**
+     * The enabled accounts, and those of them whose scheduler does not run (to start): a reconcile
+     * that tried to start every account's scheduler cost a child start command and its failure per
+     * account every minute, and above ~1 000 accounts a continue-as-new at every reconcile (issue 45).
+     * Visibility unreachable: every enabled account is tried, as before.
+     */
+    async listSchedulersToStart(): Promise<{ enabled: string[]; toStart: string[] }> {
+      const enabled = (await listCarriers(deps.pool, { enabledOnly: true })).map((c) => c.id);
+      deps.metrics?.enabledAccounts(enabled);
+      let running: ReadonlySet<string> = new Set();
+      try {
+        running = (await deps.runningSchedulers?.()) ?? running;
+      } catch {
+        running = new Set();
+      }
+      return { enabled, toStart: enabled.filter((id) => !running.has(id)) };
     },
 
     async listEnabledCarriers(): Promise<string[]> {

@@ -26,6 +26,7 @@ import type { RequestCheckInput, RequestCheckResult, RequestedTypeStatus } from 
 import type { StepResult } from '../workflow-safe/cardRun.js';
 import type { CheckType } from '../workflow-safe/checkTypes.js';
 import { findCards } from '../db/cards.js';
+import { listCarriers } from '../db/carriers.js';
 
 /** Error classes after which retrying a priority item cannot help: the same request would fail the same way. */
 const FINAL_ERROR_CLASSES = new Set(['permanent', 'invalid_response']);
@@ -54,6 +55,16 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     log: (line) => deps.logger.warn({ component: 'lifecycle' }, line),
   });
   const marker = globalKeys(namespace).rebuiltMarker;
+  /**
+   * After a full rebuild every enabled account's scheduler is woken: a sleeping one's mark
+   * (lua/markIdle.lua) went with the data a flush lost, so no write of the rebuild would wake it.
+   */
+  const wakeEveryScheduler = async (): Promise<void> => {
+    const wake = input.wakeSchedulers;
+    if (wake === undefined) return;
+    const enabled = (await listCarriers(pool, { enabledOnly: true })).map((carrier) => carrier.id);
+    void wake(enabled).catch(() => undefined);
+  };
 
   const requests: RequestChecker = {
     async requestCheck(carrierId: string, request: RequestCheckInput): Promise<RequestCheckResult> {
@@ -149,6 +160,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         await rebuild({ pool, redis: deps.redis, store, namespace }, { onProgress: heartbeat });
         heartbeat();
         await deps.redis.set(marker, new Date().toISOString());
+        await wakeEveryScheduler();
       }
       await writeAudit(pool, {
         entityType: 'system_config',
@@ -204,6 +216,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
         const result = await rebuild({ pool, redis: deps.redis, store, namespace });
         if (result.skipped) return false;
         await deps.redis.set(marker, new Date().toISOString());
+        await wakeEveryScheduler();
         return true;
       } catch (error) {
         // Another process is rebuilding right now: it writes the marker when done.

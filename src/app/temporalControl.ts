@@ -142,6 +142,19 @@ export async function setMode(ref: OrchestrationRef, mode: PollingMode): Promise
   return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).executeUpdate(setModeUpdate, { args: [mode] });
 }
 
+/**
+ * The accounts whose scheduler has an open run, as the server's visibility store has it (seconds
+ * behind at most: a scheduler started or ended just now may be missing or still listed).
+ */
+export async function runningSchedulers(ref: Pick<OrchestrationRef, 'client' | 'workflowIdPrefix'>): Promise<Set<string>> {
+  const prefix = schedulerWorkflowId('', ref.workflowIdPrefix);
+  const running = new Set<string>();
+  for await (const workflow of ref.client.workflow.list({ query: `WorkflowType = 'carrierScheduler' AND ExecutionStatus = 'Running'` })) {
+    if (workflow.workflowId.startsWith(prefix)) running.add(workflow.workflowId.slice(prefix.length));
+  }
+  return running;
+}
+
 /** Wakes the sleeping schedulers of these accounts (lua/wakeIfIdle.lua decided they sleep past a new due); one not running is skipped. */
 export async function wakeSchedulers(ref: OrchestrationRef, carrierIds: readonly string[]): Promise<void> {
   await Promise.allSettled(

@@ -58,7 +58,19 @@ export type CarrierId = string | number;
 export interface CarrierQueueStoreOptions {
   /** Where an omitted `now` comes from: this process (`local`, default) or Redis `TIME`. */
   readonly clock?: 'local' | 'redis';
+  /**
+   * How often this process reads the whole engine share table (default
+   * {@link ENGINE_SHARE_READ_EVERY_MS}; 0 = at every round, as tests of the table itself do).
+   */
+  readonly engineShareReadEveryMs?: number;
 }
+
+/**
+ * The engine share table is read at most this often per process, not at every account's round:
+ * every round reading every account's entry made a second of claim rounds cost O(accounts²)
+ * (issue 45). A rate a second old is as good for a share smoothed over many seconds.
+ */
+export const ENGINE_SHARE_READ_EVERY_MS = 1000;
 
 export interface ClaimInput {
   readonly carrierId: CarrierId;
@@ -176,6 +188,9 @@ function parseEngineShareEntry(carrierId: string, raw: string): EngineShareEntry
 export class CarrierQueueStore {
   private readonly clock: 'local' | 'redis';
   private readonly accountKeyCache = new Map<string, AccountKeys>();
+  private readonly engineShareReadEveryMs: number;
+  /** The engine share table as this process last read it, and its own writes since. */
+  private engineShares: { readAt: number; entries: Map<string, EngineShareEntry> } | undefined;
 
   constructor(
     private readonly redis: RedisConnection,
@@ -183,6 +198,7 @@ export class CarrierQueueStore {
     options: CarrierQueueStoreOptions = {},
   ) {
     this.clock = options.clock ?? 'local';
+    this.engineShareReadEveryMs = options.engineShareReadEveryMs ?? ENGINE_SHARE_READ_EVERY_MS;
     // Once per connection (registerScripts is idempotent); ioredis then calls by EVALSHA.
     registerScripts(redis, Object.values(CARRIER_SCRIPTS));
   }
@@ -386,13 +402,29 @@ export class CarrierQueueStore {
   async shareEngine(entry: EngineShareEntry): Promise<EngineShareEntry[]> {
     const key = globalKeys(this.namespace).engineShares;
     const { carrierId, ...fields } = entry;
-    const replies = (await this.redis.multi().hset(key, carrierId, JSON.stringify(fields)).pexpire(key, ENGINE_SHARE_TTL_MS).hgetall(key).exec()) ?? [];
-    const [error, hash] = replies[2] ?? [null, {}];
-    if (error) throw error;
-    const entries = Object.entries((hash ?? {}) as Record<string, string>).map(([id, raw]) => ({ id, entry: parseEngineShareEntry(id, raw) }));
-    const stale = entries.filter(({ entry: e }) => e === undefined || entry.at - e.at > ENGINE_SHARE_TTL_MS).map(({ id }) => id);
+    await this.redis.multi().hset(key, carrierId, JSON.stringify(fields)).pexpire(key, ENGINE_SHARE_TTL_MS).exec();
+    const cached = this.engineShares;
+    const fresh = cached !== undefined && entry.at - cached.readAt < this.engineShareReadEveryMs;
+    const table = fresh ? cached.entries : await this.readEngineShares(entry.at);
+    // This process's own writes since the read (this account's among them) replace what was read.
+    table.set(carrierId, entry);
+    return [...table.values()];
+  }
+
+  /** The whole table, its entries older than a minute (or not entries) deleted; kept for the next rounds of this process. */
+  private async readEngineShares(at: number): Promise<Map<string, EngineShareEntry>> {
+    const key = globalKeys(this.namespace).engineShares;
+    const hash = await this.redis.hgetall(key);
+    const entries = new Map<string, EngineShareEntry>();
+    const stale: string[] = [];
+    for (const [id, raw] of Object.entries(hash)) {
+      const parsed = parseEngineShareEntry(id, raw);
+      if (parsed === undefined || at - parsed.at > ENGINE_SHARE_TTL_MS) stale.push(id);
+      else entries.set(id, parsed);
+    }
     if (stale.length > 0) await this.redis.hdel(key, ...stale);
-    return entries.flatMap(({ entry: e }) => (e === undefined || stale.includes(e.carrierId) ? [] : [e]));
+    this.engineShares = { readAt: at, entries };
+    return entries;
   }
 
   /** The starts recorded since the previous call, read and reset in one step (one reader: the account's scheduler). */

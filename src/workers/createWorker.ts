@@ -17,6 +17,7 @@ import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from '../app/ports.js';
 import { createClientCardStarter } from '../app/cardStarter.js';
+import { runningSchedulers } from '../app/temporalControl.js';
 import { BackgroundWork } from '../activities/backgroundWork.js';
 import { IngestStream } from '../ingest/stream.js';
 import { createIngestPressure } from '../ingest/pressure.js';
@@ -192,6 +193,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         const left = await background.settle(config.WORKER_SHUTDOWN_GRACE_MS);
         if (left > 0) deps.logger.warn({ component: 'claimRound', left }, 'run starts still under way at shutdown: their claims wait for their lease');
       });
+      const controlClient = new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE });
       const worker = await Worker.create({
         ...common,
         taskQueue: queues.control,
@@ -213,11 +215,11 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
           idleMaxMs: config.SCHEDULER_IDLE_MAX_MS,
           runShape: config.CARD_RUN_SHAPE,
           batchSize: config.CARD_BATCH_SIZE,
-          cardStarter: createClientCardStarter(
-            new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE }),
-            (message, fields) => void activityLog.warn(message, fields),
-            { runShape: config.CARD_RUN_SHAPE, batchSize: config.CARD_BATCH_SIZE },
-          ),
+          runningSchedulers: () => runningSchedulers({ client: controlClient, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }),
+          cardStarter: createClientCardStarter(controlClient, (message, fields) => void activityLog.warn(message, fields), {
+            runShape: config.CARD_RUN_SHAPE,
+            batchSize: config.CARD_BATCH_SIZE,
+          }),
           background,
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,

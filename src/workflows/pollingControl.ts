@@ -47,6 +47,11 @@ const SWITCH_HEARTBEAT_TIMEOUT_MS = 2 * 60_000;
 const REBUILD_HEARTBEAT_TIMEOUT_MS = 30_000;
 /** Runs from this patch on continue as new at 2 000 events or 2 MiB (before: 5 000 events). */
 const SMALLER_HISTORY_PATCH = 'control-smaller-history';
+/**
+ * Runs from this patch on start schedulers only for the accounts without a running one
+ * (listSchedulersToStart: Temporal visibility), not a child start per enabled account per reconcile.
+ */
+const START_MISSING_PATCH = 'control-start-missing-schedulers';
 
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
   // Reads of one row or one list: a minute is ample, and it bounds how long a control worker killed
@@ -87,6 +92,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   // Decided at the start of the run (after the mode read, where the marker has always been): a run
   // of the previous release keeps its 5 000-event rollover.
   state.useHistoryLimits(patched(SMALLER_HISTORY_PATCH));
+  const startsMissingOnly = patched(START_MISSING_PATCH);
 
   const switchMode = async (target: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> => {
     // One switch at a time: a second request waits for the first to complete.
@@ -105,9 +111,11 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   const reconcile = async (): Promise<string[]> => {
     // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
     if (await ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
-    const enabled = await control.listEnabledCarriers();
+    const { enabled, toStart } = startsMissingOnly
+      ? await control.listSchedulersToStart()
+      : { enabled: await control.listEnabledCarriers(), toStart: undefined };
     await Promise.all(
-      enabled.map(async (carrierId: string) => {
+      (toStart ?? enabled).map(async (carrierId: string) => {
         try {
           await startChild(carrierScheduler, {
             workflowId: schedulerWorkflowId(carrierId, args.workflowIdPrefix),

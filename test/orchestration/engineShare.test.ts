@@ -10,6 +10,8 @@ import { createStack, stackControlActivities, type Stack } from '../../testkit/o
 import { seedAccount } from '../../testkit/seed.js';
 import { globalKeys } from '../../src/redis/keys.js';
 import type { ClaimRoundInput } from '../../src/workflow-safe/claimRound.js';
+import { CarrierQueueStore, ENGINE_SHARE_READ_EVERY_MS } from '../../src/redis/carrierQueueStore.js';
+import { createTestRedis } from '../../testkit/redis.js';
 
 async function account(stack: Stack, name: string, qps: number): Promise<string> {
   const seeded = await seedAccount(stack, { name, qps: { main: qps }, typeGroups: { card_status: 'main' }, cards: 2, intervalsSec: { card_status: 600 } });
@@ -21,7 +23,9 @@ test('claim rounds publish the rate of each account and answer its budget-weight
   try {
     const small = await account(stack, 'share1', 10);
     const large = await account(stack, 'share4', 40);
-    const activities = stackControlActivities(stack);
+    // The table read at every round (production reads it once a second per process: the test below).
+    const store = new CarrierQueueStore(stack.redis.redis, stack.redis.namespace, { engineShareReadEveryMs: 0 });
+    const activities = stackControlActivities(stack, { store });
     let round = 0;
     const claimRound = async (carrierId: string, engineShare?: ClaimRoundInput['engineShare']) => {
       round += 1;
@@ -56,5 +60,30 @@ test('claim rounds publish the rate of each account and answer its budget-weight
     assert.deepEqual(Object.keys(await stack.redis.redis.hgetall(table)).sort(), [large, small].sort());
   } finally {
     await stack.close();
+  }
+});
+
+test("the engine share table is read once a second per process, not at every round: 200 accounts' rounds in one second, one read", async () => {
+  const redis = await createTestRedis('engine-share-reads');
+  try {
+    const store = new CarrierQueueStore(redis.redis, redis.namespace);
+    let reads = 0;
+    const hgetall = redis.redis.hgetall.bind(redis.redis);
+    redis.redis.hgetall = (...args: Parameters<typeof hgetall>) => {
+      reads += 1;
+      return hgetall(...args);
+    };
+    const at = Date.now();
+    let last: number | undefined;
+    for (let account = 1; account <= 200; account += 1) {
+      const entries = await store.shareEngine({ carrierId: String(account), startsPerSec: 1, weight: 1, wanting: true, at: at + (account % 10) });
+      last = entries.length;
+    }
+    assert.equal(reads, 1, 'one read of the whole table for 200 rounds within a second');
+    assert.equal(last, 200, "this process's own writes since the read are in the answer");
+    await store.shareEngine({ carrierId: '1', startsPerSec: 1, weight: 1, wanting: true, at: at + 10 + ENGINE_SHARE_READ_EVERY_MS });
+    assert.equal(reads, 2, 'read again once a second has passed');
+  } finally {
+    await redis.close();
   }
 });

@@ -1,0 +1,51 @@
+/**
+ * pollingControl's reconcile starts only the schedulers that do not run (issue 45): a reconcile
+ * that tried every enabled account cost a child start and its refusal per account every minute,
+ * and above ~1 000 accounts a continue-as-new at every reconcile. Real Temporal visibility.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createStack } from '../../testkit/orchestration.js';
+import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { ensurePollingControl, runningSchedulers, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
+import { reconcileUpdate } from '../../src/workflows/messages.js';
+
+const WAIT_MS = 30_000;
+
+test('a reconcile with every scheduler running starts no child; one whose scheduler ended starts it again', async () => {
+  const stack = await createStack('orch-reconcile-cost');
+  try {
+    const accounts = await Promise.all(
+      ['rc1', 'rc2', 'rc3'].map((name) =>
+        seedAccount(stack, { name, qps: { main: 5 }, typeGroups: { card_status: 'main' }, cards: 1, intervalsSec: { card_status: 3600 } }),
+      ),
+    );
+    await stack.startWorkers();
+    const ref: OrchestrationRef = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
+    await ensurePollingControl(ref, { reconcileEveryMs: 3_600_000 });
+    const ids = accounts.map((a) => a.carrier.id);
+    for (const id of ids) await waitFor(`scheduler ${id}`, async () => ((await schedulerStatus(ref, id).catch(() => undefined))?.rounds ?? 0) >= 1, WAIT_MS);
+    await waitFor('the three schedulers listed as running', async () => (await runningSchedulers(ref)).size >= ids.length, WAIT_MS);
+    assert.deepEqual([...(await runningSchedulers(ref))].sort(), [...ids].sort(), 'visibility lists this stack’s schedulers, by account id');
+
+    const control = stack.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix));
+    const childStarts = async (): Promise<string[]> =>
+      ((await control.fetchHistory()).events ?? []).flatMap((event) => {
+        const id = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+        return id ? [id] : [];
+      });
+    const before = await childStarts();
+    await control.executeUpdate(reconcileUpdate);
+    assert.deepEqual(await childStarts(), before, 'every scheduler runs: no child start');
+
+    // One scheduler ends (terminated by an operator): the next reconcile starts that one only.
+    const ended = ids[1]!;
+    await stack.client.workflow.getHandle(schedulerWorkflowId(ended, ref.workflowIdPrefix)).terminate('test');
+    await waitFor('the ended scheduler no longer listed', async () => !(await runningSchedulers(ref)).has(ended), WAIT_MS);
+    await control.executeUpdate(reconcileUpdate);
+    assert.deepEqual((await childStarts()).slice(before.length), [schedulerWorkflowId(ended, ref.workflowIdPrefix)]);
+  } finally {
+    await stack.close();
+  }
+});
