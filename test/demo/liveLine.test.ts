@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCarrier } from '../../src/db/carriers.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
-import { startLiveLine } from '../../demo/liveLine.js';
+import { LIVE_ACCOUNTS, startLiveLine } from '../../demo/liveLine.js';
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { createTestDb } from '../../testkit/db.js';
 import { createTestRedis } from '../../testkit/redis.js';
@@ -95,6 +95,38 @@ test('live line: with the Redis read failing (Redis away), stop still waits for 
       `the failed tick is reported: ${lines.join(' / ')}`,
     );
   } finally {
+    await db.close();
+  }
+});
+
+test('live line: with many accounts, the busiest six are shown one by one and asked for their status; the rest summed in one part', async () => {
+  const db = await createTestDb('live-line-many');
+  const redis = await createTestRedis('live-line-many');
+  try {
+    for (let i = 1; i <= LIVE_ACCOUNTS + 4; i += 1) {
+      await createCarrier(db.pool, { name: `many${i}`, gatewayAccount: `many${i}-gw`, groups: [{ name: 'main', qps: 5 }] });
+    }
+    const asked = new Set<string>();
+    const lines: string[] = [];
+    const live = startLiveLine({
+      pool: db.pool,
+      store: new CarrierQueueStore(redis.redis, redis.namespace),
+      simulator: undefined,
+      scheduler: async (carrierId) => {
+        asked.add(carrierId);
+        return undefined;
+      },
+      log: (line) => void lines.push(line),
+      everyMs: EVERY_MS,
+    });
+    while (lines.length === 0) await sleep(EVERY_MS);
+    await live.stop();
+    const line = lines[0]!;
+    assert.ok(line.includes('+4 more accounts: 0.0 checks/s'), line);
+    assert.equal(asked.size, LIVE_ACCOUNTS, 'only the accounts shown are asked for their scheduler status');
+    assert.ok(line.includes('many1:') && !line.includes('many10:'), `the oldest shown among equally busy accounts: ${line}`);
+  } finally {
+    await redis.close();
     await db.close();
   }
 });
