@@ -94,9 +94,9 @@ Scenarios (default: all but cluster, in this order; ceiling always runs before t
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
               backpressure and alert during a PostgreSQL pause (BENCH_INGEST_PAUSE_SEC, default 60)
   accounts    (only when named) N small accounts (20 cards, card_status every 600 s) beside 10 idle accounts and
-              a big one, with the schedulers' idle sleep off (SCHEDULER_IDLE_MAX_MS=0) and on, alternating: workflow
-              tasks and actions per idle and per small account-second, pollingControl's, lateness p99, the big
-              account's checks/s against what it is offered, Temporal and worker CPU
+              a big one, per start mode and run shape, the schedulers' idle sleep on, and off up to 100 accounts
+              (SCHEDULER_IDLE_MAX_MS=0): workflow tasks and actions per idle and per small account-second,
+              pollingControl's, lateness p99, the big account's checks/s against its offer, Temporal and worker CPU
   footprint   per-unit costs for docs/capacity.md: Redis bytes per card, PostgreSQL rows and bytes per execution,
               Temporal events, tasks and actions per execution (1 and 3 types, per start mode); counts, not
               time, so it also runs on a busy machine (the report says how busy it was)
@@ -114,7 +114,7 @@ Options (flag / environment):
   --cards N             BENCH_CARDS              scale: cards to import (default 1000000)
   --import MODE         BENCH_IMPORT             scale: redis (upsert.lua only, default) or lifecycle (PostgreSQL + Redis)
   --request-rate R      BENCH_REQUEST_RATE       priority, overload: request-checks per second (default 1)
-  --start-modes LIST    BENCH_START_MODES        throughput, footprint, overload: child,client (default both;
+  --start-modes LIST    BENCH_START_MODES        throughput, footprint, overload, accounts: child,client (default both;
                                                  CARD_START_MODE per variant); cluster: the first one only
   --shapes LIST         BENCH_SHAPES             throughput: single,three (default both); cluster: the first one only
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,

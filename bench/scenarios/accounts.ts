@@ -20,7 +20,7 @@ import { addCards } from '../lib/seed.js';
 import { countEvents, emptyCounts, eventsInWindow, type EventCounts } from '../lib/actions.js';
 import { latenessBetween } from '../lib/measure.js';
 import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
-import type { RunShape } from '../lib/options.js';
+import type { RunShape, StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
 import { round } from '../lib/stats.js';
 import { atMost, atLeast, type Verdict } from '../lib/verdict.js';
@@ -46,6 +46,7 @@ const BIG_SHARE = 0.9;
 
 export interface AccountsVariant {
   readonly accounts: number;
+  readonly startMode: StartMode;
   readonly runShape: RunShape;
   readonly idleMaxMs: number;
 }
@@ -177,10 +178,11 @@ export async function runAccounts(
   seconds: { warmupSec: number; durationSec: number },
 ): Promise<AccountsRun> {
   const { log } = context;
-  const tag = `${variant.accounts} accounts, ${variant.runShape}, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
+  const tag = `${variant.accounts} accounts, ${variant.startMode} starts, ${variant.runShape} runs, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
   log(`accounts: ${tag}`);
   const stack = await createBenchStack({ ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs }, `acc${variant.accounts}`, {
     cardRunShape: variant.runShape,
+    cardStartMode: variant.startMode,
     reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
   });
   try {
@@ -237,16 +239,27 @@ export async function runAccounts(
   }
 }
 
-/** `--accounts` list: the fleet sizes, each run with the idle sleep off and on, alternating. */
+/**
+ * `--accounts` list: each fleet size in each start mode and run shape with the idle sleep on, and
+ * off beside it up to {@link MAX_ACCOUNTS_TICKING} accounts (above, a tick a second per account is
+ * more than the machine runs: the figure would be the machine's saturation, not the shape's cost).
+ */
+const MAX_ACCOUNTS_TICKING = 100;
+
 export const accounts: Scenario = async (context) => {
   const seconds = windowSeconds(context, { warmupSec: 60, durationSec: 120 });
   const runs: AccountsRun[] = [];
   for (const n of context.options.accountCounts) {
-    for (const runShape of context.options.runShapes) {
-      for (const idleMaxMs of [0, DEFAULT_IDLE_MAX_MS]) runs.push(await runAccounts(context, { accounts: n, runShape, idleMaxMs }, seconds));
+    for (const startMode of context.options.startModes) {
+      for (const runShape of context.options.runShapes) {
+        for (const idleMaxMs of n <= MAX_ACCOUNTS_TICKING ? [0, DEFAULT_IDLE_MAX_MS] : [DEFAULT_IDLE_MAX_MS]) {
+          runs.push(await runAccounts(context, { accounts: n, startMode, runShape, idleMaxMs }, seconds));
+        }
+      }
     }
   }
-  const label = (run: AccountsRun): string => `${run.accounts} × ${SMALL_CARDS}, ${run.runShape}, sleep ${run.idleMaxMs === 0 ? 'off' : 'on'}`;
+  const label = (run: AccountsRun): string =>
+    `${run.accounts} × ${SMALL_CARDS}, ${run.startMode}, ${run.runShape}, sleep ${run.idleMaxMs === 0 ? 'off' : 'on'}`;
   const pct = (v: number): string => `${Math.round(v * 100)} %`;
   const ms = (v: number | null): string => (v === null ? '–' : String(Math.round(v)));
   const table: Table = {
@@ -302,7 +315,7 @@ export const accounts: Scenario = async (context) => {
     title: `accounts: N small accounts (${SMALL_CARDS} cards, card_status every ${SMALL_INTERVAL_SEC} s) beside ${IDLE_ACCOUNTS} idle and one big account, idle sleep off and on`,
     explain: [
       `Each variant: a fresh stack; N small accounts of ${SMALL_CARDS} cards (card_status every ${SMALL_INTERVAL_SEC} s, ${SMALL_QPS} QPS each, first dues spread over the interval and across accounts), ${IDLE_ACCOUNTS} idle accounts (${SMALL_CARDS} cards, nothing due for an hour), one big account (${BIG_CARDS} cards every ${BIG_INTERVAL_SEC} s on ${BIG_QPS} QPS); pollingControl reconciles every ${DEFAULT_RECONCILE_EVERY_MS / 1000} s (the default).`,
-      `"sleep off" = SCHEDULER_IDLE_MAX_MS=0: every scheduler claims every tick whatever is due (the behaviour before 0.2); "sleep on" = ${DEFAULT_IDLE_MAX_MS / 1000} s (the default). Variants alternate.`,
+      `"sleep off" = SCHEDULER_IDLE_MAX_MS=0: every scheduler claims every tick whatever is due (the behaviour before 0.2), run up to ${MAX_ACCOUNTS_TICKING} accounts; "sleep on" = ${DEFAULT_IDLE_MAX_MS / 1000} s (the default). child / client = CARD_START_MODE, card / batch = CARD_RUN_SHAPE.`,
       "tasks/s and actions/s per account: every event of the account's scheduler runs in the window (Temporal Cloud actions by bench/lib/actions.ts) ÷ accounts ÷ window seconds; small accounts from a sample of up to 20 histories.",
       'Lateness = execution start − earliest due (card_execution.details.latenessMs) of executions started in the window. CPU = share of one core in the window; workers CPU is this process (4 workers + the bench).',
       'scheduler actions/check: every scheduler action in the window (small ones scaled from the sample) ÷ every check started in the window; card runs cost their own (throughput scenario).',
