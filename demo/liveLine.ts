@@ -100,7 +100,9 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
       const depth = depthRead.value;
       const scheduler = schedulerRead.status === 'fulfilled' ? schedulerRead.value : undefined;
       const groups = stats?.accounts[carrier.gatewayAccount]?.groups ?? {};
-      const total = Object.values(groups).reduce((sum, g) => sum + g.calls, 0);
+      // Only the calls the account's budget groups are charged for: realname calls outside any group
+      // (no real-name control) counted against the groups' budget read 154 % on a healthy system.
+      const total = carrier.groups.reduce((sum, g) => sum + (groups[g.name]?.calls ?? 0), 0);
       calls.set(carrier.id, total);
       const budget = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
       const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;

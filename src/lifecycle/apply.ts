@@ -19,8 +19,7 @@ import type { UpsertInput } from '../redis/carrierQueueStore.js';
 import { initialDues } from './jitter.js';
 import type { PollingContext } from './pollingContext.js';
 import type { OutboxRef } from './outboxRows.js';
-import { readDuesMany, type Dues, type LifecycleStore } from './queueStore.js';
-import type { CheckType } from '../workflow-safe/checkTypes.js';
+import { readDuesMany, type LifecycleStore } from './queueStore.js';
 
 export interface ApplyDeps {
   readonly pool: pg.Pool;
@@ -124,24 +123,10 @@ async function write(deps: ApplyDeps, intervals: IntervalResolver, pairs: readon
     carrierId: ref.carrierId,
     cardId: ref.cardId,
     now,
-    dues: initialDues(resolved, now, random, keptWithin(kept.get(ref.carrierId)?.get(ref.cardId) ?? {}, resolved, now)),
+    dues: initialDues(resolved, now, random, kept.get(ref.carrierId)?.get(ref.cardId) ?? {}),
   }));
   const toWake = await deps.store.upsertMany(inputs);
   // Not awaited: the write is done, and a wake that cannot be sent (Temporal away) only leaves the
   // scheduler to its own wake-up; it must not hold the lifecycle event up.
   if (toWake.length > 0 && deps.wakeSchedulers) void deps.wakeSchedulers(toWake).catch(() => undefined);
-}
-
-/**
- * The kept due times, none later than one (new) interval from now: a status whose interval for a
- * type is shorter must not wait out the longer one first. Same interval = unchanged (phase kept).
- */
-function keptWithin(kept: Dues, intervals: Intervals, now: number): Dues {
-  const result: Dues = {};
-  for (const type of Object.keys(kept) as CheckType[]) {
-    const due = kept[type];
-    const interval = intervals[type];
-    if (due !== undefined && interval !== undefined) result[type] = Math.min(due, now + interval * 1000);
-  }
-  return result;
 }

@@ -14,14 +14,17 @@ export function jitterWindowMs(intervalSec: number): number {
   return Math.max((intervalSec * 1000) / JITTER_FRACTION, MIN_JITTER_MS);
 }
 
-/** `random` returns [0, 1) like Math.random; tests pass a fixed one. */
+/** `random` returns [0, 1) like Math.random; tests pass a fixed one. `keep`: due times already in Redis. */
 export function initialDues(intervals: Intervals, now: number, random: () => number = Math.random, keep: Dues = {}): Dues {
   const dues: Dues = {};
   for (const type of CHECK_TYPES) {
     const interval = intervals[type];
     if (interval === undefined) continue;
-    // A due time that survived (rebuild) keeps the card's phase; only new types get jitter.
-    dues[type] = keep[type] ?? now + Math.floor(random() * jitterWindowMs(interval));
+    // A due time that survived (an event, a rebuild) keeps the card's phase, but never waits longer
+    // than one interval from now: a status or polling config whose interval for the type is shorter
+    // must not wait out the longer one first. Only new types get jitter.
+    const kept = keep[type];
+    dues[type] = kept === undefined ? now + Math.floor(random() * jitterWindowMs(interval)) : Math.min(kept, now + interval * 1000);
   }
   return dues;
 }

@@ -12,6 +12,7 @@ import { LIVE_ACCOUNTS, startLiveLine } from '../../demo/liveLine.js';
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { createTestDb } from '../../testkit/db.js';
 import { createTestRedis } from '../../testkit/redis.js';
+import type { SimulatorControl } from '../../src/simulator/control.js';
 
 const EVERY_MS = 50;
 const HANG_MS = 600;
@@ -125,6 +126,37 @@ test('live line: with many accounts, the busiest six are shown one by one and as
     assert.ok(line.includes('+4 more accounts: 0.0 checks/s'), line);
     assert.equal(asked.size, LIVE_ACCOUNTS, 'only the accounts shown are asked for their scheduler status');
     assert.ok(line.includes('many1:') && !line.includes('many10:'), `the oldest shown among equally busy accounts: ${line}`);
+  } finally {
+    await redis.close();
+    await db.close();
+  }
+});
+
+test('live line: budget use counts only the calls the account’s groups are charged for (realname without real-name control is not)', async () => {
+  const db = await createTestDb('live-line-budget');
+  const redis = await createTestRedis('live-line-budget');
+  try {
+    await createCarrier(db.pool, { name: 'budget1', gatewayAccount: 'budget1-gw', groups: [{ name: 'main', qps: 5 }] });
+    // Every tick the simulator has seen a million more calls outside the account's groups, none in them.
+    let uncharged = 0;
+    const simulator = {
+      stats: async () => {
+        uncharged += 1_000_000;
+        return { accounts: { 'budget1-gw': { groups: { default: { calls: uncharged }, main: { calls: 0 } } } } };
+      },
+    } as unknown as SimulatorControl;
+    const lines: string[] = [];
+    const live = startLiveLine({
+      pool: db.pool,
+      store: new CarrierQueueStore(redis.redis, redis.namespace),
+      simulator,
+      scheduler: async () => undefined,
+      log: (line) => void lines.push(line),
+      everyMs: EVERY_MS,
+    });
+    while (lines.length < 2) await sleep(EVERY_MS);
+    await live.stop();
+    assert.ok(lines[1]!.includes('budget 0% (0.0/5 qps)'), lines[1]);
   } finally {
     await redis.close();
     await db.close();
