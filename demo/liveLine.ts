@@ -101,8 +101,12 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
       const scheduler = schedulerRead.status === 'fulfilled' ? schedulerRead.value : undefined;
       const groups = stats?.accounts[carrier.gatewayAccount]?.groups ?? {};
       // Only the calls the account's budget groups are charged for: realname calls outside any group
-      // (no real-name control) counted against the groups' budget read 154 % on a healthy system.
-      const total = carrier.groups.reduce((sum, g) => sum + (groups[g.name]?.calls ?? 0), 0);
+      // (no real-name control) counted against the groups' budget read 154 % on a healthy system. A
+      // gateway account the simulator was never told the groups of counts every call in one
+      // `default` group: then all of them are the account's.
+      const charged = carrier.groups.filter((g) => groups[g.name] !== undefined);
+      const total =
+        charged.length === 0 ? Object.values(groups).reduce((sum, g) => sum + g.calls, 0) : charged.reduce((sum, g) => sum + (groups[g.name]?.calls ?? 0), 0);
       calls.set(carrier.id, total);
       const budget = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
       const callRate = previousCalls.has(carrier.id) ? (total - (previousCalls.get(carrier.id) ?? 0)) / seconds : 0;

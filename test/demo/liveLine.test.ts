@@ -162,3 +162,34 @@ test('live line: budget use counts only the calls the account’s groups are cha
     await db.close();
   }
 });
+
+test('live line: a gateway account the simulator was never told the groups of has every call counted against its budget', async () => {
+  const db = await createTestDb('live-line-budget-default');
+  const redis = await createTestRedis('live-line-budget-default');
+  try {
+    await createCarrier(db.pool, { name: 'budget2', gatewayAccount: 'budget2-gw', groups: [{ name: 'main', qps: 5 }] });
+    let calls = 0;
+    const simulator = {
+      stats: async () => {
+        calls += 1000;
+        return { accounts: { 'budget2-gw': { groups: { default: { calls } } } } };
+      },
+    } as unknown as SimulatorControl;
+    const lines: string[] = [];
+    const live = startLiveLine({
+      pool: db.pool,
+      store: new CarrierQueueStore(redis.redis, redis.namespace),
+      simulator,
+      scheduler: async () => undefined,
+      log: (line) => void lines.push(line),
+      everyMs: EVERY_MS,
+    });
+    while (lines.length < 2) await sleep(EVERY_MS);
+    await live.stop();
+    assert.match(lines[1]!, /budget \d+% \((\d+\.\d)\/5 qps\)/);
+    assert.ok(!lines[1]!.includes('budget 0%'), lines[1]);
+  } finally {
+    await redis.close();
+    await db.close();
+  }
+});
