@@ -140,10 +140,14 @@ export class SchedulerState {
     this.paused = false;
   }
 
-  /** The account changed: the next claim, at once, re-reads it from PostgreSQL (its cards' due times may have moved earlier). */
+  /**
+   * The account changed: the next claim re-reads it from PostgreSQL; a loop sleeping past its tick
+   * claims at once (its cards' due times may have moved earlier). A ticking one waits for its next
+   * tick, as runs recorded before the idle sleep did (their replay must wait alike).
+   */
   configChanged(): void {
     this.refreshConfig = true;
-    this.wake = true;
+    if (this.idleMs !== undefined) this.wake = true;
   }
 
   /** A card of the account was made due before the sleeping loop's wake-up (wakeSignal): claim at once. */

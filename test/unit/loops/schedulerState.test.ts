@@ -418,6 +418,12 @@ test('wait (idle): after a round that found nothing, until the next due the clai
   draining.observeHistory(history({ continueAsNewSuggested: true }), T0);
   assert.equal(draining.waitMs(T0 + 300, T0), 700, 'draining');
 
+  // configChanged wakes a sleeping loop only: a ticking one claims at its next tick, as runs recorded before the idle sleep did.
+  const ticking = newState({ tickMs: 1000 });
+  idle(ticking, T0, undefined);
+  ticking.configChanged();
+  assert.equal(ticking.wakeEarly, false, 'configChanged does not cut a tick short');
+
   // What ends the sleep early.
   for (const [what, poke] of [
     ['wake', (s: ReturnType<typeof newState>) => s.wakeUp()],
