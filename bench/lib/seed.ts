@@ -96,7 +96,13 @@ export async function addCards(
  * max(interval/10, 2 s) (docs/design.md, 'Lifecycle'), and each card keeps its phase ('Finish
  * rules'), so cards created in one batch stay a burst every interval for good.
  */
-export async function spreadDues(stack: BenchStack, account: SeededAccount, type: CheckType, intervalMs: number, leadMs = 1000): Promise<void> {
+export async function spreadDues(
+  stack: BenchStack,
+  account: Pick<SeededAccount, 'carrier' | 'cards'>,
+  type: CheckType,
+  intervalMs: number,
+  leadMs = 1000,
+): Promise<void> {
   const now = await stack.deps.store.clockNow();
   const step = intervalMs / Math.max(1, account.cards.length);
   await stack.deps.store.upsertMany(

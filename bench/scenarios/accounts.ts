@@ -16,7 +16,7 @@ import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflo
 import { DEFAULT_RECONCILE_EVERY_MS } from '../../src/workflows/control/controlState.js';
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
-import { addCards } from '../lib/seed.js';
+import { addCards, spreadDues } from '../lib/seed.js';
 import { countEvents, emptyCounts, eventsInWindow, type EventCounts } from '../lib/actions.js';
 import { latenessBetween } from '../lib/measure.js';
 import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
@@ -119,13 +119,6 @@ async function allSchedulersRunning(stack: BenchStack, accounts: number, log: (l
   }
 }
 
-/** Cards whose first dues are spread evenly over one interval from `leadMs` on. */
-async function spread(stack: BenchStack, carrierId: string, cardIds: readonly string[], intervalMs: number, leadMs: number): Promise<void> {
-  const now = await stack.deps.store.clockNow();
-  const step = intervalMs / Math.max(1, cardIds.length);
-  await stack.deps.store.upsertMany(cardIds.map((cardId, i) => ({ carrierId, cardId, now, dues: { card_status: Math.round(now + leadMs + i * step) } })));
-}
-
 async function seedFleet(stack: BenchStack, accounts: number, log: (line: string) => void): Promise<{ small: Carrier[]; idle: Carrier[]; big: Carrier }> {
   const typeGroups = { card_status: 'status' } as const;
   const carrier = async (name: string, qps: number): Promise<Carrier> => {
@@ -146,18 +139,16 @@ async function seedFleet(stack: BenchStack, accounts: number, log: (line: string
   // One rule for the fleet, one for the big account and one for the idle ones (not one per account).
   await createPollingConfig(stack.pool, { name: 'fleet', priority: 1, match: {}, intervalsSec: { card_status: SMALL_INTERVAL_SEC } });
   let serial = 0;
+  /** `count` cards for the account, their card_status dues spread over `intervalMs` from `leadMs` on. */
+  const cardsSpread = async (account: Carrier, count: number, intervalMs: number, leadMs: number): Promise<void> => {
+    serial += 1;
+    const cards = await addCards(stack, account.id, serial, 0, count, 'active');
+    await spreadDues(stack, { carrier: account, cards }, 'card_status', intervalMs, leadMs);
+  };
   const small: Carrier[] = [];
   for (let i = 0; i < accounts; i += 1) {
     const account = await carrier(`small${i}`, SMALL_QPS);
-    serial += 1;
-    const cards = await addCards(stack, account.id, serial, 0, SMALL_CARDS, 'active');
-    await spread(
-      stack,
-      account.id,
-      cards.map((c) => c.id),
-      SMALL_INTERVAL_SEC * 1000,
-      (i * 1000 * SMALL_INTERVAL_SEC) / accounts / SMALL_CARDS,
-    );
+    await cardsSpread(account, SMALL_CARDS, SMALL_INTERVAL_SEC * 1000, (i * 1000 * SMALL_INTERVAL_SEC) / accounts / SMALL_CARDS);
     small.push(account);
     if ((i + 1) % 100 === 0) log(`seeded ${i + 1} of ${accounts} small accounts`);
   }
@@ -165,29 +156,13 @@ async function seedFleet(stack: BenchStack, accounts: number, log: (line: string
   for (let i = 0; i < IDLE_ACCOUNTS; i += 1) {
     const account = await carrier(`idle${i}`, SMALL_QPS);
     await createPollingConfig(stack.pool, { name: `idle${i}`, priority: 10, match: { carrierId: account.id }, intervalsSec: { card_status: 86_400 } });
-    serial += 1;
-    const cards = await addCards(stack, account.id, serial, 0, SMALL_CARDS, 'active');
     // Nothing due for an hour: the account is enabled, polled, and has nothing to do in the window.
-    await spread(
-      stack,
-      account.id,
-      cards.map((c) => c.id),
-      86_400_000,
-      3_600_000,
-    );
+    await cardsSpread(account, SMALL_CARDS, 86_400_000, 3_600_000);
     idle.push(account);
   }
   const big = await carrier('big', BIG_QPS);
   await createPollingConfig(stack.pool, { name: 'big', priority: 10, match: { carrierId: big.id }, intervalsSec: { card_status: BIG_INTERVAL_SEC } });
-  serial += 1;
-  const bigCards = await addCards(stack, big.id, serial, 0, BIG_CARDS, 'active');
-  await spread(
-    stack,
-    big.id,
-    bigCards.map((c) => c.id),
-    BIG_INTERVAL_SEC * 1000,
-    1000,
-  );
+  await cardsSpread(big, BIG_CARDS, BIG_INTERVAL_SEC * 1000, 1000);
   return { small, idle, big };
 }
 

@@ -100,96 +100,74 @@ test('live line: with the Redis read failing (Redis away), stop still waits for 
   }
 });
 
-test('live line: with many accounts, the busiest six are shown one by one and asked for their status; the rest summed in one part', async () => {
-  const db = await createTestDb('live-line-many');
-  const redis = await createTestRedis('live-line-many');
+/**
+ * Accounts named `names` (one 5-QPS group `main` each) and a live line over them on a fresh
+ * PostgreSQL schema and Redis namespace: its first `count` lines, the line stopped after them.
+ */
+async function firstLines(
+  label: string,
+  names: readonly string[],
+  count: number,
+  extra: Pick<Parameters<typeof startLiveLine>[0], 'simulator' | 'scheduler'>,
+): Promise<string[]> {
+  const db = await createTestDb(label);
+  const redis = await createTestRedis(label);
   try {
-    for (let i = 1; i <= LIVE_ACCOUNTS + 4; i += 1) {
-      await createCarrier(db.pool, { name: `many${i}`, gatewayAccount: `many${i}-gw`, groups: [{ name: 'main', qps: 5 }] });
-    }
-    const asked = new Set<string>();
+    for (const name of names) await createCarrier(db.pool, { name, gatewayAccount: `${name}-gw`, groups: [{ name: 'main', qps: 5 }] });
     const lines: string[] = [];
     const live = startLiveLine({
       pool: db.pool,
       store: new CarrierQueueStore(redis.redis, redis.namespace),
-      simulator: undefined,
-      scheduler: async (carrierId) => {
-        asked.add(carrierId);
-        return undefined;
-      },
       log: (line) => void lines.push(line),
       everyMs: EVERY_MS,
+      ...extra,
     });
-    while (lines.length === 0) await sleep(EVERY_MS);
+    while (lines.length < count) await sleep(EVERY_MS);
     await live.stop();
-    const line = lines[0]!;
-    assert.ok(line.includes('+4 more accounts: 0.0 checks/s'), line);
-    assert.equal(asked.size, LIVE_ACCOUNTS, 'only the accounts shown are asked for their scheduler status');
-    assert.ok(line.includes('many1:') && !line.includes('many10:'), `the oldest shown among equally busy accounts: ${line}`);
+    return lines;
   } finally {
     await redis.close();
     await db.close();
   }
+}
+
+/** A simulator whose stats name, for `gatewayAccount`, the calls `groups()` answers at each read. */
+const simulatorCounting = (gatewayAccount: string, groups: () => Record<string, { calls: number }>): SimulatorControl =>
+  ({ stats: async () => ({ accounts: { [gatewayAccount]: { groups: groups() } } }) }) as unknown as SimulatorControl;
+
+test('live line: with many accounts, the busiest six are shown one by one and asked for their status; the rest summed in one part', async () => {
+  const asked = new Set<string>();
+  const names = Array.from({ length: LIVE_ACCOUNTS + 4 }, (_, i) => `many${i + 1}`);
+  const [line] = await firstLines('live-line-many', names, 1, {
+    simulator: undefined,
+    scheduler: async (carrierId) => {
+      asked.add(carrierId);
+      return undefined;
+    },
+  });
+  assert.ok(line!.includes('+4 more accounts: 0.0 checks/s'), line);
+  assert.equal(asked.size, LIVE_ACCOUNTS, 'only the accounts shown are asked for their scheduler status');
+  assert.ok(line!.includes('many1:') && !line!.includes('many10:'), `the oldest shown among equally busy accounts: ${line}`);
 });
 
 test('live line: budget use counts only the calls the account’s groups are charged for (realname without real-name control is not)', async () => {
-  const db = await createTestDb('live-line-budget');
-  const redis = await createTestRedis('live-line-budget');
-  try {
-    await createCarrier(db.pool, { name: 'budget1', gatewayAccount: 'budget1-gw', groups: [{ name: 'main', qps: 5 }] });
-    // Every tick the simulator has seen a million more calls outside the account's groups, none in them.
-    let uncharged = 0;
-    const simulator = {
-      stats: async () => {
-        uncharged += 1_000_000;
-        return { accounts: { 'budget1-gw': { groups: { default: { calls: uncharged }, main: { calls: 0 } } } } };
-      },
-    } as unknown as SimulatorControl;
-    const lines: string[] = [];
-    const live = startLiveLine({
-      pool: db.pool,
-      store: new CarrierQueueStore(redis.redis, redis.namespace),
-      simulator,
-      scheduler: async () => undefined,
-      log: (line) => void lines.push(line),
-      everyMs: EVERY_MS,
-    });
-    while (lines.length < 2) await sleep(EVERY_MS);
-    await live.stop();
-    assert.ok(lines[1]!.includes('budget 0% (0.0/5 qps)'), lines[1]);
-  } finally {
-    await redis.close();
-    await db.close();
-  }
+  // Every tick the simulator has seen a million more calls outside the account's groups, none in them.
+  let uncharged = 0;
+  const simulator = simulatorCounting('budget1-gw', () => {
+    uncharged += 1_000_000;
+    return { default: { calls: uncharged }, main: { calls: 0 } };
+  });
+  const lines = await firstLines('live-line-budget', ['budget1'], 2, { simulator, scheduler: async () => undefined });
+  assert.ok(lines[1]!.includes('budget 0% (0.0/5 qps)'), lines[1]);
 });
 
 test('live line: a gateway account the simulator was never told the groups of has every call counted against its budget', async () => {
-  const db = await createTestDb('live-line-budget-default');
-  const redis = await createTestRedis('live-line-budget-default');
-  try {
-    await createCarrier(db.pool, { name: 'budget2', gatewayAccount: 'budget2-gw', groups: [{ name: 'main', qps: 5 }] });
-    let calls = 0;
-    const simulator = {
-      stats: async () => {
-        calls += 1000;
-        return { accounts: { 'budget2-gw': { groups: { default: { calls } } } } };
-      },
-    } as unknown as SimulatorControl;
-    const lines: string[] = [];
-    const live = startLiveLine({
-      pool: db.pool,
-      store: new CarrierQueueStore(redis.redis, redis.namespace),
-      simulator,
-      scheduler: async () => undefined,
-      log: (line) => void lines.push(line),
-      everyMs: EVERY_MS,
-    });
-    while (lines.length < 2) await sleep(EVERY_MS);
-    await live.stop();
-    assert.match(lines[1]!, /budget \d+% \((\d+\.\d)\/5 qps\)/);
-    assert.ok(!lines[1]!.includes('budget 0%'), lines[1]);
-  } finally {
-    await redis.close();
-    await db.close();
-  }
+  let calls = 0;
+  const simulator = simulatorCounting('budget2-gw', () => {
+    calls += 1000;
+    return { default: { calls } };
+  });
+  const lines = await firstLines('live-line-budget-default', ['budget2'], 2, { simulator, scheduler: async () => undefined });
+  assert.match(lines[1]!, /budget \d+% \((\d+\.\d)\/5 qps\)/);
+  assert.ok(!lines[1]!.includes('budget 0%'), lines[1]);
 });
