@@ -7,7 +7,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Pool } from '../db/pool.js';
 import { listCarriers } from '../db/carriers.js';
 import { listDuePriorityRetries, nextPriorityRetryInMs } from '../db/priorityItems.js';
-import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
+import { STOPPED_LOOP, type CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import type { RedisRateLimiter } from '../ratelimit/limiter.js';
 import {
   FAILED_START_RETRY_MS,
@@ -34,6 +34,8 @@ import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
 import { REQUEST_CHECK_REJECTED, RequestCheckInvalid, type RequestCheckRejection } from '../workflow-safe/requestCheckValidation.js';
 import { describeFailure, sqlState } from '../db/errors.js';
+import type { ClaimLoopInput, ClaimLoopLap, SchedulerLoop } from '../workflow-safe/claimLoop.js';
+import { runClaimLoop } from './claimLoop.js';
 
 export interface ControlActivityDeps {
   readonly pool: Pool;
@@ -84,6 +86,11 @@ export interface ControlActivityDeps {
    * every round, busy or idle.
    */
   readonly idleMaxMs?: number;
+  /**
+   * SCHEDULER_LOOP: `activity` hands every scheduler's claiming to a claim loop activity
+   * (src/activities/claimLoop.ts); `workflow` or absent: a claim round per workflow task.
+   */
+  readonly schedulerLoop?: SchedulerLoop;
 }
 
 /** Three months kept, partitions three months ahead: a month without its partition is a failure to notice. */
@@ -204,149 +211,199 @@ export function createControlActivities(deps: ControlActivityDeps) {
     lateStartFailures.delete(carrierId);
     return failures;
   };
+  /** One claim round; `attempt` > 1 makes it a retry of the same round (its claims under the prefix are handed back first). */
+  const claimRound = async (input: ClaimRoundInput, attempt: number): Promise<ClaimRoundResult> => {
+    if (input.refreshConfig) deps.reference.invalidate();
+    const carrier = await deps.reference.carrier(input.carrierId, input.refreshConfig);
+    if (!carrier) return { kind: 'stop', reason: 'carrier_missing' };
+    if (!carrier.enabled) return { kind: 'stop', reason: 'carrier_disabled' };
+    if ((await deps.reference.pollingMode()) === 'legacy') {
+      // Idle on purpose: the scheduler is alive, only not claiming.
+      deps.metrics?.schedulerRound(input.carrierId);
+      return { kind: 'idle', reason: 'legacy_mode' };
+    }
+    const groupNames = carrier.groups.map((g) => g.name);
+    // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
+    const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
+    // One peek per group gives both the round's budget and the effective rate shown in status.
+    const { budget, rates } = await deps.limiter.roundView(input.carrierId, groupNames, scale);
+    const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
+    const budgetQps = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
+    // A scheduler's first round has no adaptive limit yet: the controller's first one, not the
+    // configured limit — 200 runs at once from each of the bench's two capacity accounts queued
+    // for up to 18 s on a 20 s lease, and the lease guard's cut to 2 left them crawling back.
+    const adaptiveLimit = input.adaptiveLimit ?? inflightLimitOf(initialInflightControl(maxInflightLimit, budgetQps));
+    const engineLimit = Math.min(maxInflightLimit, adaptiveLimit);
+    const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
+    const starter = deps.cardStarter && (input.startRuns === true || (deps.cardStartMode ?? 'client') === 'client') ? deps.cardStarter : undefined;
+    // Child start mode, card shape: the priority lane's runs are started here, not as children. A
+    // child starts through its scheduler's history, behind every child start of that scheduler
+    // before it: under overload that held request-checks for seconds (overload bench, child mode:
+    // request → run started p99 11.5 s, the account's runs' start lag 3.7 s on a 0.4 s queue lag).
+    const priorityStarter = starter === undefined && (deps.runShape ?? 'card') === 'card' ? deps.cardStarter : undefined;
+    const intervals = await deps.reference.intervals();
+    const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
+    // Before the claim, which reclaims expired leases: the claims of children the server has not
+    // started yet are held for another lease (lua/holdClaims.lua). The lanes' depths size the
+    // priority lane's limit.
+    const [claimsHeld, occupancy] = await Promise.all([
+      input.holdClaims === undefined ? undefined : deps.store.holdClaims(input.carrierId, input.holdClaims, carrier.leaseMs),
+      deps.store.depths(input.carrierId),
+    ]);
+    const [engine, fairRatePerSec, result] = await Promise.all([
+      deps.store.takeStartStats(input.carrierId),
+      fairRateOf(deps.store, input, budgetQps),
+      deps.store.claim({
+        carrierId: input.carrierId,
+        leaseMs: carrier.leaseMs,
+        inflightLimit,
+        priorityInflightLimit: priorityInflightLimit(inflightLimit, maxInflightLimit, { running: occupancy.running, priorityLane: occupancy.priority }),
+        priorityRatio: carrier.priorityRatio,
+        tokenPrefix: input.tokenPrefix,
+        groupBudget: budget,
+        typeGroups: { ...carrier.typeGroups },
+        countRealname: carrier.realnameControl,
+        // A round's token prefix is deterministic (scheduler run + round), so a second claim with
+        // it is a retry: of this local activity, or of the whole round after the scheduler's
+        // workflow task failed or timed out (its child starts were lost with it, the claims were
+        // not). Either way the claims already made under the prefix are handed back, not left
+        // to their lease. Client start mode recovers only on an activity retry: runs its first
+        // attempt started would be started again.
+        retry: attempt > 1 || starter === undefined,
+        dueHorizonMs,
+        // Dues of other types are left over from an older config: dropped, not budgeted.
+        polledTypes: intervals.typesPolledBy(input.carrierId),
+      }),
+    ]);
+    const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
+    // Starts the runs of `cards` with `cardStarter`; those that could not start are given back at once.
+    const startRuns = async (cardStarter: CardStarter, cards: ClaimedCard[]): Promise<number> => {
+      if (cards.length === 0) return 0;
+      const failed = await cardStarter.start({
+        carrierId: input.carrierId,
+        cards,
+        placement: input.cardRuns,
+        dueHorizonMs,
+        tokenPrefix: input.tokenPrefix,
+        ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
+      });
+      for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
+      return failed.length;
+    };
+    const priorityClaims = priorityStarter ? claimed.filter((card) => card.fromPriority) : [];
+    const starts = (async () => (starter ? await startRuns(starter, claimed) : 0) + (priorityStarter ? await startRuns(priorityStarter, priorityClaims) : 0))();
+    const startsNow = deps.background === undefined ? await starts : await within(starts, deps.startWaitMs ?? START_WAIT_MS);
+    if (startsNow === undefined)
+      deps.background?.track(
+        `starting the runs of claim round ${input.tokenPrefix}`,
+        starts.then((failures) => {
+          if (failures > 0) lateStartFailures.set(input.carrierId, (lateStartFailures.get(input.carrierId) ?? 0) + failures);
+        }),
+      );
+    const startFailures = (startsNow ?? 0) + takeLateStartFailures(input.carrierId);
+    const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
+    const groups: GroupBudgetView[] = carrier.groups.map((g) => ({
+      name: g.name,
+      qpsConfigured: g.qps,
+      qpsEffective: rates[g.name] ?? g.qps,
+      remaining: budget[g.name] ?? 0,
+    }));
+    const factor = limitingFactor({
+      dueLeft,
+      // What ran when the claim stopped, not after the round's starts: in client mode the round
+      // waits up to START_WAIT_MS for them, and the runs that finished meanwhile made a round the
+      // in-flight limit stopped look stopped by the budget — not held back by the engine, so the
+      // engine share table left the account out of the fair split and gave its share to the
+      // smaller ones (overload bench, client mode: the largest account "budget" in 34 of 59
+      // samples at a third of its budget, the smallest at 1.11 × its budget share).
+      running: Math.max(depths.running, occupancy.running - result.expired + result.claimed.length),
+      limit: inflightLimit,
+      adaptiveLimit,
+      maxLimit: maxInflightLimit,
+    });
+    // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
+    const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
+    // Nothing claimed, due or in flight: the scheduler may sleep until the lanes' next due time
+    // (lua/markIdle.lua; an idle account then costs a round a minute, not a round a second).
+    const quiet = claimed.length === 0 && startFailures === 0 && startsNow !== undefined && dueLeft === 0 && depths.running === 0;
+    const idle = deps.idleMaxMs !== undefined && deps.idleMaxMs > 0 && quiet ? await idleFor(deps, input.carrierId, deps.idleMaxMs, dueHorizonMs) : 0;
+    deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
+    deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, groups });
+    deps.metrics?.schedulerRound(input.carrierId);
+    return {
+      kind: 'claimed',
+      claimed,
+      expired: result.expired,
+      running: depths.running,
+      lanes: { priority: depths.priority, normal: depths.normal },
+      groups,
+      startedByClaim: starter !== undefined,
+      ...(priorityClaims.length > 0 ? { priorityStartedByClaim: true } : {}),
+      startFailures,
+      ...(startsNow === undefined ? { startsPending: true } : {}),
+      ...(claimsHeld === undefined ? {} : { claimsHeld }),
+      engine,
+      limitedBy,
+      maxInflightLimit,
+      budgetQps,
+      leaseMs: carrier.leaseMs,
+      dueHorizonMs,
+      ...(fairRatePerSec === null ? {} : { fairRatePerSec }),
+      runShape: deps.runShape ?? 'card',
+      batchSize: deps.batchSize ?? DEFAULT_CARD_BATCH_SIZE,
+      ...(idle > 0 ? { idleMs: idle } : {}),
+    };
+  };
+  const requeueDuePriorityItems = async (carrierId: string): Promise<number> => {
+    let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
+    try {
+      due = await listDuePriorityRetries(deps.pool, carrierId);
+    } catch (error) {
+      // PostgreSQL unreachable: nothing to requeue until it answers (the items wait there). Failing
+      // would hold the scheduler's loop in this local activity's retries every few rounds.
+      if (isDatabaseUnreachable(error)) return 0;
+      throw error;
+    }
+    for (const item of due) {
+      await deps.requests.requestCheck(carrierId, {
+        cardId: item.cardId,
+        types: item.types,
+        lane: item.lane,
+        actor: 'carrierScheduler',
+        source: 'priority-retry',
+      });
+    }
+    return due.length;
+  };
   return {
     async claimRound(input: ClaimRoundInput): Promise<ClaimRoundResult> {
-      if (input.refreshConfig) deps.reference.invalidate();
-      const carrier = await deps.reference.carrier(input.carrierId, input.refreshConfig);
-      if (!carrier) return { kind: 'stop', reason: 'carrier_missing' };
-      if (!carrier.enabled) return { kind: 'stop', reason: 'carrier_disabled' };
-      if ((await deps.reference.pollingMode()) === 'legacy') {
-        // Idle on purpose: the scheduler is alive, only not claiming.
-        deps.metrics?.schedulerRound(input.carrierId);
-        return { kind: 'idle', reason: 'legacy_mode' };
-      }
-      const groupNames = carrier.groups.map((g) => g.name);
-      // A late round plans for the seconds it covers (capped), so slow ticks do not waste budget.
-      const scale = Math.min(Math.max((input.sinceLastRoundMs ?? 1000) / 1000, 1), MAX_ROUND_BUDGET_SECONDS);
-      // One peek per group gives both the round's budget and the effective rate shown in status.
-      const { budget, rates } = await deps.limiter.roundView(input.carrierId, groupNames, scale);
-      const maxInflightLimit = Math.min(carrier.inflightLimit, deps.cardCapacity ?? Number.POSITIVE_INFINITY);
-      const budgetQps = carrier.groups.reduce((sum, g) => sum + g.qps, 0);
-      // A scheduler's first round has no adaptive limit yet: the controller's first one, not the
-      // configured limit — 200 runs at once from each of the bench's two capacity accounts queued
-      // for up to 18 s on a 20 s lease, and the lease guard's cut to 2 left them crawling back.
-      const adaptiveLimit = input.adaptiveLimit ?? inflightLimitOf(initialInflightControl(maxInflightLimit, budgetQps));
-      const engineLimit = Math.min(maxInflightLimit, adaptiveLimit);
-      const inflightLimit = deps.ingestPressure ? await deps.ingestPressure.inflightLimit(engineLimit) : engineLimit;
-      const starter = deps.cardStarter && (input.startRuns === true || (deps.cardStartMode ?? 'client') === 'client') ? deps.cardStarter : undefined;
-      // Child start mode, card shape: the priority lane's runs are started here, not as children. A
-      // child starts through its scheduler's history, behind every child start of that scheduler
-      // before it: under overload that held request-checks for seconds (overload bench, child mode:
-      // request → run started p99 11.5 s, the account's runs' start lag 3.7 s on a 0.4 s queue lag).
-      const priorityStarter = starter === undefined && (deps.runShape ?? 'card') === 'card' ? deps.cardStarter : undefined;
-      const intervals = await deps.reference.intervals();
-      const dueHorizonMs = dueHorizon(input.lookaheadMs ?? 0, carrier.leaseMs, intervals.shortestMs());
-      // Before the claim, which reclaims expired leases: the claims of children the server has not
-      // started yet are held for another lease (lua/holdClaims.lua). The lanes' depths size the
-      // priority lane's limit.
-      const [claimsHeld, occupancy] = await Promise.all([
-        input.holdClaims === undefined ? undefined : deps.store.holdClaims(input.carrierId, input.holdClaims, carrier.leaseMs),
-        deps.store.depths(input.carrierId),
-      ]);
-      const [engine, fairRatePerSec, result] = await Promise.all([
-        deps.store.takeStartStats(input.carrierId),
-        fairRateOf(deps.store, input, budgetQps),
-        deps.store.claim({
-          carrierId: input.carrierId,
-          leaseMs: carrier.leaseMs,
-          inflightLimit,
-          priorityInflightLimit: priorityInflightLimit(inflightLimit, maxInflightLimit, { running: occupancy.running, priorityLane: occupancy.priority }),
-          priorityRatio: carrier.priorityRatio,
-          tokenPrefix: input.tokenPrefix,
-          groupBudget: budget,
-          typeGroups: { ...carrier.typeGroups },
-          countRealname: carrier.realnameControl,
-          // A round's token prefix is deterministic (scheduler run + round), so a second claim with
-          // it is a retry: of this local activity, or of the whole round after the scheduler's
-          // workflow task failed or timed out (its child starts were lost with it, the claims were
-          // not). Either way the claims already made under the prefix are handed back, not left
-          // to their lease. Client start mode recovers only on an activity retry: runs its first
-          // attempt started would be started again.
-          retry: activityAttempt() > 1 || starter === undefined,
-          dueHorizonMs,
-          // Dues of other types are left over from an older config: dropped, not budgeted.
-          polledTypes: intervals.typesPolledBy(input.carrierId),
-        }),
-      ]);
-      const claimed = result.claimed.map((c): ClaimedCard => ({ cardId: c.cardId, token: c.token, fromPriority: c.fromPriority }));
-      // Starts the runs of `cards` with `cardStarter`; those that could not start are given back at once.
-      const startRuns = async (cardStarter: CardStarter, cards: ClaimedCard[]): Promise<number> => {
-        if (cards.length === 0) return 0;
-        const failed = await cardStarter.start({
-          carrierId: input.carrierId,
-          cards,
-          placement: input.cardRuns,
-          dueHorizonMs,
-          tokenPrefix: input.tokenPrefix,
-          ...(input.roundAt === undefined ? {} : { roundAt: input.roundAt }),
-        });
-        for (const card of failed) await deps.store.release(input.carrierId, card.cardId, card.token, undefined, FAILED_START_RETRY_MS);
-        return failed.length;
-      };
-      const priorityClaims = priorityStarter ? claimed.filter((card) => card.fromPriority) : [];
-      const starts = (async () =>
-        (starter ? await startRuns(starter, claimed) : 0) + (priorityStarter ? await startRuns(priorityStarter, priorityClaims) : 0))();
-      const startsNow = deps.background === undefined ? await starts : await within(starts, deps.startWaitMs ?? START_WAIT_MS);
-      if (startsNow === undefined)
-        deps.background?.track(
-          `starting the runs of claim round ${input.tokenPrefix}`,
-          starts.then((failures) => {
-            if (failures > 0) lateStartFailures.set(input.carrierId, (lateStartFailures.get(input.carrierId) ?? 0) + failures);
-          }),
-        );
-      const startFailures = (startsNow ?? 0) + takeLateStartFailures(input.carrierId);
-      const [depths, dueLeft] = await Promise.all([deps.store.depths(input.carrierId), deps.store.dueNowCount(input.carrierId)]);
-      const groups: GroupBudgetView[] = carrier.groups.map((g) => ({
-        name: g.name,
-        qpsConfigured: g.qps,
-        qpsEffective: rates[g.name] ?? g.qps,
-        remaining: budget[g.name] ?? 0,
-      }));
-      const factor = limitingFactor({
-        dueLeft,
-        // What ran when the claim stopped, not after the round's starts: in client mode the round
-        // waits up to START_WAIT_MS for them, and the runs that finished meanwhile made a round the
-        // in-flight limit stopped look stopped by the budget — not held back by the engine, so the
-        // engine share table left the account out of the fair split and gave its share to the
-        // smaller ones (overload bench, client mode: the largest account "budget" in 34 of 59
-        // samples at a third of its budget, the smallest at 1.11 × its budget share).
-        running: Math.max(depths.running, occupancy.running - result.expired + result.claimed.length),
-        limit: inflightLimit,
-        adaptiveLimit,
-        maxLimit: maxInflightLimit,
-      });
-      // Full at the limit backpressure cut: the ingest holds claiming back, not the engine.
-      const limitedBy = inflightLimit < engineLimit && (factor === 'inflight' || factor === 'orchestration') ? 'ingest' : factor;
-      // Nothing claimed, due or in flight: the scheduler may sleep until the lanes' next due time
-      // (lua/markIdle.lua; an idle account then costs a round a minute, not a round a second).
-      const quiet = claimed.length === 0 && startFailures === 0 && startsNow !== undefined && dueLeft === 0 && depths.running === 0;
-      const idle = deps.idleMaxMs !== undefined && deps.idleMaxMs > 0 && quiet ? await idleFor(deps, input.carrierId, deps.idleMaxMs, dueHorizonMs) : 0;
-      deps.metrics?.claimRound(input.carrierId, result.claimed.length, result.expired, depths.running, depths);
-      deps.metrics?.orchestration(input.carrierId, { limitedBy, inflightLimit, groups });
-      deps.metrics?.schedulerRound(input.carrierId);
-      return {
-        kind: 'claimed',
-        claimed,
-        expired: result.expired,
-        running: depths.running,
-        lanes: { priority: depths.priority, normal: depths.normal },
-        groups,
-        startedByClaim: starter !== undefined,
-        ...(priorityClaims.length > 0 ? { priorityStartedByClaim: true } : {}),
-        startFailures,
-        ...(startsNow === undefined ? { startsPending: true } : {}),
-        ...(claimsHeld === undefined ? {} : { claimsHeld }),
-        engine,
-        limitedBy,
-        maxInflightLimit,
-        budgetQps,
-        leaseMs: carrier.leaseMs,
-        dueHorizonMs,
-        ...(fairRatePerSec === null ? {} : { fairRatePerSec }),
-        runShape: deps.runShape ?? 'card',
-        batchSize: deps.batchSize ?? DEFAULT_CARD_BATCH_SIZE,
-        ...(idle > 0 ? { idleMs: idle } : {}),
-      };
+      // Claim loops run as activities here: the scheduler starts one instead of claiming (it claims nothing now).
+      if (deps.schedulerLoop === 'activity') return { kind: 'handOver' };
+      return claimRound(input, activityAttempt());
+    },
+
+    /** A lap of the account's claim loop (SCHEDULER_LOOP=activity): claims every tick until the lap is over, it is superseded or stopped, or the account is. */
+    async runClaimLoop(input: ClaimLoopInput): Promise<ClaimLoopLap> {
+      return runClaimLoop(
+        {
+          store: deps.store,
+          claimRound: (round) => claimRound(round, 1),
+          requeueDuePriorityItems,
+          log: (message, fields) => {
+            try {
+              Context.current().log.warn(message, fields);
+            } catch {
+              // Outside an activity (direct calls in tests): nowhere to log.
+            }
+          },
+        },
+        input,
+      );
+    },
+
+    /** Ends the account's claim loop at its next tick (pause, configuration change, continue-as-new): nothing claims until a new lap owns it. */
+    async stopClaimLoop(input: { carrierId: string }): Promise<void> {
+      await deps.store.ownClaimLoop(input.carrierId, STOPPED_LOOP);
     },
 
     /** Gives back the claims of runs that could not start; each is claimable again after its `retryAfterMs` (at most, and by default, FAILED_START_RETRY_MS). */
@@ -406,25 +463,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
      * Returns how many were requested.
      */
     async requeueDuePriorityItems(input: { carrierId: string }): Promise<number> {
-      let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
-      try {
-        due = await listDuePriorityRetries(deps.pool, input.carrierId);
-      } catch (error) {
-        // PostgreSQL unreachable: nothing to requeue until it answers (the items wait there). Failing
-        // would hold the scheduler's loop in this local activity's retries every few rounds.
-        if (isDatabaseUnreachable(error)) return 0;
-        throw error;
-      }
-      for (const item of due) {
-        await deps.requests.requestCheck(input.carrierId, {
-          cardId: item.cardId,
-          types: item.types,
-          lane: item.lane,
-          actor: 'carrierScheduler',
-          source: 'priority-retry',
-        });
-      }
-      return due.length;
+      return requeueDuePriorityItems(input.carrierId);
     },
 
     async readMode(): Promise<PollingMode> {

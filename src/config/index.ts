@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
+import { SCHEDULER_LOOPS } from '../workflow-safe/claimLoop.js';
 import { CARD_RUN_SHAPES, DEFAULT_CARD_BATCH_SIZE, MAX_CARD_BATCH_SIZE } from '../workflow-safe/cardBatches.js';
 import { defaultLogger } from '../runtime/logger.js';
 
@@ -131,6 +132,16 @@ const schema = z.object({
    * throughput). Either way the run carries the ClaimedBy search attribute.
    */
   CARD_START_MODE: z.enum(['child', 'client']).default('child'),
+  /**
+   * Where an account's claim loop runs: `workflow` (the default) — a claim round per workflow task of
+   * its carrierScheduler, a local activity and a timer every tick; `activity` — laps of a
+   * long-running, heartbeating claim loop activity per account (10 minutes each) that claims every
+   * tick and starts the runs with the client, the scheduler waking only for its messages, a lap's
+   * end and continue-as-new (docs/design.md, 'The claim loop as an activity'). For many accounts.
+   */
+  SCHEDULER_LOOP: z.enum(SCHEDULER_LOOPS).default('workflow'),
+  /** Claim loop activities one control worker runs at once (SCHEDULER_LOOP=activity): one per account it serves. */
+  WORKER_CLAIM_LOOPS: positiveInt.default(2000),
   /**
    * Longest an account's scheduler sleeps after a claim round that found nothing due and nothing
    * in flight: it wakes at the lanes' next due time, when a card is made due sooner (a lifecycle

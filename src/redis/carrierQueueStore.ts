@@ -185,6 +185,9 @@ function parseEngineShareEntry(carrierId: string, raw: string): EngineShareEntry
   return { carrierId, startsPerSec, weight, wanting, at };
 }
 
+/** The `loop` key's value when no claim loop may claim for the account (ownClaimLoop). */
+export const STOPPED_LOOP = 'stopped';
+
 export class CarrierQueueStore {
   private readonly clock: 'local' | 'redis';
   private readonly accountKeyCache = new Map<string, AccountKeys>();
@@ -361,6 +364,46 @@ export class CarrierQueueStore {
    */
   async markIdle(carrierId: CarrierId, args: Omit<MarkIdleArgs, 'now'> & { readonly now?: number }): Promise<number> {
     return parseMarkIdleReply(await this.run(markIdleCall(this.keys(carrierId), { ...args, now: this.now(args.now) })));
+  }
+
+  /**
+   * Makes `generation` the claim loop that owns the account's claiming (SCHEDULER_LOOP=activity):
+   * a loop from before (a worker frozen past its heartbeat timeout) finds itself superseded at its
+   * next round and ends. `stopped` leaves no loop owning it (pause, config change, continue-as-new).
+   */
+  async ownClaimLoop(carrierId: CarrierId, generation: string): Promise<void> {
+    const keys = this.keys(carrierId);
+    // A stopped loop's view goes with it: the status then reads the workflow's (paused, say).
+    if (generation === STOPPED_LOOP) await this.redis.multi().set(keys.loop, generation).del(keys.loopView).exec();
+    else await this.redis.set(keys.loop, generation);
+  }
+
+  /**
+   * One claim loop's look before its round: whether it still owns the account, and whether the
+   * account sleeps (lua/markIdle.lua marked it, nothing in the priority lane is due within
+   * `horizonMs`): a sleeping account's loop skips the round.
+   */
+  async claimLoopState(carrierId: CarrierId, generation: string, horizonMs: number, now = Date.now()): Promise<{ owned: boolean; sleeping: boolean }> {
+    const keys = this.keys(carrierId);
+    const replies = (await this.redis.multi().get(keys.loop).get(keys.idle).zrange(keys.prio, 0, 0, 'WITHSCORES').exec()) ?? [];
+    const values = replies.map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    });
+    const [owner, idleUntil, firstPriority] = values;
+    const priorityDue = Array.isArray(firstPriority) && firstPriority.length >= 2 ? Number(firstPriority[1]) : Number.POSITIVE_INFINITY;
+    const sleeping = typeof idleUntil === 'string' && Number(idleUntil) > now && priorityDue > now + horizonMs;
+    return { owned: owner === generation, sleeping };
+  }
+
+  /** Publishes a claim loop's status view for `ttlMs` (the account's status reads it: src/api/queries/carrierStatus.ts). */
+  async publishLoopView(carrierId: CarrierId, view: unknown, ttlMs: number): Promise<void> {
+    await this.redis.set(this.keys(carrierId).loopView, JSON.stringify(view), 'PX', Math.max(1, Math.round(ttlMs)));
+  }
+
+  /** The claim loop's last published view (JSON), or null when none is fresh. */
+  async loopView(carrierId: CarrierId): Promise<string | null> {
+    return this.redis.get(this.keys(carrierId).loopView);
   }
 
   /** The accounts, of those given with the earliest due just written in each, whose scheduler sleeps past it (the mark is cleared: wake them). */

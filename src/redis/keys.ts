@@ -16,6 +16,10 @@ export interface AccountKeys {
   readonly engine: string;
   /** STRING: the instant (ms) the account's scheduler sleeps until (lua/markIdle.lua); absent = it ticks. */
   readonly idle: string;
+  /** STRING: the generation of the claim loop activity that owns the account's claiming (SCHEDULER_LOOP=activity); `stopped` = none may claim. */
+  readonly loop: string;
+  /** STRING (expiring): the claim loop activity's last status view, JSON (what the status query answers in workflow loops). */
+  readonly loopView: string;
   due(cardId: string): string;
   claim(cardId: string): string;
   exec(cardId: string): string;
@@ -34,6 +38,8 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
     dispatch: `${base}dispatch`,
     engine: `${base}engine`,
     idle: `${base}idle`,
+    loop: `${base}loop`,
+    loopView: `${base}loopview`,
     due: (cardId) => `${base}card:${cardId}:due`,
     claim: (cardId) => `${base}card:${cardId}:claim`,
     exec: (cardId) => `${base}card:${cardId}:exec`,

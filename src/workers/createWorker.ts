@@ -11,6 +11,7 @@ import type { Config, TaskQueues } from '../config/index.js';
 import { taskQueues } from '../config/index.js';
 import type { RuntimeDeps } from '../runtime/deps.js';
 import { DEFAULT_RETENTION, createControlActivities } from '../activities/control.js';
+import { claimLoopTaskQueue, type ClaimLoopInput } from '../workflow-safe/claimLoop.js';
 import { createCardActivities } from '../activities/card.js';
 import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
@@ -127,9 +128,9 @@ export function deploymentOptions(kind: WorkerKind, version: WorkerDeploymentVer
  * request-check's run never waits behind the normal lane's backlog on the card queue.
  */
 export async function createWorkers(setup: WorkerSetup): Promise<Worker[]> {
-  if (setup.kind !== 'card') return [await createWorker(setup)];
+  if (setup.kind !== 'card') return [await createWorker(setup)].flat();
   const queues = setup.taskQueues ?? taskQueues(setup.config);
-  return Promise.all([createWorker(setup), createWorker({ ...setup, taskQueues: { ...queues, card: queues.cardPriority } })]);
+  return (await Promise.all([createWorker(setup), createWorker({ ...setup, taskQueues: { ...queues, card: queues.cardPriority } })])).flat();
 }
 
 /**
@@ -169,7 +170,8 @@ function cardWorkerActivities(setup: WorkerSetup) {
 /** How long past WORKER_SHUTDOWN_GRACE_MS a worker still waits for cancelled activities to end. */
 const SHUTDOWN_FORCE_AFTER_GRACE_MS = 15_000;
 
-async function createWorker(setup: WorkerSetup): Promise<Worker> {
+/** One worker, or (control, SCHEDULER_LOOP=activity) the control worker and the claim loops' worker. */
+async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
   const { config, deps, kind } = setup;
   const queues = setup.taskQueues ?? taskQueues(config);
   const common = {
@@ -194,34 +196,36 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         if (left > 0) deps.logger.warn({ component: 'claimRound', left }, 'run starts still under way at shutdown: their claims wait for their lease');
       });
       const controlClient = new Client({ connection: setup.connection, namespace: config.TEMPORAL_NAMESPACE });
+      const activities = createControlActivities({
+        pool: deps.pool,
+        store: deps.store,
+        limiter: deps.limiter,
+        reference: deps.reference,
+        requests: setup.services.requests,
+        modes: setup.services.modes,
+        ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
+        metrics: deps.metrics,
+        cardCapacity: deploymentCardCapacity(config),
+        retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
+        ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
+        // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.
+        cardStartMode: config.CARD_START_MODE,
+        idleMaxMs: config.SCHEDULER_IDLE_MAX_MS,
+        runShape: config.CARD_RUN_SHAPE,
+        batchSize: config.CARD_BATCH_SIZE,
+        runningSchedulers: () => runningSchedulers({ client: controlClient, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }),
+        cardStarter: createClientCardStarter(controlClient, (message, fields) => void activityLog.warn(message, fields), {
+          runShape: config.CARD_RUN_SHAPE,
+          batchSize: config.CARD_BATCH_SIZE,
+        }),
+        background,
+        schedulerLoop: config.SCHEDULER_LOOP,
+      });
       const worker = await Worker.create({
         ...common,
         taskQueue: queues.control,
         workflowBundle: setup.workflowBundle,
-        activities: createControlActivities({
-          pool: deps.pool,
-          store: deps.store,
-          limiter: deps.limiter,
-          reference: deps.reference,
-          requests: setup.services.requests,
-          modes: setup.services.modes,
-          ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
-          metrics: deps.metrics,
-          cardCapacity: deploymentCardCapacity(config),
-          retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
-          ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
-          // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.
-          cardStartMode: config.CARD_START_MODE,
-          idleMaxMs: config.SCHEDULER_IDLE_MAX_MS,
-          runShape: config.CARD_RUN_SHAPE,
-          batchSize: config.CARD_BATCH_SIZE,
-          runningSchedulers: () => runningSchedulers({ client: controlClient, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }),
-          cardStarter: createClientCardStarter(controlClient, (message, fields) => void activityLog.warn(message, fields), {
-            runShape: config.CARD_RUN_SHAPE,
-            batchSize: config.CARD_BATCH_SIZE,
-          }),
-          background,
-        }),
+        activities,
         maxConcurrentActivityTaskExecutions: config.WORKER_CONTROL_MAX_ACTIVITIES,
       });
       // Account changes made anywhere (API, lifecycle, import, SQL by hand) reach pollingControl
@@ -235,7 +239,15 @@ async function createWorker(setup: WorkerSetup): Promise<Worker> {
         logger: deps.logger.child({ component: 'accountChanges' }),
       });
       deps.beforeClose(() => accountChanges.stop());
-      return worker;
+      if (config.SCHEDULER_LOOP !== 'activity') return worker;
+      // The claim loops on a queue of their own: each holds an activity slot for its whole lap.
+      const loopWorker = await Worker.create({
+        ...common,
+        taskQueue: claimLoopTaskQueue(queues.control),
+        activities: { runClaimLoop: (input: ClaimLoopInput) => activities.runClaimLoop(input) },
+        maxConcurrentActivityTaskExecutions: config.WORKER_CLAIM_LOOPS,
+      });
+      return [worker, loopWorker];
     }
     case 'card':
       return Worker.create({

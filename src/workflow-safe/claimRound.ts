@@ -85,6 +85,8 @@ export type ClaimRoundResult =
   | { readonly kind: 'stop'; readonly reason: 'carrier_missing' | 'carrier_disabled' }
   /** Nothing may be claimed now (legacy mode). */
   | { readonly kind: 'idle'; readonly reason: 'legacy_mode' }
+  /** Nothing was claimed: this deployment claims in a loop activity (SCHEDULER_LOOP=activity), which the scheduler starts now. */
+  | { readonly kind: 'handOver' }
   | {
       readonly kind: 'claimed';
       readonly claimed: readonly ClaimedCard[];

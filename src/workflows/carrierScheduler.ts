@@ -25,6 +25,7 @@ import {
   workflowInfo,
   log,
   patched,
+  sleep,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { isPermanent, loopFailures } from './loopFailures.js';
@@ -48,6 +49,7 @@ import { SchedulerState, type Launch } from './scheduler/schedulerState.js';
 import { requestsByCard } from './scheduler/signalQueue.js';
 import { cardBatchStart, cardCheckStart } from './scheduler/cardRunStarts.js';
 import type { CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
+import { CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS, CLAIM_LOOP_LAP_MS, claimLoopTaskQueue, type ClaimLoopLap } from '../workflow-safe/claimLoop.js';
 
 export { DEFAULT_MAX_HISTORY_EVENTS, type CarrierSchedulerArgs } from './scheduler/schedulerSettings.js';
 
@@ -181,6 +183,75 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
     void handleSignals(batch).finally(() => state.signals.batchDone());
   };
 
+  /**
+   * SCHEDULER_LOOP=activity (the claim round handed over): the run claims through laps of a claim
+   * loop activity (src/activities/claimLoop.ts) and wakes only for its messages, a lap's end or
+   * failure, and continue-as-new. A pause, a configuration change (the next lap re-reads the
+   * account) and a rollover stop the lap under way first: nothing claims between two laps.
+   */
+  const claimInLoopActivity = async (): Promise<{ stopped: string }> => {
+    const loops = proxyActivities<ControlActivities>({
+      taskQueue: claimLoopTaskQueue(args.taskQueues.control),
+      startToCloseTimeout: CLAIM_LOOP_LAP_MS + CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS,
+      heartbeatTimeout: CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS,
+      // A failed lap (its worker died) is started again by this loop, as a new generation.
+      retry: { maximumAttempts: 1 },
+    });
+    const { workflowId, runId } = workflowInfo();
+    const rollOverDue = (): boolean => {
+      const { historyLength, historySize, continueAsNewSuggested } = workflowInfo();
+      const { maxHistoryEvents, maxHistoryBytes } = state.settings;
+      return historyLength >= maxHistoryEvents || historySize >= maxHistoryBytes || continueAsNewSuggested || targetVersionChanged();
+    };
+    for (let laps = 1; ; laps += 1) {
+      if (state.isPaused) {
+        await condition(() => !state.isPaused || state.signalToTake() || rollOverDue());
+        if (state.signalToTake()) startSignalWork();
+      } else {
+        const generation = `${runId}~${laps}`;
+        const configChanges = state.configChanges;
+        let lap: ClaimLoopLap | undefined;
+        let failure: unknown;
+        let done = false;
+        void loops
+          .runClaimLoop({ scheduler: state.nextRunArgs(args), workflowId, runId, generation, lapMs: CLAIM_LOOP_LAP_MS })
+          .then(
+            (result) => (lap = result),
+            (error: unknown) => (failure = error),
+          )
+          .finally(() => (done = true));
+        const interrupted = (): boolean => state.isPaused || state.configChanges !== configChanges || rollOverDue();
+        for (;;) {
+          await condition(() => done || interrupted() || state.signalToTake());
+          if (done || interrupted()) break;
+          startSignalWork();
+        }
+        if (!done) {
+          try {
+            await control.stopClaimLoop({ carrierId: args.carrierId });
+          } catch (error) {
+            failures.record('stopClaimLoop', error, { backoff: false });
+          }
+          await condition(() => done);
+        }
+        const ended = lap;
+        if (ended?.kind === 'stop') return { stopped: ended.reason };
+        if (ended === undefined) {
+          failures.record('runClaimLoop', failure);
+          await sleep(failures.backoffMs() ?? state.settings.tickMs);
+        } else {
+          failures.succeeded('runClaimLoop');
+          state.lapEnded(ended);
+        }
+      }
+      if (rollOverDue()) {
+        state.close();
+        await condition(() => !state.signals.batchRunning && allHandlersFinished());
+        await continueAsNewToCurrentVersion<typeof carrierScheduler>(state.nextRunArgs(args));
+      }
+    }
+  };
+
   setHandler(
     requestCheckUpdate,
     async (input) => {
@@ -225,6 +296,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       }
       const outcome = state.endRound(result);
       if (outcome.kind === 'stop') return { stopped: outcome.reason };
+      if (outcome.kind === 'handOver') return claimInLoopActivity();
       for (const run of outcome.launches) launch(run);
     }
     // With the patch: after the claim, beside the loop (the next round does not wait for it).

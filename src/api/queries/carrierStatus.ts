@@ -72,8 +72,14 @@ async function rebuildState(ctx: ApiContext, mode: 'carrier' | 'legacy'): Promis
   return mode === 'carrier' && marked === 0 ? 'pending' : 'idle';
 }
 
-/** The scheduler's own view, or undefined when it is not running (orchestration down, account disabled). */
+/**
+ * The scheduler's own view, or undefined when it is not running (orchestration down, account
+ * disabled). A claim loop activity (SCHEDULER_LOOP=activity) publishes it in Redis every tick; the
+ * workflow's answer then would be as old as the lap.
+ */
 async function schedulerView(ctx: ApiContext, carrierId: string): Promise<SchedulerStatus | undefined> {
+  const published = await ctx.deps.store.loopView(carrierId).catch(() => null);
+  if (published !== null) return JSON.parse(published) as SchedulerStatus;
   try {
     return await schedulerStatus(ctx.orchestration, carrierId);
   } catch {

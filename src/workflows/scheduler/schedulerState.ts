@@ -32,7 +32,11 @@ export type Launch =
   | { readonly kind: 'batch'; readonly batch: CardBatch; readonly tokenPrefix: string; readonly claimedAt: number; readonly dueHorizonMs: number };
 
 /** What follows a claim round: the scheduler ends, or goes on after starting these runs (in order). */
-export type RoundOutcome = { readonly kind: 'stop'; readonly reason: string } | { readonly kind: 'goOn'; readonly launches: readonly Launch[] };
+export type RoundOutcome =
+  | { readonly kind: 'stop'; readonly reason: string }
+  | { readonly kind: 'goOn'; readonly launches: readonly Launch[] }
+  /** The deployment claims in a loop activity (SCHEDULER_LOOP=activity): the run hands its claiming over. */
+  | { readonly kind: 'handOver' };
 
 /** Whether the run continues as new now: not yet, now, or now although children still run (the drain timed out). */
 export type ContinueAsNewDecision = 'notYet' | 'now' | 'nowLeavingChildren';
@@ -50,6 +54,8 @@ export interface HistoryInfo {
 export interface SchedulerRun {
   readonly workflowId: string;
   readonly runId: string;
+  /** What the claim tokens' prefixes start with instead of the run id: a claim loop's generation (each lap claims under its own). */
+  readonly tokenRunId?: string;
 }
 
 const round1 = (value: number): number => Math.round(value * 10) / 10;
@@ -102,6 +108,7 @@ export class SchedulerState {
   private leaseMs: number | undefined;
   /** The last round found nothing due nor in flight: it may sleep this long after the round (see waitMs). */
   private idleMs: number | undefined;
+  private configChangeCount = 0;
 
   constructor(args: CarrierSchedulerArgs, run: SchedulerRun, patches: SchedulerPatches) {
     this.settings = schedulerSettings(args, patches);
@@ -109,7 +116,7 @@ export class SchedulerState {
     this.signals = new SignalQueue(args.pendingRequests ?? [], this.settings.maxSignalsPerTick);
     this.starts = new ChildStarts(args.counters?.startFailures ?? 0);
     this.carrierId = args.carrierId;
-    this.runId = run.runId;
+    this.runId = run.tokenRunId ?? run.runId;
     this.claimedBy = `${run.workflowId}/${run.runId}`;
     this.cardRuns = { taskQueues: args.taskQueues, workflowIdPrefix: args.workflowIdPrefix ?? '', claimedBy: this.claimedBy };
     this.paused = args.paused ?? false;
@@ -147,6 +154,7 @@ export class SchedulerState {
    */
   configChanged(): void {
     this.refreshConfig = true;
+    this.configChangeCount += 1;
     if (this.idleMs !== undefined) this.wake = true;
   }
 
@@ -184,6 +192,26 @@ export class SchedulerState {
   /** A request-check its caller served (priorityRequested update): claim at once, as after a served update. */
   requestedElsewhere(): void {
     this.wake = true;
+  }
+
+  /**
+   * A claim loop's lap ended (SCHEDULER_LOOP=activity): the rounds, in-flight state and counters it
+   * carried on are this run's now (the next lap, and the next run, go on from them).
+   */
+  lapEnded(lap: {
+    readonly rounds: number;
+    readonly inflightControl?: InflightControlState;
+    readonly counters: { readonly expiredLeases: number; readonly startFailures: number };
+  }): void {
+    this.rounds = lap.rounds;
+    if (lap.inflightControl !== undefined) this.inflight = lap.inflightControl;
+    this.starts.refusedByClaim(lap.counters.startFailures - this.starts.failures);
+    this.status = { ...this.status, rounds: lap.rounds, expiredLeases: lap.counters.expiredLeases, startFailures: this.starts.failures };
+  }
+
+  /** Configuration changes seen so far: a claim loop activity is started again (it re-reads the account) when this moves. */
+  get configChanges(): number {
+    return this.configChangeCount;
   }
 
   /** The status query's answer. */
@@ -245,6 +273,7 @@ export class SchedulerState {
       return { kind: 'goOn', launches: [] };
     }
     if (result.kind === 'stop') return { kind: 'stop', reason: result.reason };
+    if (result.kind === 'handOver') return { kind: 'handOver' };
     if (result.kind === 'idle') {
       this.status = { ...this.status, mode: 'idle', rounds, claimedLastTick: 0 };
       return { kind: 'goOn', launches: [] };

@@ -1,0 +1,121 @@
+/**
+ * The claim loop of one account as one long activity per lap (SCHEDULER_LOOP=activity; docs/design.md,
+ * 'The claim loop as an activity'). Every tick it runs the same claim round as the scheduler's
+ * local activity, with the same decisions (SchedulerState: adaptive limit, lookahead, engine share,
+ * backoff), and starts the claimed cards' runs with the client; the workflow is not woken for it.
+ *
+ * An account that sleeps (lua/markIdle.lua marked it, nothing due in its priority lane) costs one
+ * Redis round trip a tick and no round. A loop claims only while it owns the account (the `loop`
+ * key holds its generation): a newer lap, or a stop, supersedes it at its next tick, so a loop left
+ * on a frozen worker ends by itself when it wakes.
+ */
+import { Context } from '@temporalio/activity';
+import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
+import type { ClaimRoundInput, ClaimRoundResult } from '../workflow-safe/claimRound.js';
+import type { ClaimLoopInput, ClaimLoopLap } from '../workflow-safe/claimLoop.js';
+import { SchedulerState } from '../workflows/scheduler/schedulerState.js';
+import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
+
+export interface ClaimLoopDeps {
+  readonly store: CarrierQueueStore;
+  /** One claim round (src/activities/control.ts), as a first attempt: each round has a token prefix of its own. */
+  readonly claimRound: (input: ClaimRoundInput) => Promise<ClaimRoundResult>;
+  /** Requests again the account's priority items whose retry is due. */
+  readonly requeueDuePriorityItems: (carrierId: string) => Promise<number>;
+  readonly log: (message: string, fields: Record<string, unknown>) => void;
+}
+
+/** The patches every loop takes: it runs today's rules (a lap records no history to replay). */
+const CURRENT_RULES = { drainsChildren: true, claimsFirst: true, drainsUntilQuiet: true } as const;
+/** The published status view outlives a few ticks, so a reader never finds a running loop without one. */
+const VIEW_TTL_TICKS = 5;
+
+/** The activity's context, or undefined in a direct call (tests). */
+function currentContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): Promise<ClaimLoopLap> {
+  const { carrierId } = input.scheduler;
+  const context = currentContext();
+  const signal = context?.cancellationSignal;
+  const state = new SchedulerState(input.scheduler, { workflowId: input.workflowId, runId: input.runId, tokenRunId: input.generation }, CURRENT_RULES);
+  const { tickMs } = state.settings;
+  const lapEnds = Date.now() + input.lapMs;
+  const lap = (ended: 'lap' | 'superseded' | 'cancelled'): ClaimLoopLap => {
+    const next = state.nextRunArgs(input.scheduler);
+    return {
+      kind: 'lap',
+      ended,
+      rounds: next.rounds ?? 0,
+      ...(next.inflightControl === undefined ? {} : { inflightControl: next.inflightControl }),
+      counters: next.counters ?? { expiredLeases: 0, startFailures: 0 },
+    };
+  };
+  await deps.store.ownClaimLoop(carrierId, input.generation);
+  let horizonMs = 0;
+  for (;;) {
+    if (signal?.aborted === true) return lap('cancelled');
+    const tickStart = Date.now();
+    if (tickStart >= lapEnds) return lap('lap');
+    try {
+      const look = await deps.store.claimLoopState(carrierId, input.generation, horizonMs, tickStart);
+      if (!look.owned) return lap('superseded');
+      if (!look.sleeping) {
+        const round = state.beginRound(tickStart);
+        let result: ClaimRoundResult | undefined;
+        try {
+          // The loop starts its runs itself, whatever CARD_START_MODE says: there is no workflow task to start children from.
+          result = await deps.claimRound({ ...round, startRuns: true });
+          state.claimSucceeded();
+          state.failures.succeeded();
+        } catch (error) {
+          state.failures.record('claimRound', String(error), Date.now());
+          deps.log('claim round failed; backing off', { carrierId, error: String(error) });
+        }
+        const outcome = state.endRound(result);
+        if (outcome.kind === 'stop') return { kind: 'stop', reason: outcome.reason };
+        if (result?.kind === 'claimed') horizonMs = result.dueHorizonMs ?? 0;
+        if (state.priorityRetryDue()) await requeue(deps, carrierId);
+      }
+      await deps.store.publishLoopView(carrierId, state.view(), tickMs * VIEW_TTL_TICKS);
+    } catch (error) {
+      // Redis away: the loop backs off and tries again, as the workflow's loop does.
+      state.failures.record('claimLoop', String(error), Date.now());
+      deps.log('claim loop tick failed; backing off', { carrierId, error: String(error) });
+    }
+    context?.heartbeat({ rounds: state.view().rounds });
+    // A sleeping account is looked at every tick (a wake-up is a deleted mark, not a signal here).
+    const waitMs = state.failures.backoffMs() ?? Math.max(1, tickMs - (Date.now() - tickStart));
+    await sleepUnlessAborted(waitMs, signal);
+  }
+}
+
+async function requeue(deps: ClaimLoopDeps, carrierId: string): Promise<void> {
+  try {
+    await deps.requeueDuePriorityItems(carrierId);
+  } catch (error) {
+    if (!isDatabaseUnreachable(error)) deps.log('priority retry sweep failed', { carrierId, error: String(error) });
+  }
+}
