@@ -17,7 +17,8 @@ import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from '../app/ports.js';
-import { createClientCardStarter } from '../app/cardStarter.js';
+import { createClientCardStarter, type CardStarter } from '../app/cardStarter.js';
+import { createSharedBatchStarter } from '../app/sharedBatchStarter.js';
 import { runningSchedulers } from '../app/temporalControl.js';
 import { BackgroundWork } from '../activities/backgroundWork.js';
 import { IngestStream } from '../ingest/stream.js';
@@ -167,6 +168,14 @@ function cardWorkerActivities(setup: WorkerSetup) {
   };
 }
 
+/** How claimed cards' runs start with the client: in batches shared across accounts when claim loops run as activities (src/app/sharedBatchStarter.ts). */
+function cardStarterOf(config: Config, client: Client): CardStarter {
+  const log = (message: string, fields: Record<string, unknown>): void => void activityLog.warn(message, fields);
+  if (config.SCHEDULER_LOOP === 'activity' && config.CARD_RUN_SHAPE === 'batch')
+    return createSharedBatchStarter(client, log, { batchSize: config.CARD_BATCH_SIZE });
+  return createClientCardStarter(client, log, { runShape: config.CARD_RUN_SHAPE, batchSize: config.CARD_BATCH_SIZE });
+}
+
 /** How long past WORKER_SHUTDOWN_GRACE_MS a worker still waits for cancelled activities to end. */
 const SHUTDOWN_FORCE_AFTER_GRACE_MS = 15_000;
 
@@ -214,10 +223,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
         runShape: config.CARD_RUN_SHAPE,
         batchSize: config.CARD_BATCH_SIZE,
         runningSchedulers: () => runningSchedulers({ client: controlClient, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }),
-        cardStarter: createClientCardStarter(controlClient, (message, fields) => void activityLog.warn(message, fields), {
-          runShape: config.CARD_RUN_SHAPE,
-          batchSize: config.CARD_BATCH_SIZE,
-        }),
+        cardStarter: cardStarterOf(config, controlClient),
         background,
         schedulerLoop: config.SCHEDULER_LOOP,
       });

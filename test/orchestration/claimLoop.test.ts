@@ -134,3 +134,34 @@ test('claim loop activity: an idle account’s loop skips its rounds, and a life
     await stack.close();
   }
 });
+
+test('claim loop activity, batch shape: cards of several accounts share batch runs, each checked under its own account', async (t) => {
+  const stack = await createStack('orch-claimloop-shared', { config: { SCHEDULER_LOOP: 'activity', CARD_RUN_SHAPE: 'batch' } });
+  try {
+    const accounts = [];
+    for (let i = 1; i <= 4; i += 1) {
+      accounts.push(
+        await seedAccount(stack, { name: `share${i}`, qps: { main: 10 }, typeGroups: { card_status: 'main' }, cards: 2, intervalsSec: { card_status: 2 } }),
+      );
+    }
+    const workers = await stack.startWorkers();
+    const ref: OrchestrationRef = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
+    await ensurePollingControl(ref);
+    for (const account of accounts)
+      await waitFor(`checks of ${account.carrier.name}`, async () => (await executionsOf(stack.db.pool, account.carrier.id)) >= 6, WAIT_MS);
+    // Each execution row names its run and its card's account: a run with rows of several accounts was shared.
+    const { rows } = await stack.db.pool.query<{ runs: string; shared: string; mismatched: string }>(
+      `SELECT count(*)::text AS runs,
+              count(*) FILTER (WHERE accounts > 1)::text AS shared,
+              (SELECT count(*) FROM card_execution e JOIN iot_card c ON c.id = e.card_id WHERE c.carrier_id <> e.carrier_id)::text AS mismatched
+         FROM (SELECT workflow_id, count(DISTINCT carrier_id) AS accounts FROM card_execution GROUP BY workflow_id) runs`,
+    );
+    const row = rows[0];
+    t.diagnostic(`batch runs: ${row?.runs}, shared by several accounts: ${row?.shared}`);
+    assert.ok(Number(row?.shared ?? 0) >= 1, 'some batch run carried cards of several accounts');
+    assert.equal(Number(row?.mismatched ?? -1), 0, 'every card checked under its own account');
+    await workers.stop();
+  } finally {
+    await stack.close();
+  }
+});
