@@ -10,11 +10,15 @@
  *   (src/ingest/consumer.ts) — the same rows (src/ingest/rows.ts).
  */
 import type { Pool } from '../db/pool.js';
+import { cardExists } from '../db/cards.js';
+import { describeFailure } from '../db/errors.js';
 import type { PriorityTransitions } from '../app/ports.js';
 import { toIngestRecord, type IngestRecord, type RecordExecutionInput } from '../ingest/record.js';
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords, type AlertCounts } from '../ingest/writer.js';
+import { isForeignKeyViolation } from '../ingest/failures.js';
 import { sameTurnBatcher } from '../runtime/sameTurnBatcher.js';
+import { defaultLogger } from '../runtime/logger.js';
 
 export type { RecordExecutionInput } from '../ingest/record.js';
 
@@ -23,16 +27,40 @@ export interface IngestActivityDeps {
   readonly priority: PriorityTransitions;
   /** The async hand-off; without it `enqueueRecord` writes synchronously instead (nothing is lost). */
   readonly stream?: IngestStream;
+  /** Where a record dropped with its deleted card is told (default: {@link defaultLogger} at `warn`). */
+  readonly log?: (line: string) => void;
 }
+
+const NO_ALERTS: AlertCounts = { alertsOpened: 0, alertsRecovered: 0 };
 
 type Written = { readonly ok: true; readonly counts: AlertCounts } | { readonly ok: false; readonly error: unknown };
 
 export function createIngestActivities(deps: IngestActivityDeps) {
   const writer = { pool: deps.pool, priority: deps.priority };
+  const log = deps.log ?? ((line: string) => defaultLogger().warn(line));
+  /**
+   * A write refused with a foreign-key violation while its card's row is gone: the card was
+   * deleted after the run prepared (docs/design.md, 'PostgreSQL and records'). No retry can land
+   * it, so the record is done, and told. Any other failure — the card still there — is the
+   * caller's to throw: the run retries it without limit.
+   */
+  const cardGone = async (record: IngestRecord, error: unknown): Promise<boolean> => {
+    if (!isForeignKeyViolation(error) || (await cardExists(deps.pool, record.cardId))) return false;
+    log(`record ${record.recordId}: card ${record.cardId} was deleted before its record; nothing written (${describeFailure(error)})`);
+    return true;
+  };
+  /** The record written now (sync ingest, or a full stream), or done when its card is gone. */
+  const writeNow = async (record: IngestRecord): Promise<void> => {
+    try {
+      await writeRecords(writer, [record]);
+    } catch (error) {
+      if (!(await cardGone(record, error))) throw error;
+    }
+  };
   const writeOne = async (record: IngestRecord): Promise<Written> => {
     try {
       const [counts] = (await writeRecords(writer, [record])).perRecord;
-      return { ok: true, counts: counts ?? { alertsOpened: 0, alertsRecovered: 0 } };
+      return { ok: true, counts: counts ?? NO_ALERTS };
     } catch (error) {
       return { ok: false, error };
     }
@@ -52,28 +80,31 @@ export function createIngestActivities(deps: IngestActivityDeps) {
   });
   return {
     async recordExecution(input: RecordExecutionInput): Promise<AlertCounts> {
-      const written = await writeTogether(toIngestRecord(input, Date.now()));
-      if (!written.ok) throw written.error;
-      return written.counts;
+      const record = toIngestRecord(input, Date.now());
+      const written = await writeTogether(record);
+      if (written.ok) return written.counts;
+      if (await cardGone(record, written.error)) return NO_ALERTS;
+      throw written.error;
     },
 
     /**
      * Returns the stream id the record got, or `written` when it was written at once: without a
      * stream, or when the stream is full (INGEST_STREAM_MAX_RECORDS) — then this worker writes it
      * as sync ingest does, and a failure (PostgreSQL away) fails the activity, which the card run
-     * retries without limit: the record waits in the run, not in Redis, and is never dropped.
+     * retries without limit: the record waits in the run, not in Redis, and is never dropped
+     * (unless its card was deleted meanwhile, as in `recordExecution`).
      */
     async enqueueRecord(input: RecordExecutionInput): Promise<string> {
       const record = toIngestRecord(input, Date.now());
       if (!deps.stream) {
-        await writeRecords(writer, [record]);
+        await writeNow(record);
         return 'written';
       }
       try {
         return await deps.stream.enqueue(JSON.stringify(record));
       } catch (error) {
         if (!(error instanceof IngestStreamFull)) throw error;
-        await writeRecords(writer, [record]);
+        await writeNow(record);
         return 'written';
       }
     },

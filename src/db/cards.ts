@@ -240,6 +240,12 @@ export async function setCardCarrier(db: Queryable, cardId: string, carrierId: s
   return { card: toScopedCard(row), previousCarrierId: row.previous_carrier_id };
 }
 
+/** Whether the card's row exists (a record's write tells its deleted card from other failures). */
+export async function cardExists(db: Queryable, cardId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM iot_card WHERE id = $1::bigint', [requireId(cardId, 'cardId')]);
+  return (rowCount ?? 0) > 0;
+}
+
 /** Deletes a card (executions, alerts, items cascade); returns it as it was, or null. */
 export async function deleteCard(db: Queryable, cardId: string): Promise<Card | null> {
   const { rows } = await db.query<ScopedCardRow>(

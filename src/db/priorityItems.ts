@@ -1,6 +1,6 @@
 /**
- * Priority items: create-or-merge, claim / lease take-over, complete,
- * retryable and final failure. Every transition locks the row, changes it and writes an audit
+ * Priority items: create-or-merge, claim / lease take-over, complete, retryable and final failure,
+ * the return of expired claims. Every transition locks the row, changes it and writes an audit
  * record with before/after snapshots in the same transaction, so the trail never misses a step.
  */
 import type pg from 'pg';
@@ -375,9 +375,82 @@ export async function listPendingPriorityItems(
   return rows;
 }
 
-/** Pending items of one account whose retry is due (`next_run_at` ≤ now): the scheduler requests them again. */
-export async function listDuePriorityRetries(db: Queryable, carrierId: string, limit = 500): Promise<PriorityItem[]> {
-  const { rows } = await db.query<PriorityItem>(
+/**
+ * When a processing item's claim has expired: its claim time plus the lease of the card's account,
+ * the same bound a claim's take-over applies (`claimPriorityItem` is given the account's lease by
+ * the card run). A run holds the item from its preparation to its record, and its steps end within
+ * the account's total timeout, which never exceeds the lease (carrier_account's check): past it, the
+ * run has died or waits for its finish or record (docs/design.md, 'Request-check and priority items').
+ */
+const CLAIM_EXPIRES_AT = `i.claimed_at + a.lease_ms * interval '1 millisecond'`;
+
+/** One account's items with their card and the account's lease (`a`) beside them. */
+const ACCOUNT_ITEMS = `polling_priority_item i JOIN iot_card c ON c.id = i.card_id JOIN carrier_account a ON a.id = c.carrier_id`;
+
+/**
+ * The sweeper of stranded claims: processing items of one account whose claim expired go back to
+ * pending with a retry due at once, audited as `lease_expired` (failed instead on their last
+ * attempt, as a take-over would). An execution that died after claiming its item — a killed card
+ * worker, a run that threw before its record, a batch card whose record flush failed — finishes it
+ * never, and its Redis request is spent, so no later run of the card claims it: without this it
+ * stayed processing for ever. The dead executor's late transitions change nothing (token-guarded);
+ * a slow one that is still alive only sees its item checked once more. Rows another transaction
+ * holds are skipped (the next sweep sees them). Returns the items it moved.
+ */
+export async function returnExpiredPriorityItems(
+  pool: Pool,
+  carrierId: string,
+  options: TransitionActor & { limit?: number; now?: Date } = {},
+): Promise<PriorityItem[]> {
+  requireId(carrierId, 'carrierId');
+  const now = options.now ?? new Date();
+  const audit = { actor: options.actor ?? WORKER, source: options.source ?? WORKER, now };
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<PriorityItem>(
+      `SELECT ${columns('i')} FROM ${ACCOUNT_ITEMS}
+        WHERE i.status = 'processing' AND c.carrier_id = $1::bigint AND ${CLAIM_EXPIRES_AT} <= $2
+        ORDER BY i.claimed_at LIMIT $3 FOR UPDATE OF i SKIP LOCKED`,
+      [carrierId, now, options.limit ?? 500],
+    );
+    const moved: PriorityItem[] = [];
+    for (const item of rows) moved.push(await returnExpired(client, item, audit));
+    return moved;
+  });
+}
+
+/** One expired processing item back to pending and due, or failed when that was its last attempt. */
+function returnExpired(client: pg.PoolClient, item: PriorityItem, audit: { actor: string; source: string; now: Date }): Promise<PriorityItem> {
+  if (item.attemptCount >= item.attemptLimit) {
+    const reason = 'claim lease expired on the last attempt';
+    return transition(
+      client,
+      item,
+      `status = 'failed', result = 'failed', failure_reason = $3, finished_at = $2, claim_token = NULL, next_run_at = NULL`,
+      [reason],
+      {
+        ...audit,
+        action: 'failed',
+        reason,
+      },
+    );
+  }
+  const reason = 'claim lease expired';
+  return transition(
+    client,
+    item,
+    `status = 'pending', result = 'failed', failure_reason = $3, finished_at = $2, next_run_at = $2, claim_token = NULL, claimed_at = NULL`,
+    [reason],
+    { ...audit, action: 'lease_expired', reason },
+  );
+}
+
+/**
+ * Pending items of one account whose retry is due (`next_run_at` ≤ now): the scheduler requests
+ * them again. Expired processing items are returned to pending first, so they are among them.
+ */
+export async function listDuePriorityRetries(pool: Pool, carrierId: string, limit = 500): Promise<PriorityItem[]> {
+  await returnExpiredPriorityItems(pool, carrierId, { limit });
+  const { rows } = await pool.query<PriorityItem>(
     `SELECT ${columns('i')}
        FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
       WHERE i.status = 'pending' AND i.next_run_at <= now() AND c.carrier_id = $1::bigint ORDER BY i.next_run_at LIMIT $2`,
@@ -386,12 +459,17 @@ export async function listDuePriorityRetries(db: Queryable, carrierId: string, l
   return rows;
 }
 
-/** Milliseconds until the account's next pending priority retry is due (≤ 0: due now); null when none waits. */
+/**
+ * Milliseconds until the account's next pending priority retry is due, or its next processing
+ * item's claim expires (the sweep returns it then); ≤ 0: due now; null when neither waits.
+ */
 export async function nextPriorityRetryInMs(db: Queryable, carrierId: string): Promise<number | null> {
   const { rows } = await db.query<{ in_ms: string | null }>(
-    `SELECT floor(extract(epoch FROM (min(i.next_run_at) - now())) * 1000)::text AS in_ms
-       FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
-      WHERE i.status = 'pending' AND i.next_run_at IS NOT NULL AND c.carrier_id = $1::bigint`,
+    `SELECT floor(extract(epoch FROM (min(d.at) - now())) * 1000)::text AS in_ms
+       FROM (SELECT i.next_run_at AS at FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
+              WHERE i.status = 'pending' AND i.next_run_at IS NOT NULL AND c.carrier_id = $1::bigint
+             UNION ALL
+             SELECT ${CLAIM_EXPIRES_AT} FROM ${ACCOUNT_ITEMS} WHERE i.status = 'processing' AND c.carrier_id = $1::bigint) d`,
     [requireId(carrierId, 'carrierId')],
   );
   const raw = rows[0]?.in_ms;

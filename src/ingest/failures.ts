@@ -19,6 +19,15 @@ export function classifyWriteFailure(error: unknown): FailureKind {
   return 'retryable';
 }
 
+/**
+ * 23503: a row the write references does not exist. In a record that is its card, deleted after
+ * the run prepared; sync ingest checks that the card is gone before ending the record as done
+ * (src/activities/ingest.ts), the async ingest dead-letters it as permanent.
+ */
+export function isForeignKeyViolation(error: unknown): boolean {
+  return sqlState(error) === '23503';
+}
+
 /** Exponential backoff with jitter, capped; attempt 1 is the first retry. */
 export function backoffMs(attempt: number, options: { baseMs?: number; maxMs?: number; random?: () => number } = {}): number {
   const base = options.baseMs ?? 200;

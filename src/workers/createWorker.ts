@@ -159,6 +159,7 @@ function cardWorkerActivities(setup: WorkerSetup) {
     pool: deps.pool,
     priority: setup.services.priority,
     stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX, { maxRecords: config.INGEST_STREAM_MAX_RECORDS }),
+    log: (line) => deps.logger.warn({ component: 'ingestActivities' }, line),
   });
   return {
     ...card,
@@ -279,7 +280,11 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
       const worker = await Worker.create({
         ...common,
         taskQueue: queues.ingest,
-        activities: createIngestActivities({ pool: deps.pool, priority: setup.services.priority }),
+        activities: createIngestActivities({
+          pool: deps.pool,
+          priority: setup.services.priority,
+          log: (line) => deps.logger.warn({ component: 'ingestActivities' }, line),
+        }),
         maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
       });
       // The async ingest's stream consumer lives as long as this worker, and ends before the

@@ -8,6 +8,7 @@ import {
   failPriorityItem,
   findActivePriorityItem,
   listDuePriorityRetries,
+  nextPriorityRetryInMs,
   requestPriorityItem,
 } from '../../src/db/priorityItems.js';
 import { normaliseCard } from '../../src/domain/cardInput.js';
@@ -157,4 +158,70 @@ test('priority item: a merge into a pending item due for retry clears its next r
   assert.equal(merged.merged, true);
   assert.equal(merged.item.nextRunAt, null, 'the merged item is requested now: no retry is due any more');
   assert.deepEqual(await listDuePriorityRetries(db.pool, carrier.id), [], 'the next sweep does not request it again');
+});
+
+test('priority item: the retry sweep returns an expired processing item to pending, due at once (audited); on its last attempt it fails', async () => {
+  const carrier = await makeCarrier(db.pool); // lease_ms: the default 60 s
+  const cards = await insertCards(
+    db.pool,
+    [270, 271, 272].map((n) => normaliseCard({ iccid: iccid(n), carrierId: carrier.id })),
+  );
+  const [expiredCard, busyCard, lastCard] = cards.map((card) => card.id) as [string, string, string];
+  const request = (cardId: string, attemptLimit?: number) =>
+    requestPriorityItem(db.pool, { cardId, types: ['card_status'], actor: 'ops', source: 'api', ...(attemptLimit ? { attemptLimit } : {}) });
+  const expired = (await request(expiredCard)).item;
+  const busy = (await request(busyCard)).item;
+  const last = (await request(lastCard, 1)).item;
+  // Claimed by executions that died before their record (a killed worker, a run that threw): no one
+  // finishes them, and the Redis request they served is gone.
+  const ago = (ms: number) => new Date(Date.now() - ms);
+  await claimPriorityItem(db.pool, { cardId: expiredCard, token: 'dead-1', leaseMs: 60_000, now: ago(61_000) });
+  await claimPriorityItem(db.pool, { cardId: busyCard, token: 'alive-1', leaseMs: 60_000, now: ago(10_000) });
+  await claimPriorityItem(db.pool, { cardId: lastCard, token: 'dead-2', leaseMs: 60_000, now: ago(120_000) });
+
+  assert.deepEqual(
+    (await listDuePriorityRetries(db.pool, carrier.id)).map((due) => due.id),
+    [expired.id],
+    'the item whose claim outlived the lease is due again; the one still within it is not',
+  );
+  const returned = (await findActivePriorityItem(db.pool, expiredCard))!;
+  assert.equal(returned.status, 'pending');
+  assert.equal(returned.claimToken, null);
+  assert.equal(returned.attemptCount, 1, 'the dead attempt counts');
+  assert.ok(returned.nextRunAt !== null && returned.nextRunAt.getTime() <= Date.now(), `due now: ${String(returned.nextRunAt)}`);
+  const audit = await listAudit(db.pool, 'polling_priority_item', expired.id);
+  assert.deepEqual(
+    audit.map((a) => [a.action, a.actor, a.reason ?? null]),
+    [
+      ['created', 'ops', null],
+      ['claimed', 'worker', null],
+      ['lease_expired', 'worker', 'claim lease expired'],
+    ],
+  );
+  assert.deepEqual([snapshot(audit[2]!.before).status, snapshot(audit[2]!.after).status], ['processing', 'pending']);
+  assert.equal((await findActivePriorityItem(db.pool, busyCard))?.status, 'processing', 'an unexpired claim is left alone');
+  assert.equal(busy.status, 'pending');
+  const lastState = await db.pool.query<{ status: string; failure_reason: string }>('SELECT status, failure_reason FROM polling_priority_item WHERE id = $1', [
+    last.id,
+  ]);
+  assert.deepEqual(lastState.rows[0], { status: 'failed', failure_reason: 'claim lease expired on the last attempt' });
+  assert.deepEqual(
+    (await listAudit(db.pool, 'polling_priority_item', last.id)).map((a) => a.action),
+    ['created', 'claimed', 'failed'],
+  );
+
+  // The dead executor's late record changes nothing; the next execution claims a new attempt.
+  assert.equal(await completePriorityItem(db.pool, { itemId: expired.id, token: 'dead-1' }), null);
+  const again = await claimPriorityItem(db.pool, { cardId: expiredCard, token: 'next-1', leaseMs: 60_000 });
+  assert.equal(again.status, 'claimed');
+  if (again.status === 'claimed') assert.equal(again.item.attemptCount, 2);
+});
+
+test('priority item: an idle account wakes by the time a processing item’s lease expires', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(280), carrierId: carrier.id })]);
+  await requestPriorityItem(db.pool, { cardId: card!.id, types: ['card_status'], actor: 'ops', source: 'api' });
+  await claimPriorityItem(db.pool, { cardId: card!.id, token: 'sleepy-1', leaseMs: 60_000, now: new Date(Date.now() - 10_000) });
+  const inMs = await nextPriorityRetryInMs(db.pool, carrier.id);
+  assert.ok(inMs !== null && inMs > 45_000 && inMs <= 50_000, `the sweep is due when the 60 s lease claimed 10 s ago expires: ${inMs}`);
 });

@@ -20,7 +20,7 @@ async function writers(pool: import('pg').Pool, runIds: readonly string[]): Prom
 test('recordExecution: records handed over in one turn share one transaction; a record that cannot be written fails alone', async () => {
   const db = await createTestDb('record-together');
   try {
-    const activities = createIngestActivities({ pool: db.pool, priority: noPriority });
+    const activities = createIngestActivities({ pool: db.pool, priority: noPriority, log: () => undefined });
     const at = Date.now() - 10_000;
     const cards = [await makeCard(db.pool), await makeCard(db.pool), await makeCard(db.pool)];
     const together = cards.map((card, i) => makeRecord(card, at + i, [{ type: 'card_status', outcome: 'success' }]));
@@ -43,22 +43,25 @@ test('recordExecution: records handed over in one turn share one transaction; a 
     assert.equal(opened.alertsOpened, 1, 'the failing record opened its alert');
     assert.deepEqual(plain, { alertsOpened: 0, alertsRecovered: 0 });
 
-    // A record of a card that does not exist violates card_execution's foreign key: the turn's
-    // transaction fails, each record is then written on its own, and only that one fails.
+    // A record that cannot be written (its failure alert names an account that does not exist) and
+    // one of a card deleted since its run prepared (card_execution's foreign key): the turn's
+    // transaction fails, each record is then written on its own; only the first fails, the
+    // deleted card's ends as done with nothing written (docs/design.md, 'PostgreSQL and records').
+    const orphan = makeRecord({ cardId: cards[0]!.cardId, carrierId: '999999999' }, at + 200, [{ type: 'card_status', outcome: 'failure', failBefore: 99 }]);
     const ghost = makeRecord({ cardId: '999999999', carrierId: cards[0]!.carrierId }, at + 200, [{ type: 'card_status', outcome: 'success' }]);
     const good = cards.slice(1).map((card) => makeRecord(card, at + 200, [{ type: 'card_status', outcome: 'success' }]));
-    const settled = await Promise.allSettled([ghost, ...good].map((record) => activities.recordExecution(record)));
+    const settled = await Promise.allSettled([orphan, ghost, ...good].map((record) => activities.recordExecution(record)));
     assert.equal(settled[0]!.status, 'rejected');
-    assert.match(String((settled[0] as PromiseRejectedResult).reason), /foreign key/);
+    assert.match(String((settled[0] as PromiseRejectedResult).reason), /carrier account 999999999 does not exist/);
     assert.deepEqual(
       settled.slice(1).map((s) => s.status),
-      ['fulfilled', 'fulfilled'],
+      ['fulfilled', 'fulfilled', 'fulfilled'],
     );
     const alone = await writers(
       db.pool,
-      [ghost, ...good].map((r) => r.runId),
+      [orphan, ghost, ...good].map((r) => r.runId),
     );
-    assert.deepEqual([...alone.keys()].sort(), good.map((r) => r.runId).sort(), 'the good records written, the ghost not');
+    assert.deepEqual([...alone.keys()].sort(), good.map((r) => r.runId).sort(), 'the good records written, the others not');
     assert.equal(new Set(alone.values()).size, 2, 'each good record in a write of its own after the shared one failed');
   } finally {
     await db.close();
