@@ -418,6 +418,15 @@ export async function returnExpiredPriorityItems(
   });
 }
 
+/** Whether any processing item of the account has an expired claim (no lock taken). */
+async function hasExpiredClaims(pool: Pool, carrierId: string): Promise<boolean> {
+  const { rows } = await pool.query(
+    `SELECT 1 FROM ${ACCOUNT_ITEMS} WHERE i.status = 'processing' AND c.carrier_id = $1::bigint AND ${CLAIM_EXPIRES_AT} <= now() LIMIT 1`,
+    [carrierId],
+  );
+  return rows.length > 0;
+}
+
 /** One expired processing item back to pending and due, or failed when that was its last attempt. */
 function returnExpired(client: pg.PoolClient, item: PriorityItem, audit: { actor: string; source: string; now: Date }): Promise<PriorityItem> {
   if (item.attemptCount >= item.attemptLimit) {
@@ -449,7 +458,9 @@ function returnExpired(client: pg.PoolClient, item: PriorityItem, audit: { actor
  * them again. Expired processing items are returned to pending first, so they are among them.
  */
 export async function listDuePriorityRetries(pool: Pool, carrierId: string, limit = 500): Promise<PriorityItem[]> {
-  await returnExpiredPriorityItems(pool, carrierId, { limit });
+  // A plain read first: the sweep runs every few claim rounds of every account, and a transaction
+  // each time (almost always for nothing) cost a BEGIN and COMMIT per account per sweep.
+  if (await hasExpiredClaims(pool, carrierId)) await returnExpiredPriorityItems(pool, carrierId, { limit });
   const { rows } = await pool.query<PriorityItem>(
     `SELECT ${columns('i')}
        FROM polling_priority_item i JOIN iot_card c ON c.id = i.card_id
