@@ -4,6 +4,7 @@
  * flags win over BENCH_* variables so a one-off run needs no environment changes.
  */
 import { RESULTS_DIR } from './report.js';
+import { SCHEDULER_LOOPS, type SchedulerLoop } from '../../src/workflow-safe/claimLoop.js';
 
 /** Canonical order: the ceiling and throughput measure the capacity the later scenarios size from. */
 export const SCENARIOS = [
@@ -62,6 +63,8 @@ export interface BenchOptions {
   readonly rounds: number;
   /** accounts: the fleet sizes (small accounts) measured. */
   readonly accountCounts: readonly number[];
+  /** accounts: SCHEDULER_LOOP per variant. */
+  readonly schedulerLoops: readonly SchedulerLoop[];
   /** Run even when the machine is busy; every result is then marked invalid. */
   readonly allowBusy: boolean;
   /** Keep the dev server's database between scenarios (default: each timed scenario after the first gets a fresh one). */
@@ -120,6 +123,8 @@ Options (flag / environment):
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
                                                  CARD_BATCH_SIZE from the environment)
   --accounts LIST       BENCH_ACCOUNTS           accounts: fleet sizes, comma-separated (default 100,1000)
+  --scheduler-loops LIST BENCH_SCHEDULER_LOOPS   accounts: workflow,activity (default both; SCHEDULER_LOOP per variant;
+                                                 activity loops start their runs themselves: one start mode)
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)
   --allow-busy          BENCH_ALLOW_BUSY=1       run on a busy machine anyway (results marked invalid)
@@ -186,6 +191,7 @@ export const VALUE_FLAGS = [
   '--run-shapes',
   '--rounds',
   '--accounts',
+  '--scheduler-loops',
   '--out',
 ];
 const KNOWN_FLAGS = [...VALUE_FLAGS, '--allow-busy', '--keep-temporal-db', '--help', '-h'];
@@ -227,8 +233,15 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   if (shapes.length === 0) throw new Error('--shapes needs at least one of single, three');
   const runShapes = listOf('--run-shapes', flagValue(argv, '--run-shapes') ?? env.BENCH_RUN_SHAPES ?? RUN_SHAPES.join(','), RUN_SHAPES);
   if (runShapes.length === 0) throw new Error('--run-shapes needs at least one of card, batch');
+  const schedulerLoops = listOf(
+    '--scheduler-loops',
+    flagValue(argv, '--scheduler-loops') ?? env.BENCH_SCHEDULER_LOOPS ?? SCHEDULER_LOOPS.join(','),
+    SCHEDULER_LOOPS,
+  );
+  if (schedulerLoops.length === 0) throw new Error('--scheduler-loops needs at least one of workflow, activity');
   return {
     scenarios,
+    schedulerLoops,
     warmupSec: positive('--warmup', flagValue(argv, '--warmup') ?? env.BENCH_WARMUP_SEC),
     durationSec: positive('--duration', flagValue(argv, '--duration') ?? env.BENCH_DURATION_SEC),
     steadyDurationSec: positive('--steady-duration', flagValue(argv, '--steady-duration') ?? env.BENCH_STEADY_DURATION_SEC),

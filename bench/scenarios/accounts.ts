@@ -25,6 +25,7 @@ import type { Table } from '../lib/report.js';
 import { round, sleep } from '../lib/stats.js';
 import { runningSchedulers } from '../../src/app/temporalControl.js';
 import { atMost, atLeast, type Verdict } from '../lib/verdict.js';
+import { CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS, type SchedulerLoop } from '../../src/workflow-safe/claimLoop.js';
 
 const SMALL_CARDS = 20;
 const SMALL_INTERVAL_SEC = 600;
@@ -49,6 +50,7 @@ const BIG_SHARE = 0.9;
 
 export interface AccountsVariant {
   readonly accounts: number;
+  readonly schedulerLoop: SchedulerLoop;
   readonly startMode: StartMode;
   readonly runShape: RunShape;
   readonly idleMaxMs: number;
@@ -75,8 +77,13 @@ export interface AccountsRun extends AccountsVariant {
   readonly bigChecksPerSec: number;
   readonly bigOfferedPerSec: number;
   readonly bigLatenessP99Ms: number | null;
-  /** Scheduler actions of every account (sampled small ones scaled to all, idle, big) ÷ checks in the window. */
+  /** Scheduler actions of every account (sampled small ones scaled to all, idle, big; claim loop heartbeats estimated) ÷ checks in the window. */
   readonly schedulerActionsPerCheck: number;
+  /** Every action in the window ÷ checks: the schedulers', pollingControl's and the card runs' (sampled, scaled to every run). */
+  readonly actionsPerCheck: number;
+  /** Card runs that started a check in the window, and the checks each carried on average. */
+  readonly cardRuns: number;
+  readonly checksPerRun: number;
   readonly cpu: WindowResult['cpu'];
   readonly cpuNote: string;
 }
@@ -166,6 +173,35 @@ async function seedFleet(stack: BenchStack, accounts: number, log: (line: string
   return { small, idle, big };
 }
 
+/** Runs whose histories are read for the card runs' actions (scaled to every run of the window). */
+const RUN_SAMPLE = 30;
+
+/**
+ * The card runs that started checks in the window (execution rows name their run) and their
+ * actions: a sample of their whole histories, scaled to all of them.
+ */
+async function cardRunActions(stack: BenchStack, window: WindowResult): Promise<{ runs: number; actions: number }> {
+  const { rows } = await stack.pool.query<{ workflow_id: string }>(
+    'SELECT DISTINCT workflow_id FROM card_execution WHERE started_at >= $1 AND started_at < $2',
+    [window.from, window.to],
+  );
+  const ids = rows.map((row) => row.workflow_id);
+  const step = Math.max(1, Math.floor(ids.length / RUN_SAMPLE));
+  const sample = ids.filter((_, i) => i % step === 0).slice(0, RUN_SAMPLE);
+  const counts = emptyCounts();
+  for (const id of sample) {
+    const history = await stack.client.workflow
+      .getHandle(id)
+      .fetchHistory()
+      .catch(() => undefined);
+    countEvents(history?.events ?? [], counts);
+  }
+  return { runs: ids.length, actions: sample.length === 0 ? 0 : (counts.actions / sample.length) * ids.length };
+}
+
+/** A claim loop's heartbeats (not in any history): at most one per 0.8 × the heartbeat timeout, the SDK's throttle; an upper bound. */
+const heartbeatsPerLoopSec = 1 / ((0.8 * CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS) / 1000);
+
 async function checksOf(stack: BenchStack, window: WindowResult, where: string): Promise<number> {
   const { rows } = await stack.pool.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM card_execution WHERE started_at >= $1 AND started_at < $2 AND ${where}`,
@@ -180,13 +216,17 @@ export async function runAccounts(
   seconds: { warmupSec: number; durationSec: number },
 ): Promise<AccountsRun> {
   const { log } = context;
-  const tag = `${variant.accounts} accounts, ${variant.startMode} starts, ${variant.runShape} runs, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
+  const tag = `${variant.accounts} accounts, ${variant.schedulerLoop} loop, ${variant.startMode} starts, ${variant.runShape} runs, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
   log(`accounts: ${tag}`);
-  const stack = await createBenchStack({ ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs }, `acc${variant.accounts}`, {
-    cardRunShape: variant.runShape,
-    cardStartMode: variant.startMode,
-    reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
-  });
+  const stack = await createBenchStack(
+    { ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs, SCHEDULER_LOOP: variant.schedulerLoop },
+    `acc${variant.accounts}`,
+    {
+      cardRunShape: variant.runShape,
+      cardStartMode: variant.startMode,
+      reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
+    },
+  );
   try {
     const fleet = await seedFleet(stack, variant.accounts, log);
     await stack.startOrchestration();
@@ -213,13 +253,21 @@ export async function runAccounts(
       latenessBetween(stack.pool, window.from, window.to, bigWhere),
     ]);
     const s = window.seconds;
-    const schedulerActions = (smallCounts.actions / Math.max(1, sample.length)) * fleet.small.length + idleCounts.actions + bigCounts.actions;
+    const loops = variant.schedulerLoop === 'activity' ? total : 0;
+    const schedulerActions =
+      (smallCounts.actions / Math.max(1, sample.length)) * fleet.small.length + idleCounts.actions + bigCounts.actions + loops * s * heartbeatsPerLoopSec;
+    const runActions = await cardRunActions(stack, window);
+    const perAccount = (counts: EventCounts, accounts: number): Cost => {
+      const cost = perSec(counts, accounts, s);
+      // A claim loop's heartbeats are actions too (estimated: they are in no history).
+      return variant.schedulerLoop === 'activity' ? { ...cost, actionsPerSec: round(cost.actionsPerSec + heartbeatsPerLoopSec, 4) } : cost;
+    };
     const run: AccountsRun = {
       ...variant,
       windowSeconds: round(s, 1),
       schedulersRunningAfterSec,
-      idle: perSec(idleCounts, fleet.idle.length, s),
-      small: perSec(smallCounts, Math.max(1, sample.length), s),
+      idle: perAccount(idleCounts, fleet.idle.length),
+      small: perAccount(smallCounts, Math.max(1, sample.length)),
       control: {
         actionsPerSec: round(controlCounts.actions / s, 3),
         actionsPerAccountSec: round(controlCounts.actions / s / (variant.accounts + IDLE_ACCOUNTS + 1), 5),
@@ -232,11 +280,14 @@ export async function runAccounts(
       bigOfferedPerSec: round(BIG_CARDS / BIG_INTERVAL_SEC, 2),
       bigLatenessP99Ms: bigLateness.executions > 0 ? bigLateness.latenessMs.p99 : null,
       schedulerActionsPerCheck: allChecks > 0 ? round(schedulerActions / allChecks, 3) : 0,
+      actionsPerCheck: allChecks > 0 ? round((schedulerActions + controlCounts.actions + runActions.actions) / allChecks, 3) : 0,
+      cardRuns: runActions.runs,
+      checksPerRun: runActions.runs > 0 ? round(allChecks / runActions.runs, 2) : 0,
       cpu: window.cpu,
       cpuNote: cpuNote(window.cpu),
     };
     log(
-      `accounts: ${tag}: idle ${run.idle.workflowTasksPerSec} tasks/s ${run.idle.actionsPerSec} actions/s per account; small ${run.small.workflowTasksPerSec} / ${run.small.actionsPerSec}; ` +
+      `accounts: ${tag}: ${run.actionsPerCheck} actions/check (${run.checksPerRun} checks/run); idle ${run.idle.workflowTasksPerSec} tasks/s ${run.idle.actionsPerSec} actions/s per account; small ${run.small.workflowTasksPerSec} / ${run.small.actionsPerSec}; ` +
         `small lateness p99 ${run.smallLatenessP99Ms} ms; big ${run.bigChecksPerSec} of ${run.bigOfferedPerSec} checks/s; Temporal ${Math.round(run.cpu.temporal * 100)} %, workers ${Math.round(run.cpu.bench * 100)} %`,
     );
     return run;
@@ -256,16 +307,21 @@ export const accounts: Scenario = async (context) => {
   const seconds = windowSeconds(context, { warmupSec: 60, durationSec: 120 });
   const runs: AccountsRun[] = [];
   for (const n of context.options.accountCounts) {
-    for (const startMode of context.options.startModes) {
-      for (const runShape of context.options.runShapes) {
-        for (const idleMaxMs of n <= MAX_ACCOUNTS_TICKING ? [0, DEFAULT_IDLE_MAX_MS] : [DEFAULT_IDLE_MAX_MS]) {
-          runs.push(await runAccounts(context, { accounts: n, startMode, runShape, idleMaxMs }, seconds));
+    for (const schedulerLoop of context.options.schedulerLoops) {
+      // A claim loop activity starts its runs itself: one start mode (the client's).
+      const startModes: readonly StartMode[] = schedulerLoop === 'activity' ? ['client'] : context.options.startModes;
+      for (const startMode of startModes) {
+        for (const runShape of context.options.runShapes) {
+          const sleeps = schedulerLoop === 'workflow' && n <= MAX_ACCOUNTS_TICKING ? [0, DEFAULT_IDLE_MAX_MS] : [DEFAULT_IDLE_MAX_MS];
+          for (const idleMaxMs of sleeps) runs.push(await runAccounts(context, { accounts: n, schedulerLoop, startMode, runShape, idleMaxMs }, seconds));
         }
       }
     }
   }
   const label = (run: AccountsRun): string =>
-    `${run.accounts} × ${SMALL_CARDS}, ${run.startMode}, ${run.runShape}, sleep ${run.idleMaxMs === 0 ? 'off' : 'on'}`;
+    run.schedulerLoop === 'activity'
+      ? `${run.accounts} × ${SMALL_CARDS}, loop activity, ${run.runShape}`
+      : `${run.accounts} × ${SMALL_CARDS}, ${run.startMode}, ${run.runShape}, sleep ${run.idleMaxMs === 0 ? 'off' : 'on'}`;
   const pct = (v: number): string => `${Math.round(v * 100)} %`;
   const ms = (v: number | null): string => (v === null ? '–' : String(Math.round(v)));
   const table: Table = {
@@ -282,10 +338,12 @@ export const accounts: Scenario = async (context) => {
       'big checks/s (offered)',
       'big lateness p99 ms',
       'scheduler actions/check',
+      'all actions/check',
+      'checks/run',
       'Temporal CPU',
       'workers CPU',
     ],
-    numeric: [false, true, true, true, true, true, true, false, true, false, true, true, true, true],
+    numeric: [false, true, true, true, true, true, true, false, true, false, true, true, true, true, true, true],
     rows: runs.map((run) => [
       label(run),
       run.schedulersRunningAfterSec ?? '–',
@@ -299,6 +357,8 @@ export const accounts: Scenario = async (context) => {
       `${run.bigChecksPerSec} (${run.bigOfferedPerSec})`,
       ms(run.bigLatenessP99Ms),
       run.schedulerActionsPerCheck,
+      run.actionsPerCheck,
+      run.checksPerRun,
       pct(run.cpu.temporal),
       pct(run.cpu.bench),
     ]),
@@ -327,7 +387,8 @@ export const accounts: Scenario = async (context) => {
       `"sleep off" = SCHEDULER_IDLE_MAX_MS=0: every scheduler claims every tick whatever is due (the behaviour before 0.2), run up to ${MAX_ACCOUNTS_TICKING} accounts; "sleep on" = ${DEFAULT_IDLE_MAX_MS / 1000} s (the default). child / client = CARD_START_MODE, card / batch = CARD_RUN_SHAPE.`,
       "tasks/s and actions/s per account: every event of the account's scheduler runs in the window (Temporal Cloud actions by bench/lib/actions.ts) ÷ accounts ÷ window seconds; small accounts from a sample of up to 20 histories.",
       'Lateness = execution start − earliest due (card_execution.details.latenessMs) of executions started in the window. CPU = share of one core in the window; workers CPU is this process (4 workers + the bench).',
-      'scheduler actions/check: every scheduler action in the window (small ones scaled from the sample) ÷ every check started in the window; card runs cost their own (throughput scenario).',
+      "scheduler actions/check: every scheduler action in the window (small ones scaled from the sample) ÷ every check started in the window. all actions/check adds pollingControl's and the card runs' (a sample of up to 30 runs' whole histories, scaled to every run that started a check in the window).",
+      `"loop activity" = SCHEDULER_LOOP=activity (claim loops as heartbeating activities; runs started by the loop with the client; in the batch shape, batches shared across accounts). Its heartbeats are in no history: counted as one action per ${(0.8 * CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS) / 1000} s per account (the SDK's throttle; an upper bound).`,
     ],
     config: {
       smallCards: SMALL_CARDS,

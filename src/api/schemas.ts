@@ -12,6 +12,7 @@ import { MAX_CONFIRM_DELAY_SEC, MAX_CONFIRM_DELAYS, MAX_COOLDOWN_MS, MAX_EXPECTE
 import { CARRIER_LIMITS, MAX_QPS } from '../domain/carrierInput.js';
 import { MAX_INTERVAL_SEC } from '../domain/pollingConfig.js';
 import { POLLING_PRIORITY_LIMITS } from '../domain/pollingConfigInput.js';
+import { MAX_BULK_REQUEST_CARDS } from '../app/bulkRequestCheck.js';
 
 /** `{ key: schema }` for each key, typed with the literal keys so the type provider sees them. */
 function propertiesOf<const K extends string, const S>(keys: readonly K[], schema: S): { readonly [P in K]: S } {
@@ -154,6 +155,24 @@ export const requestCheckSchema = {
     cooldownMs: { type: 'integer', minimum: 0, maximum: MAX_COOLDOWN_MS },
     confirmDelaysSec: { type: 'array', maxItems: MAX_CONFIRM_DELAYS, items: { type: 'integer', minimum: 1, maximum: MAX_CONFIRM_DELAY_SEC } },
     expected: { type: 'string', maxLength: MAX_EXPECTED_LENGTH },
+  },
+} as const;
+
+/** A bulk request-check: the fields of one, for every card named by `cardIds` or by `filter` (exactly one of them). */
+export const bulkRequestCheckSchema = {
+  type: 'object',
+  required: ['types'],
+  additionalProperties: false,
+  properties: {
+    ...requestCheckSchema.properties,
+    cardIds: { type: 'array', minItems: 1, maxItems: MAX_BULK_REQUEST_CARDS, items: idString },
+    filter: {
+      type: 'object',
+      required: ['carrierId'],
+      additionalProperties: false,
+      description: "the account's polled cards, of this status when given",
+      properties: { carrierId: idString, status: { type: 'string', enum: [...CARD_STATUSES] } },
+    },
   },
 } as const;
 
@@ -467,6 +486,33 @@ export const requestCheckAnswerSchema = {
       type: 'object',
       additionalProperties: false,
       properties: propertiesOf(CHECK_TYPES, { type: 'string', enum: ['requested', 'cooldown', 'not_polled'] } as const),
+    },
+  },
+} as const;
+
+const BULK_STATUSES = ['requested', 'cooldown', 'not_polled', 'not_found', 'unavailable', 'failed'] as const;
+
+export const bulkRequestCheckAnswerSchema = {
+  type: 'object',
+  required: ['cards', 'counts', 'results'],
+  additionalProperties: false,
+  properties: {
+    cards: { type: 'integer', description: 'cards named (duplicates once)' },
+    counts: { type: 'object', additionalProperties: false, properties: propertiesOf(BULK_STATUSES, { type: 'integer' } as const) },
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['cardId', 'status', 'requested'],
+        additionalProperties: false,
+        properties: {
+          cardId: { type: 'string' },
+          status: { type: 'string', enum: [...BULK_STATUSES] },
+          requested: { type: 'integer', description: 'number of types requested' },
+          types: requestCheckAnswerSchema.properties.types,
+          error: { type: 'string', description: 'why nothing was requested: not_found, unavailable (retry), failed' },
+        },
+      },
     },
   },
 } as const;

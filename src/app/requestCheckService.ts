@@ -23,6 +23,8 @@ export async function serveRequestCheck(
   requests: RequestChecker,
   carrierId: string,
   input: RequestCheckInput,
+  /** `wake: false` when claim loops look at their priority lane every tick (SCHEDULER_LOOP=activity): the update would cost an action for nothing. */
+  options: { readonly wake: boolean } = { wake: true },
 ): Promise<RequestCheckResult> {
   // Nothing is written while no scheduler would claim the card (a missing one throws WorkflowNotFoundError).
   if (!(await schedulerRunning(ref, carrierId))) throw new SchedulerNotRunning(carrierId);
@@ -30,6 +32,6 @@ export async function serveRequestCheck(
   // Only a request that put something in a lane needs the scheduler now. Not waited for: the
   // wake-up waits for one of the scheduler's workflow tasks, and the request is durable already —
   // refused by a closing run, or lost with the scheduler, the card is claimed at the next round.
-  if (result.requested > 0) void wakeScheduler(ref, carrierId, input.cardId).catch(() => undefined);
+  if (result.requested > 0 && options.wake) void wakeScheduler(ref, carrierId, input.cardId).catch(() => undefined);
   return result;
 }

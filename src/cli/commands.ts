@@ -242,6 +242,37 @@ export const COMMANDS: readonly Command[] = [
     },
   },
   {
+    name: 'request-checks',
+    usage:
+      'request-checks (--cards 1,2,3 | --carrier <id> [--status active]) --types t1,t2 [--lane priority|normal] [--cooldown-ms n] [--confirm-delays 10,30,60 --expected offline]',
+    summary: "ask for an immediate check of many cards (by id, or an account's polled cards); one result per card",
+    options: {
+      cards: { type: 'string' },
+      carrier: { type: 'string' },
+      status: { type: 'string' },
+      types: { type: 'string' },
+      lane: { type: 'string' },
+      'cooldown-ms': { type: 'string' },
+      'confirm-delays': { type: 'string' },
+      expected: { type: 'string' },
+    },
+    positionals: 0,
+    run: (client, _positionals, values) => {
+      const body = {
+        ...(typeof values.cards === 'string' ? { cardIds: values.cards.split(',').filter((id) => id !== '') } : {}),
+        ...(typeof values.carrier === 'string'
+          ? { filter: { carrierId: values.carrier, ...(typeof values.status === 'string' ? { status: values.status } : {}) } }
+          : {}),
+        types: typeof values.types === 'string' ? values.types.split(',').filter((type) => type !== '') : [],
+        ...(typeof values.lane === 'string' ? { lane: values.lane } : {}),
+        ...(typeof values['cooldown-ms'] === 'string' ? { cooldownMs: Number(values['cooldown-ms']) } : {}),
+        ...(values['confirm-delays'] === undefined ? {} : { confirmDelaysSec: csvNumbers(values['confirm-delays']) }),
+        ...(typeof values.expected === 'string' ? { expected: values.expected } : {}),
+      };
+      return client.request('POST', '/v1/request-checks', { body });
+    },
+  },
+  {
     name: 'mode get',
     usage: 'mode get',
     summary: 'show the polling mode',

@@ -162,6 +162,7 @@ test('unknown routes answer 404 in the error shape; /docs/json lists every /v1 p
     'PATCH /v1/cards/{id}',
     'DELETE /v1/cards/{id}',
     'POST /v1/cards/{id}/request-check',
+    'POST /v1/request-checks',
     'GET /v1/mode',
     'PUT /v1/mode',
     'GET /v1/alerts',
