@@ -16,7 +16,7 @@ import { startWorkers } from '../src/workers/run.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
 import { createPollingServices } from '../src/app/pollingServices.js';
 import { createRuntimeDeps } from '../src/runtime/deps.js';
-import { ensurePollingControl, schedulerStatus } from '../src/app/temporalControl.js';
+import { currentSchedulerStatus, ensurePollingControl } from '../src/app/temporalControl.js';
 import { cardRunsQuery } from '../src/workflow-safe/searchAttributes.js';
 import type { SchedulerStatus } from '../src/workflow-safe/loopStatus.js';
 import { DEMO_RUN_SHAPE, configureSimulator, loadDemoIfEmpty } from './demo.js';
@@ -130,7 +130,8 @@ if (simulator) log(`  simulator         ${simulator.url}/sim/stats`);
 }
 log('Ctrl-C stops.\n');
 
-const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> => schedulerStatus(ref, carrierId).catch(() => undefined);
+const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> =>
+  currentSchedulerStatus(ref, workers.deps.store, carrierId).catch(() => undefined);
 // The processes a check costs CPU in (PostgreSQL and Redis are left out: a few % of it).
 const temporalPid = pidFromFile(join(dataDir(config.DATA_DIR), 'temporal', 'server.pid'));
 const cpu = createCpuMeter([

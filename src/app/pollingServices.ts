@@ -45,13 +45,16 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
   const { deps } = input;
   const namespace = input.namespace ?? deps.config.REDIS_KEY_PREFIX;
   const { pool, store } = deps;
+  // Claim loop activities read the idle mark every tick (SCHEDULER_LOOP=activity): a `wake` signal
+  // would cost a Temporal action and a workflow task for nothing.
+  const wakeSchedulers = deps.config.SCHEDULER_LOOP === 'activity' ? undefined : input.wakeSchedulers;
   const lifecycle = new LifecycleService({
     pool,
     store,
     redis: deps.redis,
     namespace,
     outboxGraceMs: deps.config.LIFECYCLE_OUTBOX_GRACE_MS,
-    ...(input.wakeSchedulers ? { wakeSchedulers: input.wakeSchedulers } : {}),
+    ...(wakeSchedulers ? { wakeSchedulers } : {}),
     log: (line) => deps.logger.warn({ component: 'lifecycle' }, line),
   });
   const marker = globalKeys(namespace).rebuiltMarker;
@@ -60,7 +63,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
    * (lua/markIdle.lua) went with the data a flush lost, so no write of the rebuild would wake it.
    */
   const wakeEveryScheduler = async (): Promise<void> => {
-    const wake = input.wakeSchedulers;
+    const wake = wakeSchedulers;
     if (wake === undefined) return;
     const enabled = (await listCarriers(pool, { enabledOnly: true })).map((carrier) => carrier.id);
     void wake(enabled).catch(() => undefined);

@@ -24,6 +24,7 @@ import type { PollingMode } from '../workflow-safe/pollingMode.js';
 import type { TaskQueueNames } from '../workflow-safe/taskQueues.js';
 import { LOOP_WORKFLOW_TASK_TIMEOUT_MS } from '../workflow-safe/loopTaskTimeout.js';
 import { WakeCoalescer } from './wakeCoalescer.js';
+import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 
 export interface OrchestrationRef {
   readonly client: Client;
@@ -164,6 +165,17 @@ export async function wakeSchedulers(ref: OrchestrationRef, carrierIds: readonly
 
 export async function notifyConfigChanged(ref: OrchestrationRef, carrierId: string): Promise<void> {
   await ref.client.workflow.getHandle(schedulerWorkflowId(carrierId, ref.workflowIdPrefix)).signal(configChangedSignal);
+}
+
+/**
+ * The account's scheduler status as it stands: a claim loop activity's (SCHEDULER_LOOP=activity)
+ * published view when one is fresh in Redis — the workflow's answer is as old as the loop's lap —
+ * else the workflow's query.
+ */
+export async function currentSchedulerStatus(ref: OrchestrationRef, store: Pick<CarrierQueueStore, 'loopView'>, carrierId: string): Promise<SchedulerStatus> {
+  const published = await store.loopView(carrierId).catch(() => null);
+  if (published !== null) return JSON.parse(published) as SchedulerStatus;
+  return schedulerStatus(ref, carrierId);
 }
 
 export async function schedulerStatus(ref: OrchestrationRef, carrierId: string): Promise<SchedulerStatus> {

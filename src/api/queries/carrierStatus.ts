@@ -11,7 +11,7 @@ import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } f
 import { getPollingMode } from '../../db/systemConfig.js';
 import { IntervalResolver } from '../../domain/pollingConfig.js';
 import type { OrchestrationView, SchedulerStatus } from '../../workflow-safe/loopStatus.js';
-import { schedulerStatus } from '../../app/temporalControl.js';
+import { currentSchedulerStatus } from '../../app/temporalControl.js';
 import { globalKeys } from '../../redis/keys.js';
 import type { ApiContext } from '../context.js';
 import { capacityOf, type Capacity } from './capacity.js';
@@ -72,16 +72,10 @@ async function rebuildState(ctx: ApiContext, mode: 'carrier' | 'legacy'): Promis
   return mode === 'carrier' && marked === 0 ? 'pending' : 'idle';
 }
 
-/**
- * The scheduler's own view, or undefined when it is not running (orchestration down, account
- * disabled). A claim loop activity (SCHEDULER_LOOP=activity) publishes it in Redis every tick; the
- * workflow's answer then would be as old as the lap.
- */
+/** The scheduler's own view, or undefined when it is not running (orchestration down, account disabled). */
 async function schedulerView(ctx: ApiContext, carrierId: string): Promise<SchedulerStatus | undefined> {
-  const published = await ctx.deps.store.loopView(carrierId).catch(() => null);
-  if (published !== null) return JSON.parse(published) as SchedulerStatus;
   try {
-    return await schedulerStatus(ctx.orchestration, carrierId);
+    return await currentSchedulerStatus(ctx.orchestration, ctx.deps.store, carrierId);
   } catch {
     return undefined;
   }
