@@ -15,6 +15,7 @@ import type { ClaimRoundInput, ClaimRoundResult } from '../workflow-safe/claimRo
 import type { ClaimLoopInput, ClaimLoopLap } from '../workflow-safe/claimLoop.js';
 import { SchedulerState } from '../workflows/scheduler/schedulerState.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
+import { LOOP_FAILURES_HELP, LOOP_FAILURES_METRIC } from '../workflow-safe/loopStatus.js';
 
 export interface ClaimLoopDeps {
   readonly store: CarrierQueueStore;
@@ -73,6 +74,13 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
       counters: next.counters ?? { expiredLeases: 0, startFailures: 0 },
     };
   };
+  // The workflow loop's failure counter (src/workflows/loopFailures.ts), under the same name and labels.
+  const failures = context?.metricMeter.createCounter(LOOP_FAILURES_METRIC, 'failures', LOOP_FAILURES_HELP);
+  const failed = (activity: string, error: unknown): void => {
+    state.failures.record(activity, String(error), Date.now());
+    failures?.add(1, { loop: 'carrierScheduler', carrier: carrierId, activity });
+    deps.log(`${activity} failed; backing off`, { carrierId, error: String(error) });
+  };
   await deps.store.ownClaimLoop(carrierId, input.generation);
   let horizonMs = 0;
   for (;;) {
@@ -91,8 +99,7 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
           state.claimSucceeded();
           state.failures.succeeded();
         } catch (error) {
-          state.failures.record('claimRound', String(error), Date.now());
-          deps.log('claim round failed; backing off', { carrierId, error: String(error) });
+          failed('claimRound', error);
         }
         const outcome = state.endRound(result);
         if (outcome.kind === 'stop') return { kind: 'stop', reason: outcome.reason };
@@ -102,8 +109,7 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
       await deps.store.publishLoopView(carrierId, state.view(), tickMs * VIEW_TTL_TICKS);
     } catch (error) {
       // Redis away: the loop backs off and tries again, as the workflow's loop does.
-      state.failures.record('claimLoop', String(error), Date.now());
-      deps.log('claim loop tick failed; backing off', { carrierId, error: String(error) });
+      failed('claimRound', error);
     }
     context?.heartbeat({ rounds: state.view().rounds });
     // A sleeping account is looked at every tick (a wake-up is a deleted mark, not a signal here).

@@ -20,6 +20,10 @@ export interface OrchestrationView {
   readonly fairRatePerSec?: number;
 }
 
+/** The counter of the control loops' failed activities (the workflows' and the claim loop activities'). */
+export const LOOP_FAILURES_METRIC = 'cardpoller_loop_activity_failures';
+export const LOOP_FAILURES_HELP = 'Failed activities of the control loops (retried with backoff)';
+
 /** The last failure of a loop's activity (the loop backs off and keeps going). */
 export interface LoopFailure {
   readonly activity: string;

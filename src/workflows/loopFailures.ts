@@ -5,7 +5,7 @@
  * state and the backoff rule are the loop's {@link FailureStreak}; this adds the log and the metric.
  */
 import { ActivityFailure, ApplicationFailure, log, metricMeter } from '@temporalio/workflow';
-import type { LoopFailure } from '../workflow-safe/loopStatus.js';
+import { LOOP_FAILURES_HELP, LOOP_FAILURES_METRIC, type LoopFailure } from '../workflow-safe/loopStatus.js';
 import type { FailureStreak } from './failureStreak.js';
 
 export interface LoopFailures {
@@ -34,7 +34,7 @@ function messageOf(error: unknown): string {
 export function loopFailures(loop: string, instance: string, streak: FailureStreak): LoopFailures {
   // The metric's labels say what they hold: the account, for the loop that has one.
   const account: Record<string, string> = loop === 'carrierScheduler' ? { carrier: instance } : {};
-  const counter = metricMeter.createCounter('cardpoller_loop_activity_failures', 'failures', 'Failed activities of the control loops (retried with backoff)');
+  const counter = metricMeter.createCounter(LOOP_FAILURES_METRIC, 'failures', LOOP_FAILURES_HELP);
   return {
     record(activity, error, options = {}) {
       const message = messageOf(error);
