@@ -187,14 +187,18 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
    * SCHEDULER_LOOP=activity (the claim round handed over): the run claims through laps of a claim
    * loop activity (src/activities/claimLoop.ts) and wakes only for its messages, a lap's end or
    * failure, and continue-as-new. A pause, a configuration change (the next lap re-reads the
-   * account) and a rollover stop the lap under way first: nothing claims between two laps.
+   * account) and a rollover stop the lap under way first: nothing claims between two laps. A lap
+   * that fails (its worker died, or no worker serves the loops' queue: the deployment went back to
+   * SCHEDULER_LOOP=workflow) returns to the round loop, whose next claim hands over again or claims.
    */
-  const claimInLoopActivity = async (): Promise<{ stopped: string }> => {
+  let laps = 0;
+  const claimInLoopActivity = async (): Promise<{ stopped: string } | undefined> => {
     const loops = proxyActivities<ControlActivities>({
       taskQueue: claimLoopTaskQueue(args.taskQueues.control),
+      scheduleToStartTimeout: CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS,
       startToCloseTimeout: CLAIM_LOOP_LAP_MS + CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS,
       heartbeatTimeout: CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS,
-      // A failed lap (its worker died) is started again by this loop, as a new generation.
+      // A failed lap is started again (by the round loop's next hand-over), as a new generation.
       retry: { maximumAttempts: 1 },
     });
     const { workflowId, runId } = workflowInfo();
@@ -203,11 +207,12 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       const { maxHistoryEvents, maxHistoryBytes } = state.settings;
       return historyLength >= maxHistoryEvents || historySize >= maxHistoryBytes || continueAsNewSuggested || targetVersionChanged();
     };
-    for (let laps = 1; ; laps += 1) {
+    for (;;) {
       if (state.isPaused) {
         await condition(() => !state.isPaused || state.signalToTake() || rollOverDue());
         if (state.signalToTake()) startSignalWork();
       } else {
+        laps += 1;
         const generation = `${runId}~${laps}`;
         const configChanges = state.configChanges;
         let lap: ClaimLoopLap | undefined;
@@ -226,23 +231,24 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
           if (done || interrupted()) break;
           startSignalWork();
         }
-        if (!done) {
+        // Until the stop is written the lap would go on claiming (a pause must stop it): tried until it lands.
+        while (!done) {
           try {
             await control.stopClaimLoop({ carrierId: args.carrierId });
+            await condition(() => done);
           } catch (error) {
-            failures.record('stopClaimLoop', error, { backoff: false });
+            failures.record('stopClaimLoop', error);
+            await sleep(failures.backoffMs() ?? state.settings.tickMs);
           }
-          await condition(() => done);
         }
         const ended = lap;
         if (ended?.kind === 'stop') return { stopped: ended.reason };
         if (ended === undefined) {
           failures.record('runClaimLoop', failure);
-          await sleep(failures.backoffMs() ?? state.settings.tickMs);
-        } else {
-          failures.succeeded('runClaimLoop');
-          state.lapEnded(ended);
+          return undefined;
         }
+        failures.succeeded('runClaimLoop');
+        state.lapEnded(ended);
       }
       if (rollOverDue()) {
         state.close();
@@ -296,8 +302,10 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
       }
       const outcome = state.endRound(result);
       if (outcome.kind === 'stop') return { stopped: outcome.reason };
-      if (outcome.kind === 'handOver') return claimInLoopActivity();
-      for (const run of outcome.launches) launch(run);
+      if (outcome.kind === 'handOver') {
+        const stopped = await claimInLoopActivity();
+        if (stopped !== undefined) return stopped;
+      } else for (const run of outcome.launches) launch(run);
     }
     // With the patch: after the claim, beside the loop (the next round does not wait for it).
     if (claimsFirst) startSignalWork();
