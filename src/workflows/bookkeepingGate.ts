@@ -13,6 +13,7 @@
 import { patched, proxyLocalActivities } from '@temporalio/workflow';
 import type { FinishRetrySettings } from '../workflow-safe/cardRun.js';
 import { FINISH_LASTING_PATCH, firstFinishRetry, retryLasting } from './finishRetry.js';
+import { recordWriters } from './cardExecution.js';
 import type {
   BookkeepingActivities,
   BookkeepingBatchActivities,
@@ -29,6 +30,13 @@ const FLUSH_RETRY = { initialInterval: '200 ms', backoffCoefficient: 2, maximumI
 /** Flushes of records only retry without limit, as a card's record does: waiting for PostgreSQL holds no claim. */
 const RECORD_FLUSH_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInterval: '1 minute' } as const;
 const RECORD_KINDS: ReadonlySet<BookkeepingKind> = new Set(['recordExecution', 'enqueueRecord']);
+/**
+ * Runs from this patch on retry a card's record that failed inside a flush (its 3 tries there) on
+ * its own, without limit, as `cardCheck` retries its record: before, the card failed in its batch
+ * and what its check learned — execution row, observations, alerts, its priority item's end — was
+ * lost, although Redis had already moved its due time on (issue 46).
+ */
+const RECORD_OWN_RETRY_PATCH = 'batch-record-own-retry';
 
 /** The finish retry settings of a flush's finishes (undefined: their defaults), or null when it carries none. */
 function finishRetrySettings(flush: readonly Waiting[]): FinishRetrySettings | undefined | null {
@@ -106,7 +114,7 @@ export class BookkeepingGate {
         const lasting =
           finishRetry !== null && patched(FINISH_LASTING_PATCH) ? await retryLasting(() => activities.cardBookkeepingBatch(calls), finishRetry) : undefined;
         if (lasting !== undefined) settle(flush, lasting);
-        else for (const waiting of flush) waiting.reject(error instanceof Error ? error : new Error(String(error)));
+        else for (const waiting of flush) failed(waiting, error instanceof Error ? error : new Error(String(error)));
       },
     );
   }
@@ -117,6 +125,21 @@ function settle(flush: readonly Waiting[], settled: readonly BookkeepingSettled[
   for (const [index, waiting] of flush.entries()) {
     const outcome = settled[index];
     if (outcome?.ok) waiting.resolve(outcome.value);
-    else waiting.reject(new Error(outcome ? outcome.message : 'no result for this call in the flush'));
+    else failed(waiting, new Error(outcome ? outcome.message : 'no result for this call in the flush'));
   }
+}
+
+/** A call the flush could not make: a record is tried again on its own, without limit (see RECORD_OWN_RETRY_PATCH); anything else fails its card. */
+function failed(waiting: Waiting, error: Error): void {
+  const { call } = waiting;
+  if ((call.kind !== 'recordExecution' && call.kind !== 'enqueueRecord') || !patched(RECORD_OWN_RETRY_PATCH)) {
+    waiting.reject(error);
+    return;
+  }
+  const writers = recordWriters(`${call.kind}: card ${waiting.cardId}, again on its own`);
+  const written = call.kind === 'recordExecution' ? writers.recordExecution(call.input) : writers.enqueueRecord(call.input);
+  written.then(
+    (value) => waiting.resolve(value),
+    (error: unknown) => waiting.reject(error instanceof Error ? error : new Error(String(error))),
+  );
 }

@@ -88,7 +88,7 @@ const RECORD_RETRY = { initialInterval: '1 s', backoffCoefficient: 2, maximumInt
  * the ingest stream in Redis (one XADD) and the run ends; the ingest workers write it in batches
  * across executions. Both are local activities: no task and one marker event either way.
  */
-function recordWriters(summary: string | undefined): Pick<IngestActivities, 'recordExecution' | 'enqueueRecord'> {
+export function recordWriters(summary: string | undefined): Pick<IngestActivities, 'recordExecution' | 'enqueueRecord'> {
   return proxyLocalActivities<IngestActivities>({
     startToCloseTimeout: '30 s',
     localRetryThreshold: '10 s',
