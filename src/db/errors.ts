@@ -28,7 +28,7 @@ interface PgError {
   readonly detail?: string;
 }
 
-function isPgError(error: unknown): error is PgError {
+export function isPgError(error: unknown): error is PgError {
   return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string';
 }
 
@@ -93,6 +93,16 @@ export async function mapped<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
+    return mapPgError(error);
+  }
+}
+
+/** As {@link mapped}, but a violation of `constraint` is rethrown as it is (its caller handles it). */
+export async function mappedExcept<T>(constraint: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (isPgError(error) && error.constraint === constraint) throw error;
     return mapPgError(error);
   }
 }

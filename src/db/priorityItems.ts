@@ -9,7 +9,7 @@ import { DomainError } from '../domain/errors.js';
 import { DEFAULT_ATTEMPT_LIMIT, type PriorityItem, type PriorityRequest } from '../domain/priorityItem.js';
 import { requireId, requireInt, requireText } from '../domain/validate.js';
 import { writeAudit } from './audit.js';
-import { mapped } from './errors.js';
+import { isPgError, mappedExcept } from './errors.js';
 import { withTransaction, type Pool } from './pool.js';
 import type { Queryable } from './queryable.js';
 
@@ -138,9 +138,23 @@ export interface RequestResult {
  * the retry is then still the item's way to run.
  */
 export async function requestPriorityItem(pool: Pool, request: PriorityRequest): Promise<RequestResult> {
+  try {
+    return await createOrMerge(pool, request);
+  } catch (error) {
+    // Two first requests of a card at once: the active-item index refused the second creator, whose
+    // retry finds the item and merges into it (answered 409 naming the index before: issue 46).
+    if (isPgError(error) && error.code === '23505' && error.constraint === ACTIVE_ITEM_INDEX) return createOrMerge(pool, request);
+    throw error;
+  }
+}
+
+/** The partial unique index that keeps one active (pending or processing) item per card. */
+const ACTIVE_ITEM_INDEX = 'polling_priority_item_active_card_key';
+
+async function createOrMerge(pool: Pool, request: PriorityRequest): Promise<RequestResult> {
   const types = validateRequest(request);
   const now = request.now ?? new Date();
-  return mapped(() =>
+  return mappedExcept(ACTIVE_ITEM_INDEX, () =>
     withTransaction(pool, async (client) => {
       const card = await client.query('SELECT 1 FROM iot_card WHERE id = $1::bigint', [request.cardId]);
       if (card.rowCount === 0) throw DomainError.notFound('cardId', `card ${request.cardId} does not exist`);

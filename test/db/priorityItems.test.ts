@@ -225,3 +225,16 @@ test('priority item: an idle account wakes by the time a processing item’s lea
   const inMs = await nextPriorityRetryInMs(db.pool, carrier.id);
   assert.ok(inMs !== null && inMs > 45_000 && inMs <= 50_000, `the sweep is due when the 60 s lease claimed 10 s ago expires: ${inMs}`);
 });
+
+test('priority item: first requests of a card at once make one item, the others merge into it (no 409 naming the index)', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(290), carrierId: carrier.id })]);
+  assert.ok(card !== undefined);
+  const results = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => requestPriorityItem(db.pool, { cardId: card.id, types: ['card_status'], actor: `caller${i}`, source: 'test' })),
+  );
+  assert.equal(results.filter((result) => !result.merged).length, 1, 'one creator');
+  assert.equal(new Set(results.map((result) => result.item.id)).size, 1, 'one item');
+  const active = await findActivePriorityItem(db.pool, card.id);
+  assert.equal(active?.triggerCount, 10);
+});
