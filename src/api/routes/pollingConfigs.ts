@@ -32,10 +32,13 @@ export function registerPollingConfigRoutes(app: ApiApp, ctx: ApiContext): void 
    * background (millions of cards take a while). A change made while a rebuild runs (which may
    * have read the old configuration) gets one more pass after it; a failed one is logged and
    * stays requested for the next change or `npm start` — it is idempotent.
+   *
+   * The change is committed when this runs: the rebuild is requested first, and a scheduler that
+   * cannot be told (Temporal away) is logged, not answered as a failure — it reads the account
+   * again when its reference data expires. A 503 here once left a committed change with no
+   * rebuild requested at all (issue 46).
    */
   const announce = async (): Promise<void> => {
-    const carriers = await listCarriers(pool, { enabledOnly: true });
-    await Promise.all(carriers.map((carrier) => notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, carrier.id))));
     requestRebuild({ pool, redis: ctx.deps.redis, store: ctx.deps.store, namespace: ctx.config.REDIS_KEY_PREFIX })
       .then((passes) =>
         app.log.info(
@@ -44,6 +47,14 @@ export function registerPollingConfigRoutes(app: ApiApp, ctx: ApiContext): void 
         ),
       )
       .catch((error: unknown) => app.log.error({ err: error }, 're-placing cards after a polling config change failed'));
+    const carriers = await listCarriers(pool, { enabledOnly: true });
+    const told = await Promise.allSettled(carriers.map((carrier) => notifyIfRunning(() => notifyConfigChanged(ctx.orchestration, carrier.id))));
+    const untold = told.filter((result) => result.status === 'rejected');
+    if (untold.length > 0)
+      app.log.warn(
+        { schedulers: untold.length, err: (untold[0] as PromiseRejectedResult).reason },
+        'polling config changed; some schedulers could not be told (they re-read it when their cache expires)',
+      );
   };
 
   app.post(
