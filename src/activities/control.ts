@@ -106,6 +106,14 @@ export const DEFAULT_RETENTION: RetentionPolicy = { keepMonths: 3, monthsAhead: 
  */
 export const START_WAIT_MS = 500;
 
+/**
+ * Priority items one retry sweep requests again at most, and how many at once: a sweep runs inside
+ * the scheduler's loop every few rounds, and a backlog (hundreds deferred under carrier pushback)
+ * is worked off over several sweeps instead of holding one round for seconds.
+ */
+export const PRIORITY_SWEEP_MAX_ITEMS = 100;
+const PRIORITY_SWEEP_CONCURRENCY = 8;
+
 /** A sleep shorter than this saves next to nothing over the tick: the scheduler keeps ticking. */
 export const MIN_IDLE_SLEEP_MS = 2000;
 
@@ -357,22 +365,29 @@ export function createControlActivities(deps: ControlActivityDeps) {
   const requeueDuePriorityItems = async (carrierId: string): Promise<number> => {
     let due: Awaited<ReturnType<typeof listDuePriorityRetries>>;
     try {
-      due = await listDuePriorityRetries(deps.pool, carrierId);
+      due = await listDuePriorityRetries(deps.pool, carrierId, PRIORITY_SWEEP_MAX_ITEMS);
     } catch (error) {
       // PostgreSQL unreachable: nothing to requeue until it answers (the items wait there). Failing
       // would hold the scheduler's loop in this local activity's retries every few rounds.
       if (isDatabaseUnreachable(error)) return 0;
       throw error;
     }
-    for (const item of due) {
-      await deps.requests.requestCheck(carrierId, {
-        cardId: item.cardId,
-        types: item.types,
-        lane: item.lane,
-        actor: 'carrierScheduler',
-        source: 'priority-retry',
-      });
-    }
+    // A few at a time (each is a transaction, an audit row and a Lua call): 500 in sequence held
+    // the scheduler's loop for seconds under carrier pushback (issue 46).
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      for (let index = next++; index < due.length; index = next++) {
+        const item = due[index]!;
+        await deps.requests.requestCheck(carrierId, {
+          cardId: item.cardId,
+          types: item.types,
+          lane: item.lane,
+          actor: 'carrierScheduler',
+          source: 'priority-retry',
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PRIORITY_SWEEP_CONCURRENCY, due.length) }, lane));
     return due.length;
   };
   return {
