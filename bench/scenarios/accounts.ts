@@ -181,22 +181,22 @@ const RUN_SAMPLE = 30;
  * actions: a sample of their whole histories, scaled to all of them.
  */
 async function cardRunActions(stack: BenchStack, window: WindowResult): Promise<{ runs: number; actions: number }> {
-  const { rows } = await stack.pool.query<{ workflow_id: string }>(
-    'SELECT DISTINCT workflow_id FROM card_execution WHERE started_at >= $1 AND started_at < $2',
+  // By run, not workflow id: a card's `cardCheck` runs all have the id `card-<id>`.
+  const { rows } = await stack.pool.query<{ workflow_id: string; run_id: string }>(
+    'SELECT DISTINCT workflow_id, run_id FROM card_execution WHERE started_at >= $1 AND started_at < $2',
     [window.from, window.to],
   );
-  const ids = rows.map((row) => row.workflow_id);
-  const step = Math.max(1, Math.floor(ids.length / RUN_SAMPLE));
-  const sample = ids.filter((_, i) => i % step === 0).slice(0, RUN_SAMPLE);
+  const step = Math.max(1, Math.floor(rows.length / RUN_SAMPLE));
+  const sample = rows.filter((_, i) => i % step === 0).slice(0, RUN_SAMPLE);
   const counts = emptyCounts();
-  for (const id of sample) {
+  for (const run of sample) {
     const history = await stack.client.workflow
-      .getHandle(id)
+      .getHandle(run.workflow_id, run.run_id)
       .fetchHistory()
       .catch(() => undefined);
     countEvents(history?.events ?? [], counts);
   }
-  return { runs: ids.length, actions: sample.length === 0 ? 0 : (counts.actions / sample.length) * ids.length };
+  return { runs: rows.length, actions: sample.length === 0 ? 0 : (counts.actions / sample.length) * rows.length };
 }
 
 /** A claim loop's heartbeats (not in any history): at most one per 0.8 × the heartbeat timeout, the SDK's throttle; an upper bound. */
