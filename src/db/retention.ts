@@ -1,7 +1,9 @@
 /**
  * Storage upkeep, run hourly by the storageMaintenance workflow: the observation partitions of the
  * coming months exist before rows arrive, and data past retention goes — observations by dropping
- * whole monthly partitions (no DELETE, no bloat), execution rows by batched deletes.
+ * whole monthly partitions (no DELETE, no bloat), execution rows by batched deletes, and so do the
+ * other tables that grow with time: the audit trail, finished priority items, closed alerts and
+ * ingest dead letters (open ones stay whatever their age).
  *
  * A month whose partition is missing sends its rows to the DEFAULT partition; PostgreSQL then
  * refuses to create that month's partition (the default would hold rows of its range), so such a
@@ -26,11 +28,36 @@ export interface MaintenanceResult {
   readonly partitionsDropped: string[];
   readonly defaultRowsDeleted: number;
   readonly executionsDeleted: number;
+  /** Rows past retention deleted from the other growing tables, by table. */
+  readonly rowsDeleted: Readonly<Record<RetainedTable, number>>;
   /** Everything before this was past retention. */
   readonly cutoff: string;
 }
 
 const DEFAULT_DELETE_BATCH = 10_000;
+
+/**
+ * The other tables that grow with time, and which of their rows are past retention at the cutoff
+ * ($1): only rows whose story is over — a pending priority item, an open alert, stays.
+ */
+const RETAINED = {
+  audit_log: 'occurred_at < $1',
+  polling_priority_item: "status IN ('completed', 'failed') AND finished_at < $1",
+  polling_failure_alert: "status = 'recovered' AND recovered_at < $1",
+  carrier_alert: "status = 'resolved' AND resolved_at < $1",
+  ingest_dead_letter: 'failed_at < $1',
+} as const;
+export type RetainedTable = keyof typeof RETAINED;
+
+/** Deletes `table`'s rows matching `where` in batches (short transactions, short locks); returns how many. */
+async function deleteInBatches(pool: Pool, table: string, where: string, cutoff: Date, batch: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = await pool.query(`DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT $2)`, [cutoff, batch]);
+    total += deleted.rowCount ?? 0;
+    if ((deleted.rowCount ?? 0) < batch) return total;
+  }
+}
 const PARTITION_NAME = /^card_observation_(\d{4})(\d{2})$/;
 
 const monthStart = (date: Date, offset = 0): Date => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + offset, 1));
@@ -95,18 +122,17 @@ export async function maintainStorage(pool: Pool, policy: RetentionPolicy, now: 
   const defaultRows = await pool.query('DELETE FROM card_observation_default WHERE observed_at < $1', [cutoff]);
 
   const batch = policy.deleteBatch ?? DEFAULT_DELETE_BATCH;
-  let executions = 0;
-  for (;;) {
-    const deleted = await pool.query('DELETE FROM card_execution WHERE id IN (SELECT id FROM card_execution WHERE started_at < $1 LIMIT $2)', [cutoff, batch]);
-    executions += deleted.rowCount ?? 0;
-    if ((deleted.rowCount ?? 0) < batch) break;
-  }
+  const executions = await deleteInBatches(pool, 'card_execution', 'started_at < $1', cutoff, batch);
+  const rowsDeleted = {} as Record<RetainedTable, number>;
+  for (const [table, where] of Object.entries(RETAINED) as [RetainedTable, string][])
+    rowsDeleted[table] = await deleteInBatches(pool, table, where, cutoff, batch);
   return {
     partitionsCreated: created,
     rowsMovedFromDefault: moved,
     partitionsDropped: dropped.sort(),
     defaultRowsDeleted: defaultRows.rowCount ?? 0,
     executionsDeleted: executions,
+    rowsDeleted,
     cutoff: cutoff.toISOString(),
   };
 }

@@ -79,3 +79,49 @@ test(
     assert.equal(july[0]?.part, 'card_observation_203007');
   },
 );
+
+test('storage maintenance: the audit trail, finished priority items, closed alerts and dead letters past retention go; open ones stay', async () => {
+  const carrier = await makeCarrier(db.pool);
+  const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(2), carrierId: carrier.id })]);
+  const old = '2020-01-10T00:00:00Z';
+  const recent = '2030-05-10T00:00:00Z';
+  for (const when of [old, recent]) {
+    await db.pool.query(
+      "INSERT INTO audit_log (entity_type, entity_id, action, actor, source, occurred_at) VALUES ('iot_card', $1, 'test', 'test', 'test', $2)",
+      [card!.id, when],
+    );
+    await db.pool.query(
+      `INSERT INTO polling_priority_item (card_id, status, types, first_actor, first_source, last_actor, last_source, last_triggered_at, finished_at, result)
+       VALUES ($1, 'completed', '{card_status}', 't', 't', 't', 't', $2, $2, 'success')`,
+      [card!.id, when],
+    );
+    await db.pool.query(
+      "INSERT INTO polling_failure_alert (card_id, carrier_id, check_type, status, fail_count, opened_at, recovered_at) VALUES ($1, $2, 'card_status', 'recovered', 3, $3, $3)",
+      [card!.id, carrier.id, when],
+    );
+    await db.pool.query(
+      "INSERT INTO carrier_alert (carrier_id, kind, status, alert_count, threshold, window_ms, opened_at, resolved_at) VALUES ($1, 'failure_burst', 'resolved', 5, 3, 60000, $2, $2)",
+      [carrier.id, when],
+    );
+    await db.pool.query("INSERT INTO ingest_dead_letter (record_id, record, reason, failed_at) VALUES ($1, '{}', 'test', $2)", [`dead-${when}`, when]);
+  }
+  // Open and pending ones stay, however old.
+  await db.pool.query(
+    `INSERT INTO polling_priority_item (card_id, status, types, first_actor, first_source, last_actor, last_source, last_triggered_at, created_at)
+     VALUES ($1, 'pending', '{card_status}', 't', 't', 't', 't', $2, $2)`,
+    [card!.id, old],
+  );
+  await db.pool.query(
+    "INSERT INTO polling_failure_alert (card_id, carrier_id, check_type, status, fail_count, opened_at) VALUES ($1, $2, 'carddata', 'open', 3, $3)",
+    [card!.id, carrier.id, old],
+  );
+
+  const result = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1 }, at('2030-06-15T12:00:00Z'));
+  assert.deepEqual(result.rowsDeleted, { audit_log: 1, polling_priority_item: 1, polling_failure_alert: 1, carrier_alert: 1, ingest_dead_letter: 1 });
+  const left = async (sql: string): Promise<string[]> => (await db.pool.query<{ v: string }>(sql)).rows.map((row) => row.v);
+  assert.deepEqual(await left('SELECT status AS v FROM polling_priority_item ORDER BY id'), ['completed', 'pending']);
+  assert.deepEqual(await left('SELECT status AS v FROM polling_failure_alert ORDER BY id'), ['recovered', 'open']);
+  assert.deepEqual(await left("SELECT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY') AS v FROM audit_log"), ['2030']);
+  assert.deepEqual(await left('SELECT record_id AS v FROM ingest_dead_letter'), [`dead-${recent}`]);
+  assert.deepEqual(await left('SELECT status AS v FROM carrier_alert'), ['resolved']);
+});
