@@ -204,6 +204,11 @@ export function createCardActivities(deps: CardActivityDeps) {
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
       if (right === 'lost') return { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
+      // The lease runs from the execution's start, not the claim's: a card of a batch without a
+      // gateway step of its own (package only) renews nowhere else, and waits at the batch's gate
+      // for the slowest card's steps — at most the account's total timeout, which never exceeds the
+      // lease — so a run that started late lost its lease meanwhile and was claimed again (issue 46).
+      if (!(await deps.store.renew(input.carrierId, input.cardId, input.token, input.executorId, leaseMs))) return { kind: 'lost' };
       if (!carrier) return { kind: 'not_polled', reason: 'carrier account no longer exists' };
       const { card, remembered: fromMemory } = await readCard(input);
       if (!card) return { kind: 'not_polled', reason: 'card no longer exists' };
