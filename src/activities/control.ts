@@ -29,6 +29,7 @@ import type { IngestPressure } from '../ingest/pressure.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
+import { eachLimited } from '../runtime/eachLimited.js';
 import { maintainStorage, type MaintenanceResult, type RetentionPolicy } from '../db/retention.js';
 import { writeAudit } from '../db/audit.js';
 import { isDomainError } from '../domain/errors.js';
@@ -374,20 +375,11 @@ export function createControlActivities(deps: ControlActivityDeps) {
     }
     // A few at a time (each is a transaction, an audit row and a Lua call): 500 in sequence held
     // the scheduler's loop for seconds under carrier pushback (issue 46).
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      for (let index = next++; index < due.length; index = next++) {
-        const item = due[index]!;
-        await deps.requests.requestCheck(carrierId, {
-          cardId: item.cardId,
-          types: item.types,
-          lane: item.lane,
-          actor: 'carrierScheduler',
-          source: 'priority-retry',
-        });
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PRIORITY_SWEEP_CONCURRENCY, due.length) }, lane));
+    await eachLimited(due, PRIORITY_SWEEP_CONCURRENCY, (item) =>
+      deps.requests
+        .requestCheck(carrierId, { cardId: item.cardId, types: item.types, lane: item.lane, actor: 'carrierScheduler', source: 'priority-retry' })
+        .then(() => undefined),
+    );
     return due.length;
   };
   return {

@@ -6,6 +6,7 @@
  * (docs/design.md §11): a bulk "check this customer's cards again" must not cost an update per card.
  */
 import { listCards } from '../db/cards.js';
+import { eachLimited } from '../runtime/eachLimited.js';
 import type { Queryable } from '../db/queryable.js';
 import { describeFailure } from '../db/errors.js';
 import { isDomainError } from '../domain/errors.js';
@@ -68,15 +69,6 @@ async function selectedCards(pool: Queryable, selection: BulkSelection): Promise
       `matches more than ${MAX_BULK_REQUEST_CARDS} polled cards; narrow it (status) or name the cards in pages of cardIds`,
     );
   return cards.map((card) => ({ cardId: card.id, carrierId: card.carrierId }));
-}
-
-/** Runs `work` over `items`, at most `limit` at a time. */
-async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let index = next++; index < items.length; index = next++) await work(items[index] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
 export async function bulkRequestCheck(deps: BulkDeps, selection: BulkSelection, request: BulkRequest): Promise<BulkAnswer> {

@@ -13,6 +13,7 @@
  * retried claim activity) is a success for the cards that batch carries.
  */
 import { randomUUID } from 'node:crypto';
+import { eachLimited } from '../runtime/eachLimited.js';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import { cardRunPlacement } from '../workflow-safe/taskQueues.js';
 import {
@@ -108,7 +109,7 @@ export function createClientCardStarter(client: Client, log: Log, shaping: CardR
   return {
     async start(request) {
       const failed: ClaimedCard[] = [];
-      await inParallel(priorityFirst(request.cards), async (card) => {
+      await eachLimited(priorityFirst(request.cards), START_CONCURRENCY, async (card) => {
         if (!(await startOne(request, card))) failed.push(card);
       });
       return failed;
@@ -132,7 +133,7 @@ async function startBatches(client: Client, log: Log, batchSize: number, request
   const startAll = async (batches: readonly CardBatch[], roundName: string): Promise<BatchStart> => {
     const failed: ClaimedCard[] = [];
     const unplaced: ClaimedCard[] = [];
-    await inParallel(batches, async (batch) => {
+    await eachLimited(batches, START_CONCURRENCY, async (batch) => {
       const result = await startBatch(
         client,
         log,
@@ -188,18 +189,6 @@ async function startBatch(client: Client, log: Log, request: CardStartRequest, b
     log('cardBatch could not start; releasing its claims', { workflowId, cards: batch.cards.map((card) => card.cardId), error: String(error) });
     return { failed: batch.cards, unplaced: [] };
   }
-}
-
-/** Runs `work` over `items` at most START_CONCURRENCY at a time, starting them in order. */
-async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    for (let index = next++; index < items.length; index = next++) {
-      const item = items[index];
-      if (item !== undefined) await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, items.length) }, lane));
 }
 
 /** Whether the run under `workflowId` is closed within `maxMs` (polled; false when it cannot be described). */
