@@ -22,7 +22,9 @@ import { latenessBetween } from '../lib/measure.js';
 import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
 import type { RunShape, StartMode } from '../lib/options.js';
 import type { Table } from '../lib/report.js';
-import { round, sleep } from '../lib/stats.js';
+import { distribution, round, sleep, type Distribution } from '../lib/stats.js';
+import type { ScopedCard } from '../../src/domain/card.js';
+import { sendRequests, watchFirstCalls, type Pending } from './priority.js';
 import { runningSchedulers } from '../../src/app/temporalControl.js';
 import { atMost, atLeast, type Verdict } from '../lib/verdict.js';
 import { CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS, type SchedulerLoop } from '../../src/workflow-safe/claimLoop.js';
@@ -47,6 +49,15 @@ const IDLE_TASKS_PER_SEC = 0.02;
 const IDLE_ACTIONS_PER_SEC = 0.05;
 const LATENESS_P99_MS = 2000;
 const BIG_SHARE = 0.9;
+const CLAIMING_WITHIN_SEC = 60;
+const REQUEST_TO_CALL_P99_MS = 2000;
+/** After the window: request-checks at this rate for this long, spread over this many small accounts, their first gateway call watched. */
+const REQUEST_RATE = 2;
+const REQUEST_PHASE_SEC = 60;
+const REQUEST_ACCOUNTS = 40;
+/** How often the simulator's per-card call stamps are read in the request phase (the stamp is the simulator's: this only bounds how soon a later call could hide it). */
+const WATCH_EVERY_MS = 500;
+const DRAIN_MS = 15_000;
 
 export interface AccountsVariant {
   readonly accounts: number;
@@ -66,6 +77,8 @@ export interface AccountsRun extends AccountsVariant {
   readonly windowSeconds: number;
   /** From pollingControl's start until every account's scheduler ran (visibility); null: not within the limit. */
   readonly schedulersRunningAfterSec: number | null;
+  /** Until every account claimed (loop activity: its loop's status view in Redis; workflow loop: as running); null: not within the limit. */
+  readonly accountsClaimingAfterSec: number | null;
   readonly idle: Cost;
   readonly small: Cost;
   /** pollingControl's actions per second, and per account-second. */
@@ -84,8 +97,38 @@ export interface AccountsRun extends AccountsVariant {
   /** Card runs that started a check in the window, and the checks each carried on average. */
   readonly cardRuns: number;
   readonly checksPerRun: number;
+  /** The request phase after the window: request-checks sent, those whose first gateway call was seen, request → that call. */
+  readonly requestsSent: number;
+  readonly requestsCalled: number;
+  readonly requestToCallMs: Distribution;
   readonly cpu: WindowResult['cpu'];
   readonly cpuNote: string;
+}
+
+/**
+ * After the window (the simulator's per-card stamps are read every {@link WATCH_EVERY_MS}, which
+ * the window's CPU figures should not carry): request-checks at {@link REQUEST_RATE}/s across
+ * some small accounts while the whole fleet runs, each timed from the request to its card's first
+ * gateway call.
+ */
+async function requestPhase(
+  stack: BenchStack,
+  pools: { carrierId: string; cards: ScopedCard[] }[],
+  log: (line: string) => void,
+): Promise<{ sent: number; called: number; toCallMs: Distribution }> {
+  const sent: Pending[] = [];
+  const answers: Promise<void>[] = [];
+  const watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
+  log(`request phase: ${REQUEST_RATE} request-checks/s for ${REQUEST_PHASE_SEC} s over ${pools.length} small accounts`);
+  await sendRequests(stack, pools, REQUEST_RATE, Date.now() + REQUEST_PHASE_SEC * 1000, sent, answers, { wake: stack.config.SCHEDULER_LOOP === 'workflow' });
+  await Promise.all(answers);
+  const drainUntil = Date.now() + DRAIN_MS;
+  while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(200);
+  await watcher.stop();
+  const called = sent.filter((p) => p.firstCallAt !== undefined);
+  const failed = sent.filter((p) => p.status !== 'requested');
+  if (failed.length > 0) log(`request phase: ${failed.length} not requested (${failed[0]?.status ?? ''})`);
+  return { sent: sent.length, called: called.length, toCallMs: distribution(called.map((p) => p.firstCallAt! - p.requestedAt)) };
 }
 
 const perSec = (counts: EventCounts, accounts: number, seconds: number): Cost => ({
@@ -112,21 +155,48 @@ async function windowCounts(client: Client, workflowIds: readonly string[], from
   return total;
 }
 
-/** Waits until every account's scheduler runs (Temporal visibility); seconds it took, or null when some never did within the limit. */
-async function allSchedulersRunning(stack: BenchStack, accounts: number, log: (line: string) => void): Promise<number | null> {
+/** The accounts whose claim loop activity has ticked and still does (its status view is fresh in Redis). */
+async function claimingLoops(stack: BenchStack, carrierIds: readonly string[]): Promise<number> {
+  const views = await Promise.all(carrierIds.map((id) => stack.deps.store.loopView(id)));
+  return views.filter((view) => view !== null).length;
+}
+
+interface FleetStart {
+  /** From pollingControl's start until every account's scheduler ran (visibility); null: not within the limit. */
+  readonly runningAfterSec: number | null;
+  /** Until every account claimed (loop activity: its loop ticked; workflow loop: its scheduler ran); null: not within the limit. */
+  readonly claimingAfterSec: number | null;
+}
+
+/** Waits until every account's scheduler runs (Temporal visibility) and claims; the seconds each took (null: not within the limit). */
+async function fleetStart(stack: BenchStack, carrierIds: readonly string[], loop: SchedulerLoop, log: (line: string) => void): Promise<FleetStart> {
   const began = Date.now();
-  for (;;) {
-    const running = (await runningSchedulers(stack.ref)).size;
-    if (running >= accounts) return round((Date.now() - began) / 1000, 1);
+  let runningAfterSec: number | null = null;
+  let claimingAfterSec: number | null = null;
+  for (let lastLog = began; ;) {
+    const seconds = round((Date.now() - began) / 1000, 1);
+    const running = runningAfterSec === null ? (await runningSchedulers(stack.ref)).size : carrierIds.length;
+    if (runningAfterSec === null && running >= carrierIds.length) runningAfterSec = seconds;
+    const claiming = loop === 'activity' ? await claimingLoops(stack, carrierIds) : running;
+    if (claimingAfterSec === null && claiming >= carrierIds.length) claimingAfterSec = round((Date.now() - began) / 1000, 1);
+    if (runningAfterSec !== null && claimingAfterSec !== null) return { runningAfterSec, claimingAfterSec };
     if (Date.now() - began > SCHEDULERS_START_LIMIT_MS) {
-      log(`only ${running} of ${accounts} schedulers running after ${SCHEDULERS_START_LIMIT_MS / 1000} s`);
-      return null;
+      log(`after ${SCHEDULERS_START_LIMIT_MS / 1000} s: ${running} of ${carrierIds.length} schedulers running, ${claiming} claiming`);
+      return { runningAfterSec, claimingAfterSec };
+    }
+    if (Date.now() - lastLog >= 10_000) {
+      log(`${seconds} s: ${running} of ${carrierIds.length} schedulers running, ${claiming} claiming`);
+      lastLog = Date.now();
     }
     await sleep(1000);
   }
 }
 
-async function seedFleet(stack: BenchStack, accounts: number, log: (line: string) => void): Promise<{ small: Carrier[]; idle: Carrier[]; big: Carrier }> {
+async function seedFleet(
+  stack: BenchStack,
+  accounts: number,
+  log: (line: string) => void,
+): Promise<{ small: Carrier[]; idle: Carrier[]; big: Carrier; requestPools: { carrierId: string; cards: ScopedCard[] }[] }> {
   const typeGroups = { card_status: 'status' } as const;
   const carrier = async (name: string, qps: number): Promise<Carrier> => {
     const created = await createCarrier(stack.pool, {
@@ -167,10 +237,19 @@ async function seedFleet(stack: BenchStack, accounts: number, log: (line: string
     await cardsSpread(account, SMALL_CARDS, 86_400_000, 3_600_000);
     idle.push(account);
   }
+  // Request-check targets, polled daily otherwise (their own schedule rarely meets the phase): a few cards on some small accounts.
+  await createPollingConfig(stack.pool, { name: 'requested', priority: 20, match: { cardStatus: 'test' }, intervalsSec: { card_status: 86_400 } });
+  const requestPools: { carrierId: string; cards: ScopedCard[] }[] = [];
+  const step = Math.max(1, Math.floor(small.length / REQUEST_ACCOUNTS));
+  for (let i = 0; i < small.length; i += step) {
+    serial += 1;
+    const cards = await addCards(stack, small[i]!.id, serial, 0, Math.ceil((REQUEST_RATE * REQUEST_PHASE_SEC) / REQUEST_ACCOUNTS) + 1, 'test');
+    requestPools.push({ carrierId: small[i]!.id, cards });
+  }
   const big = await carrier('big', BIG_QPS);
   await createPollingConfig(stack.pool, { name: 'big', priority: 10, match: { carrierId: big.id }, intervalsSec: { card_status: BIG_INTERVAL_SEC } });
   await cardsSpread(big, BIG_CARDS, BIG_INTERVAL_SEC * 1000, 1000);
-  return { small, idle, big };
+  return { small, idle, big, requestPools };
 }
 
 /** Runs whose histories are read for the card runs' actions (scaled to every run of the window). */
@@ -230,9 +309,10 @@ export async function runAccounts(
   try {
     const fleet = await seedFleet(stack, variant.accounts, log);
     await stack.startOrchestration();
-    const total = fleet.small.length + fleet.idle.length + 1;
-    const schedulersRunningAfterSec = await allSchedulersRunning(stack, total, log);
-    log(`all ${total} schedulers running after ${schedulersRunningAfterSec ?? '-'} s`);
+    const carrierIds = [...fleet.small, ...fleet.idle, fleet.big].map((carrier) => carrier.id);
+    const total = carrierIds.length;
+    const started = await fleetStart(stack, carrierIds, variant.schedulerLoop, log);
+    log(`all ${total} schedulers running after ${started.runningAfterSec ?? '-'} s, claiming after ${started.claimingAfterSec ?? '-'} s`);
     const window = await measureWindow(stack, seconds, log);
     const id = (carrier: Carrier): string => schedulerWorkflowId(carrier.id, stack.ref.workflowIdPrefix);
     const sample = fleet.small.filter((_, i) => i % Math.max(1, Math.floor(fleet.small.length / SMALL_SAMPLE)) === 0).slice(0, SMALL_SAMPLE);
@@ -257,6 +337,7 @@ export async function runAccounts(
     const schedulerActions =
       (smallCounts.actions / Math.max(1, sample.length)) * fleet.small.length + idleCounts.actions + bigCounts.actions + loops * s * heartbeatsPerLoopSec;
     const runActions = await cardRunActions(stack, window);
+    const requests = await requestPhase(stack, fleet.requestPools, log);
     const perAccount = (counts: EventCounts, accounts: number): Cost => {
       const cost = perSec(counts, accounts, s);
       // A claim loop's heartbeats are actions too (estimated: they are in no history).
@@ -265,7 +346,8 @@ export async function runAccounts(
     const run: AccountsRun = {
       ...variant,
       windowSeconds: round(s, 1),
-      schedulersRunningAfterSec,
+      schedulersRunningAfterSec: started.runningAfterSec,
+      accountsClaimingAfterSec: started.claimingAfterSec,
       idle: perAccount(idleCounts, fleet.idle.length),
       small: perAccount(smallCounts, Math.max(1, sample.length)),
       control: {
@@ -283,6 +365,9 @@ export async function runAccounts(
       actionsPerCheck: allChecks > 0 ? round((schedulerActions + controlCounts.actions + runActions.actions) / allChecks, 3) : 0,
       cardRuns: runActions.runs,
       checksPerRun: runActions.runs > 0 ? round(allChecks / runActions.runs, 2) : 0,
+      requestsSent: requests.sent,
+      requestsCalled: requests.called,
+      requestToCallMs: requests.toCallMs,
       cpu: window.cpu,
       cpuNote: cpuNote(window.cpu),
     };
@@ -328,6 +413,7 @@ export const accounts: Scenario = async (context) => {
     headers: [
       'variant',
       'all schedulers running after s',
+      'all accounts claiming after s',
       'idle acct: tasks/s',
       'idle acct: actions/s',
       'small acct: tasks/s',
@@ -340,13 +426,15 @@ export const accounts: Scenario = async (context) => {
       'scheduler actions/check',
       'all actions/check',
       'checks/run',
+      'request → call p50 / p99 ms (seen of sent)',
       'Temporal CPU',
       'workers CPU',
     ],
-    numeric: [false, true, true, true, true, true, true, false, true, false, true, true, true, true, true, true],
+    numeric: [false, true, true, true, true, true, true, true, false, true, false, true, true, true, true, false, true, true],
     rows: runs.map((run) => [
       label(run),
       run.schedulersRunningAfterSec ?? '–',
+      run.accountsClaimingAfterSec ?? '–',
       run.idle.workflowTasksPerSec,
       run.idle.actionsPerSec,
       run.small.workflowTasksPerSec,
@@ -359,6 +447,7 @@ export const accounts: Scenario = async (context) => {
       run.schedulerActionsPerCheck,
       run.actionsPerCheck,
       run.checksPerRun,
+      `${ms(run.requestToCallMs.p50)} / ${ms(run.requestToCallMs.p99)} (${run.requestsCalled} of ${run.requestsSent})`,
       pct(run.cpu.temporal),
       pct(run.cpu.bench),
     ]),
@@ -371,6 +460,28 @@ export const accounts: Scenario = async (context) => {
       ...(run.smallLatenessP99Ms === null
         ? []
         : [atMost(`small accounts' lateness p99 ms (${label(run)})`, run.smallLatenessP99Ms, LATENESS_P99_MS, String, `${run.smallExecutions} executions`)]),
+      ...(run.accountsClaimingAfterSec === null
+        ? [atMost(`every account claiming within s (${label(run)})`, Number.POSITIVE_INFINITY, CLAIMING_WITHIN_SEC, String, 'not all within the limit')]
+        : [
+            atMost(
+              `every account claiming within s (${label(run)})`,
+              run.accountsClaimingAfterSec,
+              CLAIMING_WITHIN_SEC,
+              String,
+              `${run.accounts + IDLE_ACCOUNTS + 1} accounts`,
+            ),
+          ]),
+      ...(run.requestToCallMs.p99 === null
+        ? []
+        : [
+            atMost(
+              `request-check → first gateway call p99 ms (${label(run)})`,
+              run.requestToCallMs.p99,
+              REQUEST_TO_CALL_P99_MS,
+              String,
+              `${run.requestsCalled} of ${run.requestsSent} requests`,
+            ),
+          ]),
       atLeast(
         `big account checks/s ÷ offered (${label(run)})`,
         round(run.bigChecksPerSec / run.bigOfferedPerSec, 3),
@@ -388,6 +499,7 @@ export const accounts: Scenario = async (context) => {
       "tasks/s and actions/s per account: every event of the account's scheduler runs in the window (Temporal Cloud actions by bench/lib/actions.ts) ÷ accounts ÷ window seconds; small accounts from a sample of up to 20 histories.",
       'Lateness = execution start − earliest due (card_execution.details.latenessMs) of executions started in the window. CPU = share of one core in the window; workers CPU is this process (4 workers + the bench).',
       "scheduler actions/check: every scheduler action in the window (small ones scaled from the sample) ÷ every check started in the window. all actions/check adds pollingControl's and the card runs' (a sample of up to 30 runs' whole histories, scaled to every run that started a check in the window).",
+      `"all accounts claiming after": from pollingControl's start until every account's claim loop ticked (its status view in Redis; workflow loop: its scheduler ran). Request → call: after the window, ${REQUEST_RATE} request-checks/s for ${REQUEST_PHASE_SEC} s on cards of ${REQUEST_ACCOUNTS} small accounts (polled daily otherwise), from the request to the card's first gateway call (the simulator's stamp, read every ${WATCH_EVERY_MS} ms).`,
       `"loop activity" = SCHEDULER_LOOP=activity (claim loops as heartbeating activities; runs started by the loop with the client; in the batch shape, batches shared across accounts). Its heartbeats are in no history: counted as one action per ${(0.8 * CLAIM_LOOP_HEARTBEAT_TIMEOUT_MS) / 1000} s per account (the SDK's throttle; an upper bound).`,
     ],
     config: {

@@ -72,6 +72,8 @@ export async function sendRequests(
   until: number,
   sent: Pending[],
   inFlight: Promise<void>[],
+  /** `wake: false` under SCHEDULER_LOOP=activity, as the API serves it (src/api/routes/requestCheck.ts). */
+  options: { readonly wake: boolean } = { wake: true },
 ): Promise<void> {
   const everyMs = 1000 / rate;
   for (let i = 0; Date.now() < until; i += 1) {
@@ -82,12 +84,18 @@ export async function sendRequests(
     sent.push(pending);
     inFlight.push(
       // As the API serves it (src/app/requestCheckService.ts): the service, then the scheduler woken.
-      serveRequestCheck(stack.ref, stack.services.requests, target.carrierId, {
-        cardId: card.id,
-        types: ['card_status'],
-        actor: 'bench',
-        source: 'bench',
-      }).then(
+      serveRequestCheck(
+        stack.ref,
+        stack.services.requests,
+        target.carrierId,
+        {
+          cardId: card.id,
+          types: ['card_status'],
+          actor: 'bench',
+          source: 'bench',
+        },
+        options,
+      ).then(
         (result) => {
           pending.status = result.status;
           pending.answeredAt = Date.now();
