@@ -127,6 +127,8 @@ export function stackEnv(stack: Stack): Record<string, string> {
     TASK_QUEUE_INGEST: stack.taskQueues.ingest,
     WORKFLOW_ID_PREFIX: stack.config.WORKFLOW_ID_PREFIX,
     GATEWAY_URL: stack.simulator.url,
+    // A process of this stack claims as its in-process workers do.
+    SCHEDULER_LOOP: stack.config.SCHEDULER_LOOP,
   };
 }
 

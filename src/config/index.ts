@@ -133,13 +133,14 @@ const schema = z.object({
    */
   CARD_START_MODE: z.enum(['child', 'client']).default('child'),
   /**
-   * Where an account's claim loop runs: `workflow` (the default) — a claim round per workflow task of
-   * its carrierScheduler, a local activity and a timer every tick; `activity` — laps of a
-   * long-running, heartbeating claim loop activity per account (10 minutes each) that claims every
-   * tick and starts the runs with the client, the scheduler waking only for its messages, a lap's
-   * end and continue-as-new (docs/design.md, 'The claim loop as an activity'). For many accounts.
+   * Where an account's claim loop runs: `activity` (the default) — laps of a long-running,
+   * heartbeating claim loop activity per account (10 minutes each) that claims every tick and starts
+   * the runs with the client, the scheduler waking only for its messages, a lap's end and
+   * continue-as-new (docs/design.md, 'The claim loop as an activity'); `workflow` — a claim round
+   * per workflow task of its carrierScheduler, a local activity and a timer every tick (an account
+   * then costs about one action a second, busy or idle: docs/capacity.md, 'Many accounts').
    */
-  SCHEDULER_LOOP: z.enum(SCHEDULER_LOOPS).default('workflow'),
+  SCHEDULER_LOOP: z.enum(SCHEDULER_LOOPS).default('activity'),
   /** Claim loop activities one control worker runs at once (SCHEDULER_LOOP=activity): one per account it serves. */
   WORKER_CLAIM_LOOPS: positiveInt.default(2000),
   /**

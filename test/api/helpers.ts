@@ -2,6 +2,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApiServer } from '../../src/api/server.js';
 import type { OrchestrationRef } from '../../src/app/temporalControl.js';
+import type { Config } from '../../src/config/index.js';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 
 export interface ApiStack {
@@ -18,8 +19,8 @@ export interface ApiStack {
   close(): Promise<void>;
 }
 
-export async function createApiStack(label: string): Promise<ApiStack> {
-  const stack = await createStack(label);
+export async function createApiStack(label: string, config: Partial<Config> = {}): Promise<ApiStack> {
+  const stack = await createStack(label, { config });
   const ref: OrchestrationRef = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
   const app = await buildApiServer(
     { config: stack.config, deps: stack.deps, services: stack.services, orchestration: ref },

@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import { storageMaintenanceScheduleId } from '../../src/workflow-safe/workflowIds.js';
 import { switchIngestMode } from '../../src/ingest/mode.js';
-import { ensurePollingControl, requestCheck, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, requestCheck, currentSchedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import type { RequestCheckResult } from '../../src/workflow-safe/requestCheck.js';
 import { isCluster } from '../../src/redis/connection.js';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
@@ -215,7 +215,7 @@ test(
             const outcomes = rows.filter((row) => row.card_id === card.id).map((row) => `${row.outcome} ${row.n}`);
             return `${card.id}: ${outcomes.length === 0 ? 'none' : outcomes.join(', ')}`;
           });
-          const scheduler = await schedulerStatus(ref, account.carrier.id).then(
+          const scheduler = await currentSchedulerStatus(ref, stack.deps.store, account.carrier.id).then(
             (s) =>
               `mode ${s.mode}, rounds ${s.rounds}, running ${s.running}, lanes ${s.lanes.priority}/${s.lanes.normal}, start failures ${s.startFailures}${s.lastFailure ? `, last failure ${JSON.stringify(s.lastFailure)}` : ''}`,
             (error: unknown) => `no answer: ${String(error).slice(0, 200)}`,
@@ -428,7 +428,7 @@ test(
       // Leases: none expired beyond the runs the killed card worker held (asked while a control
       // worker still answers the schedulers' status query).
       let expired = 0;
-      for (const account of accounts) expired += (await schedulerStatus(ref, account.carrier.id)).expiredLeases;
+      for (const account of accounts) expired += (await currentSchedulerStatus(ref, stack.deps.store, account.carrier.id)).expiredLeases;
       phase(`expired leases: ${expired}`);
       assert.ok(expired <= onKilled.size, `${expired} leases expired, but only ${onKilled.size} runs were on the killed card worker`);
 

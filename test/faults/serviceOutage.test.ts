@@ -17,7 +17,7 @@ import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.j
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { privatePostgres, privateRedis, type PrivateService } from './privateServices.js';
 import { freePort, isRunning, spawnEntryProcess, waitUntilPrinted, type EntryProcess } from './entryProcess.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, currentSchedulerStatus } from '../../src/app/temporalControl.js';
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
 import { startLiveLine } from '../../demo/liveLine.js';
 
@@ -97,7 +97,8 @@ describe('faults: a PostgreSQL or Redis outage under a running system', () => {
     await waitUntilReady(api, 'card-poller API on');
     const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     // As `npm start` wires it: a scheduler that does not answer shows as "?".
-    const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> => schedulerStatus(ref, carrierId).catch(() => undefined);
+    const { store } = stack.deps;
+    const scheduler = (carrierId: string): Promise<SchedulerStatus | undefined> => currentSchedulerStatus(ref, store, carrierId).catch(() => undefined);
     live = startLiveLine({ pool: stack.deps.pool, store: stack.deps.store, simulator: stack.simulator, scheduler, log: (line) => void liveLines.push(line) });
     // A failed scheduler (its claim activity ran out of retries in the outage) is started again
     // at the next reconcile: keep that short so the test waits seconds, not a minute.

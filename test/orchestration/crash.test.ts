@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createStack, stackEnv, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { sharedBundleEnv } from '../../testkit/workflowBundle.js';
-import { ensurePollingControl, schedulerStatus } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, currentSchedulerStatus } from '../../src/app/temporalControl.js';
 import { typescriptExecArgv } from '../../src/runtime/typescriptChild.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -110,7 +110,7 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
     // Read before the in-flight sample, not between it and the kill: that query took long enough on
     // a loaded machine for sampled calls to finish first (CI: 'timed out … waiting for the leases
     // of the interrupted cards reclaimed').
-    const expiredBefore = (await schedulerStatus(ref, carrierId)).expiredLeases;
+    const expiredBefore = (await currentSchedulerStatus(ref, stack.deps.store, carrierId)).expiredLeases;
     // Kill while gateway calls are in flight: those cards' claims are certainly live then.
     const inFlight = async (): Promise<string[]> =>
       Object.entries((await stack.simulator.stats()).cards ?? {})
@@ -134,7 +134,7 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
     await waitFor(
       'the leases of the interrupted cards reclaimed',
       // At least one: a call sampled in flight may still end in the milliseconds before the kill.
-      async () => (await schedulerStatus(ref, carrierId)).expiredLeases - expiredBefore >= 1,
+      async () => (await currentSchedulerStatus(ref, stack.deps.store, carrierId)).expiredLeases - expiredBefore >= 1,
       LEASE_MS + WAIT_MS,
       100,
     );
@@ -159,7 +159,7 @@ test('orchestration: a card worker killed mid-execution loses its leases; cards 
     assert.deepEqual(done.map((r) => r.card_id).sort(), account.cards.map((c) => c.id).sort());
 
     // (The crash really interrupted executions: the scheduler reclaimed their leases, waited for above.)
-    const status = await schedulerStatus(ref, carrierId);
+    const status = await currentSchedulerStatus(ref, stack.deps.store, carrierId);
 
     // How the killed runs ended, for the record (which way depends on how long the restart took:
     // timed out by Temporal, or resumed by the new worker and stopped at the lost lease).

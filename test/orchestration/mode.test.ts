@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { controlStatus, createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { ensurePollingControl, schedulerStatus, setMode } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, currentSchedulerStatus, setMode } from '../../src/app/temporalControl.js';
 import { accountKeys } from '../../src/redis/keys.js';
 import { deleteMatching } from '../../testkit/redis.js';
 import type { PollingMode } from '../../src/workflow-safe/pollingMode.js';
@@ -91,16 +91,16 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
 
     // In-flight executions finish; after that nothing is claimed any more.
     await waitFor('in-flight executions to drain', async () => (await stack.deps.store.depths(carrierId)).running === 0, 20_000);
-    await waitFor('the scheduler to report idle', async () => (await schedulerStatus(ref, carrierId)).mode === 'idle', 10_000);
+    await waitFor('the scheduler to report idle', async () => (await currentSchedulerStatus(ref, stack.deps.store, carrierId)).mode === 'idle', 10_000);
     // A drained execution may still be writing its record (sync ingest: before its run closes).
     await waitFor('every card run closed', async () => (await cardRunsRunning(stack)) === 0, 20_000);
     phase('legacy: drained');
     const executionsDrained = await executionCount(stack);
     const callsDrained = await simulatorCalls(stack);
     // Every card is due every 2 s: three claim rounds of a claimer still at work would start some.
-    const roundsDrained = (await schedulerStatus(ref, carrierId)).rounds;
-    await waitFor('three more claim rounds', async () => (await schedulerStatus(ref, carrierId)).rounds >= roundsDrained + 3, 20_000);
-    assert.equal((await schedulerStatus(ref, carrierId)).mode, 'idle');
+    const roundsDrained = (await currentSchedulerStatus(ref, stack.deps.store, carrierId)).rounds;
+    await waitFor('three more claim rounds', async () => (await currentSchedulerStatus(ref, stack.deps.store, carrierId)).rounds >= roundsDrained + 3, 20_000);
+    assert.equal((await currentSchedulerStatus(ref, stack.deps.store, carrierId)).mode, 'idle');
     assert.equal(await executionCount(stack), executionsDrained, 'no execution may start in legacy mode');
     assert.equal(await simulatorCalls(stack), callsDrained, 'no gateway call in legacy mode');
 
@@ -148,7 +148,7 @@ test('orchestration: carrier → legacy → carrier stops and resumes claiming, 
     // Still consistent after executions finished and rescored the cards.
     for (const card of polled) assert.equal((await lanesOf(stack, carrierId, card.id)).length, 1, `card ${card.id} must stay in exactly one lane`);
     assert.deepEqual(await lanesOf(stack, carrierId, disabled.id), []);
-    assert.equal((await schedulerStatus(ref, carrierId)).mode, 'claiming');
+    assert.equal((await currentSchedulerStatus(ref, stack.deps.store, carrierId)).mode, 'claiming');
     await workers.stop();
   } finally {
     await stack.close();

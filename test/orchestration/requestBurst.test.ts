@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
-import { ensurePollingControl, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { ensurePollingControl, currentSchedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import { serveRequestCheck } from '../../src/app/requestCheckService.js';
 import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { countEvents } from '../../bench/lib/actions.js';
@@ -53,7 +53,11 @@ test('300 request-checks at once: a few wake-ups of the scheduler, no workflow t
     });
     const ref: OrchestrationRef = { client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     await ensurePollingControl(ref);
-    await waitFor('the scheduler’s first round', async () => ((await schedulerStatus(ref, carrierId).catch(() => undefined))?.rounds ?? 0) >= 1, WAIT_MS);
+    await waitFor(
+      'the scheduler’s first round',
+      async () => ((await currentSchedulerStatus(ref, stack.deps.store, carrierId).catch(() => undefined))?.rounds ?? 0) >= 1,
+      WAIT_MS,
+    );
 
     const since = new Date();
     const queue = [...account.cards];
