@@ -10,7 +10,13 @@
 --   ARGV[1] now ms ('' = Redis TIME)
 --   ARGV[2] carrier account id (stored in the hash's `carrier`)
 --   ARGV[3] card id
---   ARGV[4..] pairs: check type, due ms — the types the card is polled for
+--   ARGV[4..] pairs: check type, due — the types the card is polled for. The due is either
+--            `<ms>`: written as given, or
+--            `<init>,<cap>` (ms each; a conditional write: lifecycle, relay and rebuild): the
+--            type's due already in the hash is kept, lowered to `<cap>` when later; `<init>` is
+--            written only when the hash has none. So a writer that read the due earlier never
+--            puts back a stale one over what a finish or another writer set since, and never
+--            moves a due later than the hash has it (docs/design.md, 'Lifecycle').
 -- Output:
 --   1 upserted, 0 removed (no types given: card dropped from both lanes, hash deleted)
 --   -2 invalid argument
@@ -42,7 +48,13 @@ local earliest = nil
 for i = 4, #ARGV, 2 do
   local t = ARGV[i]
   local due = tonumber(ARGV[i + 1])
-  if due == nil then return -2 end
+  if due == nil then
+    local init, cap = string.match(ARGV[i + 1], '^(%-?%d+),(%-?%d+)$')
+    if init == nil then return -2 end
+    init, cap = tonumber(init), tonumber(cap)
+    local current = tonumber(redis.call('HGET', dueKey, F_DUE .. t))
+    if current == nil then due = init elseif current > cap then due = cap else due = current end
+  end
   local req = tonumber(redis.call('HGET', dueKey, F_REQ .. t))
   if req and req < due then due = req end
   wanted[t] = true

@@ -5,23 +5,26 @@
  * Rows are first read and checked on their own (shape, the same ICCID twice in the request), then
  * the valid ones are written in batches. A batch is one transaction of a fixed handful of
  * statements whatever its size: references checked for the whole batch, one multi-row INSERT ... ON
- * CONFLICT DO NOTHING RETURNING, and for `onExisting: "update"` one multi-row UPDATE. A database
- * failure rolls back its batch whole, so no row of it is half-written; its rows come back in
- * `notLanded` and the next batches are still tried. After each commit one lifecycle batch brings
- * the cards that landed (and updated cards whose polling changed) into Redis.
+ * CONFLICT DO NOTHING RETURNING, and for `onExisting: "update"` one multi-row UPDATE — plus the
+ * lifecycle outbox rows of the cards that landed (and of updated cards whose polling changed): a
+ * batch is one lifecycle event (docs/design.md, 'Lifecycle'), so a card never lands without what
+ * brings it into Redis, whatever fails or dies after the commit (the outbox relay applies the rows).
+ * A database failure rolls back its batch whole, cards and outbox rows, so no row of it is
+ * half-written; its rows come back in `notLanded` with the reason and the next batches are still
+ * tried. Nothing after a commit fails the request: Redis is brought in line by the event itself or
+ * by the relay.
  *
  * The answer accounts for every row sent: accepted + updated + skipped + rejected + notLanded.
+ * Every row not named in `rejected`, `skipped` or `notLanded` was committed.
  */
 import type pg from 'pg';
 import { insertCardRows, updateCardsByIccid, type UpdatedCardRow } from '../db/cards.js';
 import { existingCarrierIds } from '../db/carriers.js';
 import { existingDeviceIds } from '../db/devices.js';
-import { withTransaction } from '../db/pool.js';
 import type { NewCard } from '../domain/card.js';
 import { normaliseCard, rejectionOf, updateOf, type CardRow } from '../domain/cardInput.js';
+import type { OutboxRef } from '../lifecycle/outboxRows.js';
 import type { LifecycleService } from '../lifecycle/service.js';
-import { loadPollingContext } from '../lifecycle/pollingContext.js';
-import type { LifecycleStore } from '../lifecycle/queueStore.js';
 
 export const IMPORT_MAX_ROWS = 50_000;
 /** Valid rows per transaction: large enough for few round trips, small enough to keep locks and a failed batch short. */
@@ -69,9 +72,7 @@ export class UnreadableRow {
 }
 
 export interface ImportDeps {
-  readonly pool: pg.Pool;
-  readonly lifecycle: LifecycleService;
-  readonly store: Pick<LifecycleStore, 'removeMany'>;
+  readonly lifecycle: Pick<LifecycleService, 'writeCards'>;
 }
 
 /** A row that passed the checks that need no database. */
@@ -83,7 +84,7 @@ interface ValidRow {
 
 /** What one committed batch did. */
 interface BatchOutcome {
-  readonly createdIds: string[];
+  readonly created: OutboxRef[];
   readonly updated: UpdatedCardRow[];
   readonly rejected: RowOutcome[];
   readonly skipped: RowOutcome[];
@@ -144,7 +145,11 @@ async function writeBatch(client: pg.PoolClient, batch: readonly ValidRow[], onE
     writable.map(({ card }) => card),
   );
   const existing = writable.filter(({ card }) => !created.has(card.iccid));
-  const result: BatchOutcome = { createdIds: [...created.values()], updated: [], rejected: [...problems.values()], skipped: [], notLanded: [] };
+  const createdRefs = writable.flatMap(({ card }) => {
+    const cardId = created.get(card.iccid);
+    return cardId === undefined ? [] : [{ cardId, carrierId: card.carrierId }];
+  });
+  const result: BatchOutcome = { created: createdRefs, updated: [], rejected: [...problems.values()], skipped: [], notLanded: [] };
   const taken = ({ row, input, card }: ValidRow, what: string): RowOutcome => outcome(row, input, 'iccid', `iccid ${card.iccid} ${what}`);
   if (onExisting === 'reject') result.rejected.push(...existing.map((entry) => taken(entry, 'already exists')));
   if (onExisting === 'skip') result.skipped.push(...existing.map((entry) => taken(entry, 'already exists; left as it is')));
@@ -164,18 +169,18 @@ async function writeBatch(client: pg.PoolClient, batch: readonly ValidRow[], onE
 }
 
 /**
- * Redis after the commit (PostgreSQL first, as every lifecycle event): new cards get their lanes,
- * updated cards whose polling changed are re-placed, a card that changed account leaving the old
- * account's keys first (briefly in neither, never in both: a card is never claimed under two accounts).
+ * The (card, account) pairs whose Redis keys the batch changes, written as outbox rows with it: new
+ * cards, and updated cards whose polling changed — under the old account too when it moved (the
+ * apply removes it there before it upserts it under the new one: never in two accounts).
  */
-async function syncRedis(deps: ImportDeps, result: BatchOutcome): Promise<void> {
+function outboxRefs(result: BatchOutcome): OutboxRef[] {
   const changed = result.updated.filter((card) => card.pollingChanged);
   const moved = changed.filter((card) => card.previousCarrierId !== card.carrierId);
-  if (moved.length > 0 && (await loadPollingContext(deps.pool)).mode === 'carrier') {
-    await deps.store.removeMany(moved.map((card) => ({ carrierId: card.previousCarrierId, cardId: card.id })));
-  }
-  const ids = [...result.createdIds, ...changed.map((card) => card.id)];
-  if (ids.length > 0) await deps.lifecycle.resync(ids);
+  return [
+    ...result.created,
+    ...moved.map((card) => ({ cardId: card.id, carrierId: card.previousCarrierId })),
+    ...changed.map((card) => ({ cardId: card.id, carrierId: card.carrierId })),
+  ];
 }
 
 function describe(error: unknown): string {
@@ -195,15 +200,18 @@ export async function importCards(deps: ImportDeps, rows: readonly unknown[], op
     const batch = valid.slice(start, start + batchSize);
     let result: BatchOutcome;
     try {
-      result = await withTransaction(deps.pool, (client) => writeBatch(client, batch, onExisting));
+      // Cards and their outbox rows in one transaction (one lifecycle event); Redis after the commit.
+      result = await deps.lifecycle.writeCards(async (client) => {
+        const written = await writeBatch(client, batch, onExisting);
+        return { result: written, refs: outboxRefs(written) };
+      });
     } catch (error) {
       const span = `${batch[0]!.row}-${batch[batch.length - 1]!.row}`;
       const reason = `the database failed while writing rows ${span} together; none of them was written: ${describe(error)}`;
       notLanded.push(...batch.map(({ row }) => ({ row, reason })));
       continue;
     }
-    await syncRedis(deps, result);
-    accepted += result.createdIds.length;
+    accepted += result.created.length;
     updated += result.updated.length;
     rejected.push(...result.rejected);
     skipped.push(...result.skipped);

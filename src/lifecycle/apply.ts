@@ -16,7 +16,7 @@ import type { ScopedCard } from '../domain/card.js';
 import type { IntervalResolver, Intervals } from '../domain/pollingConfig.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { UpsertInput } from '../redis/carrierQueueStore.js';
-import { initialDues } from './jitter.js';
+import { dueCaps, initialDues } from './jitter.js';
 import type { PollingContext } from './pollingContext.js';
 import type { OutboxRef } from './outboxRows.js';
 import { readDuesMany, type LifecycleStore } from './queueStore.js';
@@ -118,12 +118,15 @@ async function write(deps: ApplyDeps, intervals: IntervalResolver, pairs: readon
   const kept = new Map(
     await Promise.all([...byCarrier].map(async ([carrierId, ids]) => [carrierId, await readDuesMany(deps.redis, deps.namespace, carrierId, ids)] as const)),
   );
-  // A type the card keeps keeps its due time (the card's phase); only a new type is jittered.
+  // A type the card keeps keeps its due time (the card's phase); only a new type is jittered. The
+  // write is conditional (caps): the due Redis holds when it lands is kept, not the one read above,
+  // which a finish may have replaced since; what was read only stands in for a hash gone meanwhile.
   const inputs: UpsertInput[] = upserts.map(({ ref, intervals: resolved }) => ({
     carrierId: ref.carrierId,
     cardId: ref.cardId,
     now,
     dues: initialDues(resolved, now, random, kept.get(ref.carrierId)?.get(ref.cardId) ?? {}),
+    caps: dueCaps(resolved, now),
   }));
   const toWake = await deps.store.upsertMany(inputs);
   // Not awaited: the write is done, and a wake that cannot be sent (Temporal away) only leaves the

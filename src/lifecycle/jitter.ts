@@ -28,3 +28,17 @@ export function initialDues(intervals: Intervals, now: number, random: () => num
   }
   return dues;
 }
+
+/**
+ * The latest due time each polled type may keep: now + its interval. Passed as the upsert's caps,
+ * so Redis keeps the due it holds *when the write lands*, not the one read before it (a finish or
+ * another writer may have set a newer one since: docs/design.md, 'Lifecycle').
+ */
+export function dueCaps(intervals: Intervals, now: number): Dues {
+  const caps: Dues = {};
+  for (const type of CHECK_TYPES) {
+    const interval = intervals[type];
+    if (interval !== undefined) caps[type] = now + interval * 1000;
+  }
+  return caps;
+}

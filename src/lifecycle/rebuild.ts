@@ -19,7 +19,7 @@ import type { UpsertInput } from '../redis/carrierQueueStore.js';
 import type { ScopedCard } from '../domain/card.js';
 import type { IntervalResolver, Intervals } from '../domain/pollingConfig.js';
 import { requireId } from '../domain/validate.js';
-import { initialDues } from './jitter.js';
+import { dueCaps, initialDues } from './jitter.js';
 import { loadPollingContext } from './pollingContext.js';
 import { laneMembers, readDuesMany, storeClock, type LifecycleStore } from './queueStore.js';
 
@@ -190,7 +190,8 @@ async function rebuildCarrier(pass: CarrierPass, batchSize: number, extendLock: 
     const unpolled: string[] = [];
     for (const card of cards) {
       const keep = existing.get(card.id) ?? {};
-      const dues = initialDues(pollingIntervals(card, carrierId, pass.intervals) ?? {}, at, pass.random, keep);
+      const intervals = pollingIntervals(card, carrierId, pass.intervals) ?? {};
+      const dues = initialDues(intervals, at, pass.random, keep);
       if (Object.keys(dues).length === 0) {
         // Not polled per this page; it leaves Redis only if PostgreSQL still says so when we remove it.
         if (Object.keys(keep).length > 0) unpolled.push(card.id);
@@ -202,7 +203,9 @@ async function rebuildCarrier(pass: CarrierPass, batchSize: number, extendLock: 
         if (keep[type] !== undefined) counters.keptDues += 1;
         else counters.newDues += 1;
       }
-      upserts.push({ carrierId, cardId: card.id, now: at, dues });
+      // Conditional (caps): Redis keeps a due set since the read above (a finish, a lifecycle event),
+      // never the stale one read (docs/design.md, 'Rebuild and the Redis-flush guard').
+      upserts.push({ carrierId, cardId: card.id, now: at, dues, caps: dueCaps(intervals, at) });
     }
     if (upserts.length > 0) await deps.store.upsertMany(upserts);
     await settle(pass, [...upserts.map((upsert) => upsert.cardId), ...unpolled]);
@@ -252,7 +255,9 @@ async function settle(pass: CarrierPass, cardIds: readonly string[]): Promise<vo
   const restore: UpsertInput[] = [];
   for (const cardId of stale) {
     const intervals = pollingIntervals(after.get(cardId), carrierId, afterIntervals);
-    if (intervals) restore.push({ carrierId, cardId, now: at, dues: initialDues(intervals, at, pass.random, kept.get(cardId) ?? {}) });
+    // Conditional too: an event that put the card back since the removal keeps its due times.
+    if (intervals)
+      restore.push({ carrierId, cardId, now: at, dues: initialDues(intervals, at, pass.random, kept.get(cardId) ?? {}), caps: dueCaps(intervals, at) });
   }
   if (restore.length > 0) await deps.store.upsertMany(restore);
   pass.counters.removed += stale.length - restore.length;

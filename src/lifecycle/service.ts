@@ -48,7 +48,7 @@ export interface LifecycleDeps {
 }
 
 /** What one event wrote: the caller's result, the pairs it changes, and the cards as written (when known). */
-interface Written<T> {
+export interface LifecycleWrite<T> {
   readonly result: T;
   readonly refs: readonly OutboxRef[];
   readonly cards?: readonly ScopedCard[];
@@ -219,11 +219,21 @@ export class LifecycleService {
   }
 
   /**
+   * A caller's own card write as one event (the card import's batch, src/api/importCards.ts): its
+   * statements and the outbox rows of the pairs it returns commit together or not at all, so no
+   * card lands without the rows that bring it into Redis. Throws only when the transaction failed
+   * (nothing written); after the commit, as every event, it never throws.
+   */
+  async writeCards<T>(write: (client: pg.PoolClient) => Promise<LifecycleWrite<T>>): Promise<T> {
+    return this.event(write);
+  }
+
+  /**
    * One event: its PostgreSQL write and outbox rows in one transaction, then the rows applied and
    * deleted. A failure after the commit is logged, not thrown: the change is durable, the rows
    * stay, and the relay applies them.
    */
-  private async event<T>(write: (client: pg.PoolClient) => Promise<Written<T>>): Promise<T> {
+  private async event<T>(write: (client: pg.PoolClient) => Promise<LifecycleWrite<T>>): Promise<T> {
     const { written, rowIds } = await withTransaction(this.pool, async (client) => {
       const result = await write(client);
       return { written: result, rowIds: await insertOutboxRows(client, result.refs, this.graceMs) };

@@ -126,6 +126,12 @@ export interface UpsertInput {
   readonly now?: number;
   /** Due time (ms) per polled type; no type = remove the card. */
   readonly dues: Partial<Record<CheckType, number>>;
+  /**
+   * A conditional write for the types listed (lifecycle, outbox relay, rebuild: writers that read
+   * the due times before they write): a due Redis holds for the type is kept, lowered to the cap
+   * when later; `dues[type]` is written only when it holds none (lua/upsert.lua).
+   */
+  readonly caps?: Partial<Record<CheckType, number>>;
 }
 
 /** The earliest due time written per account (upserts without dues remove their card: none). */
@@ -491,6 +497,7 @@ export class CarrierQueueStore {
       cardId: input.cardId,
       now: this.now(input.now),
       dues: input.dues,
+      ...(input.caps ? { caps: input.caps } : {}),
     });
   }
 

@@ -365,6 +365,8 @@ export interface UpsertArgs {
   readonly cardId: string;
   readonly now: NowArg;
   readonly dues: Readonly<Partial<Record<CheckType, number>>>;
+  /** Types whose write is conditional: see {@link UpsertInput.caps}. */
+  readonly caps?: Readonly<Partial<Record<CheckType, number>>>;
 }
 
 export function upsertCall(keys: AccountKeys, input: UpsertArgs): ScriptCall {
@@ -374,7 +376,14 @@ export function upsertCall(keys: AccountKeys, input: UpsertArgs): ScriptCall {
   for (const [type, due] of Object.entries(input.dues)) {
     if (due === undefined) continue;
     if (!Number.isFinite(due)) throw new InvalidStoreInputError('upsert', `dues.${type}`, 'must be a finite number');
-    args.push(type, Math.floor(due));
+    const cap = input.caps?.[type as CheckType];
+    if (cap === undefined) {
+      args.push(type, Math.floor(due));
+      continue;
+    }
+    if (!Number.isFinite(cap)) throw new InvalidStoreInputError('upsert', `caps.${type}`, 'must be a finite number');
+    // `<init>,<cap>`: upsert.lua keeps the due the hash holds, at most lowered to the cap.
+    args.push(type, `${Math.floor(due)},${Math.floor(cap)}`);
   }
   return {
     name: 'upsert',

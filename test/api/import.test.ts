@@ -206,7 +206,7 @@ test('a database failure in one batch: that batch is not written at all and is n
     const rows = Array.from({ length: 300 }, (_, i) => ({ iccid: iccid(4_000_000 + i), carrierId }));
     rows[10] = { iccid: 'nope', carrierId };
     const lanesBefore = (await api.stack.deps.store.depths(carrierId)).normal;
-    const result = await importCards({ pool, lifecycle: api.stack.services.lifecycle, store: api.stack.deps.store }, rows, { batchSize: 100 });
+    const result = await importCards({ lifecycle: api.stack.services.lifecycle }, rows, { batchSize: 100 });
 
     assert.equal(result.accepted, 199, 'rows 0-100 (less the bad row 10) and 201-299 land');
     assert.deepEqual(
@@ -230,6 +230,43 @@ test('a database failure in one batch: that batch is not written at all and is n
   } finally {
     await pool.query('DROP TRIGGER fail_import ON iot_card');
     await pool.query('DROP FUNCTION fail_import()');
+  }
+});
+
+test('a batch whose outbox rows cannot be written is not written either: the answer names it, the batches before and after land and are polled', async () => {
+  const poison = iccid(4_100_150);
+  const { pool } = api.stack.db;
+  // The failure strikes the outbox write of the middle batch (issue 46, item 6): on main the batch
+  // had committed by then and the import threw, with cards in PostgreSQL and in no lane or outbox.
+  await pool.query(`CREATE FUNCTION fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (SELECT iccid FROM iot_card WHERE id = NEW.card_id) = '${poison}' THEN RAISE EXCEPTION 'outbox on fire'; END IF;
+      RETURN NEW;
+    END $$`);
+  await pool.query('CREATE TRIGGER fail_outbox BEFORE INSERT ON lifecycle_outbox FOR EACH ROW EXECUTE FUNCTION fail_outbox()');
+  try {
+    const rows = Array.from({ length: 300 }, (_, i) => ({ iccid: iccid(4_100_000 + i), carrierId }));
+    const lanesBefore = (await api.stack.deps.store.depths(carrierId)).normal;
+    const result = await importCards({ lifecycle: api.stack.services.lifecycle }, rows, { batchSize: 100 });
+
+    assert.equal(result.accepted, 200, 'rows 0-99 and 200-299 land');
+    const notLanded = result.notLanded ?? [];
+    assert.deepEqual(
+      notLanded.map((row) => row.row),
+      Array.from({ length: 100 }, (_, i) => 100 + i),
+    );
+    assert.match(notLanded[0]!.reason, /outbox on fire/);
+    assert.match(notLanded[0]!.reason, /rows 100-199/);
+    const count = async (iccids: readonly string[]): Promise<number> =>
+      Number((await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM iot_card WHERE iccid = ANY($1::text[])', [iccids])).rows[0]?.n);
+    assert.equal(await count(rows.slice(100, 200).map((row) => row.iccid)), 0, 'the cards of the batch whose outbox rows failed are not written');
+    assert.equal(await count(rows.map((row) => row.iccid)), 200);
+    assert.equal((await api.stack.deps.store.depths(carrierId)).normal - lanesBefore, 200, 'every landed card is polled');
+    const { rows: waiting } = await pool.query<{ n: string }>('SELECT count(*)::text AS n FROM lifecycle_outbox');
+    assert.equal(waiting[0]?.n, '0', 'their outbox rows were applied and deleted');
+  } finally {
+    await pool.query('DROP TRIGGER fail_outbox ON lifecycle_outbox');
+    await pool.query('DROP FUNCTION fail_outbox()');
   }
 });
 

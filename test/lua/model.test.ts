@@ -168,9 +168,11 @@ async function runModel(label: string, steps: number, skewMs: number, seed = SEE
         const cardId = rnd.pick(CARDS);
         const account = whereIs(cardId) ?? rnd.pick(ACCOUNTS);
         const dues = rnd.chance(0.1) ? [] : randomDues();
-        log.push(`upsert ${account}/${cardId} ${JSON.stringify(dues)}`);
-        await fx.store.upsert({ carrierId: account, cardId, now, dues: Object.fromEntries(dues) });
-        model.upsert(account, cardId, now, dues);
+        // Half of them conditional, as lifecycle, relay and rebuild write (upsert.lua `<init>,<cap>`).
+        const caps = new Map(rnd.chance(0.5) ? dues.filter(() => rnd.chance(0.7)).map(([type]) => [type, randomDue()] as const) : []);
+        log.push(`upsert ${account}/${cardId} ${JSON.stringify(dues)} caps ${JSON.stringify([...caps])}`);
+        await fx.store.upsert({ carrierId: account, cardId, now, dues: Object.fromEntries(dues), caps: Object.fromEntries(caps) });
+        model.upsert(account, cardId, now, dues, caps);
         const kept = new Set<string>(dues.map(([type]) => type));
         resolve((p) => p.account === account && p.cardId === cardId && !kept.has(p.type));
       },

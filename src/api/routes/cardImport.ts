@@ -41,7 +41,8 @@ const importAnswer = {
   type: 'object',
   required: ['accepted', 'rejected'],
   additionalProperties: false,
-  description: 'Every row sent is counted once: accepted + updated + skipped + rejected + notLanded.',
+  description:
+    'Every row sent is counted once: accepted + updated + skipped + rejected + notLanded. Every row not named in rejected, skipped or notLanded was committed, with what brings it into polling.',
   properties: {
     accepted: { type: 'integer', description: 'new cards created' },
     rejected: { type: 'array', items: rowOutcome, description: 'rows not imported because of their content (fix and resend them)' },
@@ -83,7 +84,7 @@ export function registerCardImportRoutes(app: ApiApp, ctx: ApiContext): void {
       const rows = request.body;
       const { onExisting } = request.query;
       const started = Date.now();
-      const result = await importCards({ pool: ctx.deps.pool, lifecycle: ctx.services.lifecycle, store: ctx.deps.store }, rows, { onExisting });
+      const result = await importCards({ lifecycle: ctx.services.lifecycle }, rows, { onExisting });
       request.log.info(
         {
           rows: rows.length,

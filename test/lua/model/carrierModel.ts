@@ -532,7 +532,8 @@ export class CarrierModel {
     return { reply: types.length, types };
   }
 
-  upsert(accountId: string, cardId: string, now: number, dues: readonly [string, number][]): void {
+  /** `caps`: the types written conditionally (keep the held due, at most lowered to the cap; the given due only when none is held). */
+  upsert(accountId: string, cardId: string, now: number, dues: readonly [string, number][], caps: ReadonlyMap<string, number> = new Map()): void {
     const a = this.account(accountId);
     if (dues.length === 0) {
       this.remove(accountId, cardId);
@@ -547,6 +548,9 @@ export class CarrierModel {
     let earliest: number | null = null;
     for (const [type, given] of dues) {
       let due = given;
+      const cap = caps.get(type);
+      const held = num(hash.get(`due:${type}`));
+      if (cap !== undefined && held !== null) due = Math.min(held, cap);
       const req = num(hash.get(`req:${type}`));
       if (req !== null && req < due) due = req;
       wanted.add(type);
