@@ -28,8 +28,21 @@ export interface ClaimLoopDeps {
 
 /** The patches every loop takes: it runs today's rules (a lap records no history to replay). */
 const CURRENT_RULES = { drainsChildren: true, claimsFirst: true, drainsUntilQuiet: true } as const;
-/** The published status view outlives a few ticks, so a reader never finds a running loop without one. */
-const VIEW_TTL_TICKS = 5;
+/**
+ * A sleeping account's loop publishes its status view every few ticks, not every tick (nothing in
+ * it changes while it sleeps): with a thousand accounts in one process, a write a tick each was a
+ * thousand Redis round trips a second on the event loop that also starts their runs. The view
+ * outlives a few refreshes, so a reader never finds a running loop without one, even on a busy
+ * machine whose ticks run late.
+ */
+const VIEW_REFRESH_TICKS = 5;
+const VIEW_TTL_TICKS = 3 * VIEW_REFRESH_TICKS;
+/**
+ * Heartbeats are sent to the server at most every 0.8 × the heartbeat timeout whatever the calls
+ * (the SDK throttles); each call still encodes its details on the event loop, so the loop calls it
+ * every so often rather than every tick.
+ */
+const HEARTBEAT_EVERY_MS = 10_000;
 
 /** The activity's context, or undefined in a direct call (tests). */
 function currentContext(): Context | undefined {
@@ -83,6 +96,8 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
   };
   await deps.store.ownClaimLoop(carrierId, input.generation);
   let horizonMs = 0;
+  let viewPublishedAt = Number.NEGATIVE_INFINITY;
+  let heartbeatAt = Number.NEGATIVE_INFINITY;
   for (;;) {
     if (signal?.aborted === true) return lap('cancelled');
     const tickStart = Date.now();
@@ -106,12 +121,19 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
         if (result?.kind === 'claimed') horizonMs = result.dueHorizonMs ?? 0;
         if (state.priorityRetryDue()) await requeue(deps, carrierId);
       }
-      await deps.store.publishLoopView(carrierId, state.view(), tickMs * VIEW_TTL_TICKS);
+      // A round changes the view; a sleeping tick changes nothing in it.
+      if (!look.sleeping || tickStart - viewPublishedAt >= VIEW_REFRESH_TICKS * tickMs) {
+        await deps.store.publishLoopView(carrierId, state.view(), tickMs * VIEW_TTL_TICKS);
+        viewPublishedAt = tickStart;
+      }
     } catch (error) {
       // Redis away: the loop backs off and tries again, as the workflow's loop does.
       failed('claimRound', error);
     }
-    context?.heartbeat({ rounds: state.view().rounds });
+    if (tickStart - heartbeatAt >= HEARTBEAT_EVERY_MS) {
+      context?.heartbeat();
+      heartbeatAt = tickStart;
+    }
     // A sleeping account is looked at every tick (a wake-up is a deleted mark, not a signal here).
     const waitMs = state.failures.backoffMs() ?? Math.max(1, tickMs - (Date.now() - tickStart));
     await sleepUnlessAborted(waitMs, signal);
