@@ -24,6 +24,12 @@ export interface ClaimLoopDeps {
   /** Requests again the account's priority items whose retry is due. */
   readonly requeueDuePriorityItems: (carrierId: string) => Promise<number>;
   readonly log: (message: string, fields: Record<string, unknown>) => void;
+  /**
+   * True once another worker-deployment version became current (src/workers/currentVersionWatch.ts);
+   * absent without worker versioning. The scheduler has no workflow task while a lap runs, so only
+   * the lap can notice: it ends, and the scheduler continues as new onto that version.
+   */
+  readonly currentVersionLeft?: () => Promise<boolean>;
 }
 
 /** The patches every loop takes: it runs today's rules (a lap records no history to replay). */
@@ -43,6 +49,12 @@ const VIEW_TTL_TICKS = 3 * VIEW_REFRESH_TICKS;
  * every so often rather than every tick.
  */
 const HEARTBEAT_EVERY_MS = 10_000;
+/**
+ * A lap ends for a version switch only after this long: should the scheduler's workflow task not
+ * agree that its target version changed, it starts a new lap, and laps would otherwise follow each
+ * other without a claim.
+ */
+const VERSION_SWITCH_MIN_LAP_MS = 5_000;
 
 /** The activity's context, or undefined in a direct call (tests). */
 function currentContext(): Context | undefined {
@@ -76,8 +88,9 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
   const signal = context?.cancellationSignal;
   const state = new SchedulerState(input.scheduler, { workflowId: input.workflowId, runId: input.runId, tokenRunId: input.generation }, CURRENT_RULES);
   const { tickMs } = state.settings;
-  const lapEnds = Date.now() + input.lapMs;
-  const lap = (ended: 'lap' | 'superseded' | 'cancelled'): ClaimLoopLap => {
+  const lapStarted = Date.now();
+  const lapEnds = lapStarted + input.lapMs;
+  const lap = (ended: 'lap' | 'superseded' | 'cancelled' | 'versionChanged'): ClaimLoopLap => {
     const next = state.nextRunArgs(input.scheduler);
     return {
       kind: 'lap',
@@ -102,6 +115,7 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
     if (signal?.aborted === true) return lap('cancelled');
     const tickStart = Date.now();
     if (tickStart >= lapEnds) return lap('lap');
+    if (tickStart - lapStarted >= VERSION_SWITCH_MIN_LAP_MS && (await deps.currentVersionLeft?.()) === true) return lap('versionChanged');
     try {
       const look = await deps.store.claimLoopState(carrierId, input.generation, horizonMs, tickStart);
       if (!look.owned) return lap('superseded');

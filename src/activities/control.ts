@@ -92,6 +92,8 @@ export interface ControlActivityDeps {
    * (src/activities/claimLoop.ts); `workflow` or absent: a claim round per workflow task.
    */
   readonly schedulerLoop?: SchedulerLoop;
+  /** With worker versioning: whether another version became current, for the claim loop laps (src/workers/currentVersionWatch.ts). */
+  readonly currentVersionLeft?: () => Promise<boolean>;
 }
 
 /** Three months kept, partitions three months ahead: a month without its partition is a failure to notice. */
@@ -396,6 +398,7 @@ export function createControlActivities(deps: ControlActivityDeps) {
           store: deps.store,
           claimRound: (round) => claimRound(round, 1),
           requeueDuePriorityItems,
+          ...(deps.currentVersionLeft ? { currentVersionLeft: deps.currentVersionLeft } : {}),
           log: (message, fields) => {
             try {
               Context.current().log.warn(message, fields);

@@ -28,6 +28,7 @@ import { runIngestWithWorker } from '../ingest/withWorker.js';
 import { bindActivityLogFields } from './activityLogFields.js';
 import { createBookkeepingBatchActivities } from '../activities/bookkeepingBatch.js';
 import { reconcileOnAccountChange } from './reconcileOnAccountChange.js';
+import { currentVersionLeft } from './currentVersionWatch.js';
 
 export const WORKER_KINDS = ['control', 'card', 'gateway', 'ingest'] as const;
 export type WorkerKind = (typeof WORKER_KINDS)[number];
@@ -227,6 +228,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
         cardStarter: cardStarterOf(config, controlClient),
         background,
         schedulerLoop: config.SCHEDULER_LOOP,
+        ...(setup.deploymentVersion ? { currentVersionLeft: currentVersionLeft(controlClient, queues.control, setup.deploymentVersion) } : {}),
       });
       const worker = await Worker.create({
         ...common,

@@ -40,8 +40,12 @@ export type ClaimLoopLap =
   | { readonly kind: 'stop'; readonly reason: string }
   | {
       readonly kind: 'lap';
-      /** `lap` (its time is up), `superseded` (a newer loop owns the account, or it was stopped), `cancelled` (worker shutdown). */
-      readonly ended: 'lap' | 'superseded' | 'cancelled';
+      /**
+       * `lap` (its time is up), `superseded` (a newer loop owns the account, or it was stopped),
+       * `cancelled` (worker shutdown), `versionChanged` (another worker-deployment version became
+       * current: the scheduler continues as new onto it).
+       */
+      readonly ended: 'lap' | 'superseded' | 'cancelled' | 'versionChanged';
       readonly rounds: number;
       readonly inflightControl?: InflightControlState;
       readonly counters: { readonly expiredLeases: number; readonly startFailures: number };

@@ -11,6 +11,7 @@ import { createStack, stackEnv } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { appServices, dockerfileCmd, nodeEntry, readCompose, readDockerfile } from './entries.js';
 import { buildInto, runEntry, type EntryProcess } from './build.js';
+import { claimLoopTaskQueue } from '../../src/workflow-safe/claimLoop.js';
 
 interface LogLine {
   readonly level: number;
@@ -106,11 +107,15 @@ test('deploy: the built entries exist and the compiled worker runs cards with JS
     assert.match(metrics, /^temporal_num_pollers\{/m);
 
     assert.equal(ready.live, metricsUrl.replace(/\/metrics$/, '/livez'));
+    // The worker inherits this process's SCHEDULER_LOOP: with `activity` the control process also
+    // runs the claim loops' worker on a queue of its own (docs/design.md, 'The claim loop as an activity').
+    const served = Object.values(stack.taskQueues);
+    if (stack.config.SCHEDULER_LOOP === 'activity') served.push(claimLoopTaskQueue(stack.taskQueues.control));
     for (const url of [String(ready.live), String(ready.ready)]) {
       const health = await fetch(url);
       const report = (await health.json()) as { status: string; workers: { taskQueue: string; state: string }[] };
       assert.deepEqual([health.status, report.status], [200, 'ok'], `${url}: ${JSON.stringify(report)}`);
-      assert.deepEqual(report.workers.map((w) => w.taskQueue).sort(), Object.values(stack.taskQueues).sort());
+      assert.deepEqual(report.workers.map((w) => w.taskQueue).sort(), served.sort());
     }
 
     // Every line is JSON; the lines of a card's activities carry its card, account, token and run.

@@ -84,6 +84,21 @@ before(async () => {
   } finally {
     await running.db.pool.query('ALTER TABLE system_config_away RENAME TO system_config');
   }
+  // The SDK serves its local-activity failure counter from the first failure. The failed claim
+  // rounds above are local activities only in the workflow loop: with SCHEDULER_LOOP=activity they
+  // run inside the claim loop's lap (docs/design.md, 'The claim loop as an activity') and no run
+  // starts while they fail. A card run's bookkeeping (local activities, in either loop) fails
+  // while the card table is away (renamed in this test's own schema).
+  await running.db.pool.query('ALTER TABLE iot_card RENAME TO iot_card_away');
+  try {
+    await waitFor(
+      'a failed local activity counted',
+      async () => /^temporal_local_activity_execution_failed\{/m.test(await scrape(workerMetrics)) || undefined,
+      60_000,
+    );
+  } finally {
+    await running.db.pool.query('ALTER TABLE iot_card_away RENAME TO iot_card');
+  }
   carrierId = account.carrier.id;
   // The API's requests (this scrape included) are in its own metrics.
   const texts = [await scrape(workerMetrics), await scrape(`http://127.0.0.1:${apiPort}/metrics`)];

@@ -1,8 +1,9 @@
 /**
  * CARD_RUN_SHAPE=batch on the whole stack (real Temporal, Redis, PostgreSQL, simulator), in both
- * start modes: the claimed cards run in cardBatch runs of at most CARD_BATCH_SIZE, each card's
- * execution is recorded with its batch run's ids, the run is found by `CardIds`, a card whose
- * gateway step fails fails alone, and the card detail links each execution to its batch run.
+ * start modes of the workflow loop and with the claim loop activity: the claimed cards run in
+ * cardBatch runs of at most CARD_BATCH_SIZE, each card's execution is recorded with its batch
+ * run's ids, the run is found by `CardIds`, a card whose gateway step fails fails alone, and the
+ * card detail links each execution to its batch run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,12 +30,24 @@ interface DetailAnswer {
   readonly temporalUiUrl: string;
 }
 
-for (const mode of ['client', 'child'] as const) {
-  test(`batch shape, CARD_START_MODE=${mode}: cards run in cardBatch runs traced by CardIds; a failing card fails alone`, async () => {
-    const stack = await createStack(`batch-${mode}`, { config: { CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: BATCH_SIZE, CARD_START_MODE: mode } });
+/**
+ * The workflow loop in each start mode (CARD_START_MODE applies to it only), and the claim loop
+ * activity, which starts its runs with the client (docs/design.md, 'The claim loop as an activity').
+ */
+const VARIANTS = [
+  { name: 'CARD_START_MODE=client', label: 'client', account: 'batch1', loop: 'workflow', mode: 'client' },
+  { name: 'CARD_START_MODE=child', label: 'child', account: 'batch2', loop: 'workflow', mode: 'child' },
+  { name: 'SCHEDULER_LOOP=activity', label: 'loop', account: 'batch3', loop: 'activity', mode: 'client' },
+] as const;
+
+for (const { name, label, account: accountName, loop, mode } of VARIANTS) {
+  test(`batch shape, ${name}: cards run in cardBatch runs traced by CardIds; a failing card fails alone`, async () => {
+    const stack = await createStack(`batch-${label}`, {
+      config: { SCHEDULER_LOOP: loop, CARD_RUN_SHAPE: 'batch', CARD_BATCH_SIZE: BATCH_SIZE, CARD_START_MODE: mode },
+    });
     try {
       const account = await seedAccount(stack, {
-        name: mode === 'client' ? 'batch1' : 'batch2',
+        name: accountName,
         qps: { main: 50 },
         typeGroups: { card_status: 'main' },
         cards: 9,

@@ -1,7 +1,8 @@
 /**
  * What one card execution costs the engine: its history events and workflow tasks,
  * in each placement of the gateway steps (local activities by default, the gateway task queue as an
- * option) and each start mode (child of the scheduler by default, client start from the claim).
+ * option) and each start mode (child of the workflow loop's scheduler, client start from its claim,
+ * and the client starts of the claim loop activity, SCHEDULER_LOOP=activity).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -107,7 +108,8 @@ async function runOnce(label: string, config: Partial<Config>, typeSets: readonl
 test('card execution shape', async (t) => {
   await t.test('default (child start, local gateway steps): one type is one workflow task and ≤ 10 events; each further type adds one event', async (t) => {
     // Two accounts on one stack: one polled for one type, one for three.
-    const { stack, runs } = await runOnce('shape-default', {}, [['card_status'], ['card_status', 'carddata', 'realname']]);
+    // The workflow loop's child starts (SCHEDULER_LOOP=activity starts runs with the client: the subtest below).
+    const { stack, runs } = await runOnce('shape-default', { SCHEDULER_LOOP: 'workflow' }, [['card_status'], ['card_status', 'carddata', 'realname']]);
     try {
       const [one, three] = runs;
       assert.ok(one && three);
@@ -158,7 +160,8 @@ test('card execution shape', async (t) => {
   });
 
   await t.test('CARD_START_MODE=client: the claim activity starts runs without a parent, ClaimedBy names the scheduler run', async () => {
-    const { stack, runs } = await runOnce('shape-client', { CARD_START_MODE: 'client' }, [['card_status']]);
+    // CARD_START_MODE applies to the workflow loop only (docs/design.md, 'The claim loop as an activity').
+    const { stack, runs } = await runOnce('shape-client', { SCHEDULER_LOOP: 'workflow', CARD_START_MODE: 'client' }, [['card_status']]);
     const run = { stack, account: runs[0]!.account, shapes: runs[0]!.shapes };
     try {
       const scheduler = schedulerWorkflowId(run.account.carrier.id, run.stack.config.WORKFLOW_ID_PREFIX);
@@ -177,4 +180,44 @@ test('card execution shape', async (t) => {
       await run.stack.close();
     }
   });
+  await t.test(
+    'SCHEDULER_LOOP=activity: the claim loop starts runs with the client; one type is one workflow task and ≤ 10 events; each further type adds one event',
+    async (t) => {
+      const { stack, runs } = await runOnce('shape-loop', { SCHEDULER_LOOP: 'activity' }, [['card_status'], ['card_status', 'carddata', 'realname']]);
+      try {
+        const [one, three] = runs;
+        assert.ok(one && three);
+        t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
+        const scheduler = schedulerWorkflowId(one.account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
+        for (const shape of one.shapes) {
+          assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+          assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+          assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+          assert.ok(shape.events <= 10, JSON.stringify(shape));
+          assert.equal(shape.parent, undefined);
+          assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
+        }
+        const baseline = 10;
+        t.diagnostic(
+          `three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`,
+        );
+        for (const shape of three.shapes) {
+          assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+          assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+          assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+          assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
+        }
+        const { rows } = await stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution WHERE card_id = ANY($1::bigint[])', [
+          three.account.cards.map((card) => card.id),
+        ]);
+        assert.equal(rows.length, three.account.cards.length);
+        for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
+        // The scheduler hands its claiming to the loop: it starts no child.
+        const history = await stack.client.workflow.getHandle(scheduler).fetchHistory();
+        assert.equal((history.events ?? []).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes != null).length, 0);
+      } finally {
+        await stack.close();
+      }
+    },
+  );
 });

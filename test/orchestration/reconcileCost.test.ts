@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
-import { ensurePollingControl, runningSchedulers, schedulerStatus, type OrchestrationRef } from '../../src/app/temporalControl.js';
+import { currentSchedulerStatus, ensurePollingControl, runningSchedulers, type OrchestrationRef } from '../../src/app/temporalControl.js';
 import { pollingControlWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { reconcileUpdate } from '../../src/workflows/messages.js';
 
@@ -25,7 +25,10 @@ test('a reconcile with every scheduler running starts no child; one whose schedu
     const ref: OrchestrationRef = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
     await ensurePollingControl(ref, { reconcileEveryMs: 3_600_000 });
     const ids = accounts.map((a) => a.carrier.id);
-    for (const id of ids) await waitFor(`scheduler ${id}`, async () => ((await schedulerStatus(ref, id).catch(() => undefined))?.rounds ?? 0) >= 1, WAIT_MS);
+    // The status the API serves: with SCHEDULER_LOOP=activity the rounds are the claim loop's
+    // published view, not the workflow's query (docs/design.md, 'The claim loop as an activity').
+    const rounds = async (id: string): Promise<number> => (await currentSchedulerStatus(ref, stack.deps.store, id).catch(() => undefined))?.rounds ?? 0;
+    for (const id of ids) await waitFor(`scheduler ${id}`, async () => (await rounds(id)) >= 1, WAIT_MS);
     await waitFor('the three schedulers listed as running', async () => (await runningSchedulers(ref)).size >= ids.length, WAIT_MS);
     assert.deepEqual([...(await runningSchedulers(ref))].sort(), [...ids].sort(), 'visibility lists this stack’s schedulers, by account id');
 
