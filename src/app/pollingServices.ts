@@ -17,6 +17,7 @@ import {
   findActivePriorityItem,
   requestPriorityItem,
   schedulePriorityRetry,
+  type FailInput,
 } from '../db/priorityItems.js';
 import { isDomainError } from '../domain/errors.js';
 import { globalKeys } from '../redis/keys.js';
@@ -180,6 +181,20 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
     },
   };
 
+  /**
+   * An attempt that failed for now: the item back to pending with its next run. The account's loop
+   * may be asleep past that run (lua/markIdle.lua bounds a sleep by the next retry, read when the
+   * account went idle, which can be before this record landed: under load the priority retry then
+   * waited out the whole idle sleep, 60 s), so a sleep past it is cut short, as a lifecycle write of
+   * an earlier due does.
+   */
+  const retryLater = async (carrierId: string, attempt: Omit<FailInput, 'retryable' | 'nextRunAt'> & { readonly nextRunAt: Date }): Promise<void> => {
+    const item = await failPriorityItem(pool, { ...attempt, retryable: true });
+    if (item?.status !== 'pending') return;
+    const asleep = await store.wakeIfIdle(new Map([[carrierId, attempt.nextRunAt.getTime()]])).catch(() => []);
+    if (asleep.length > 0) void wakeSchedulers?.(asleep).catch(() => undefined);
+  };
+
   const priority: PriorityTransitions & PriorityClaims = {
     async claimForExecution({ cardId, token, leaseMs }) {
       const claimed = await claimPriorityItem(pool, { cardId, token, leaseMs });
@@ -193,7 +208,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       if (itemId === undefined) return;
       if (execution.outcome === 'lease_lost') {
         // Stopped before finishing: the next claim of the card runs the item again.
-        await failPriorityItem(pool, { itemId, token: execution.token, reason: 'execution stopped: claim lease lost', retryable: true, nextRunAt: new Date() });
+        await retryLater(execution.carrierId, { itemId, token: execution.token, reason: 'execution stopped: claim lease lost', nextRunAt: new Date() });
         return;
       }
       const failures = execution.results.filter((r): r is Extract<StepResult, { outcome: 'failure' }> => r.outcome === 'failure');
@@ -204,7 +219,7 @@ export function createPollingServices(input: { deps: RuntimeDeps; namespace?: st
       } else if (failures.length > 0 || unfinished.length > 0) {
         const first = failures[0];
         const reason = first ? `${first.type}: ${first.errorClass}|${first.message}` : `${unfinished[0]?.type ?? 'check'} deferred`;
-        await failPriorityItem(pool, { itemId, token: execution.token, reason, retryable: true, nextRunAt: new Date(Date.now() + PRIORITY_RETRY_DELAY_MS) });
+        await retryLater(execution.carrierId, { itemId, token: execution.token, reason, nextRunAt: new Date(Date.now() + PRIORITY_RETRY_DELAY_MS) });
       } else {
         await completePriorityItem(pool, { itemId, token: execution.token });
       }

@@ -27,6 +27,7 @@ export interface ModeSwitcher {
 export interface PriorityTransitions {
   /** Moves the execution's processing item to completed, back to pending, or failed. */
   executionFinished(input: {
+    readonly carrierId: string;
     readonly plan: ExecutionPlanRun;
     readonly token: string;
     readonly results: readonly StepResult[];
