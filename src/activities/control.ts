@@ -22,6 +22,8 @@ import type { RequestCheckInput, RequestCheckResult } from '../workflow-safe/req
 import { inflightLimitOf, initialInflightControl, limitingFactor } from '../workflow-safe/inflightControl.js';
 import { fairEngineRate } from '../workflow-safe/engineShare.js';
 import type { CardStarter } from '../app/cardStarter.js';
+import type { SchedulerStarter } from '../app/schedulerStarter.js';
+import type { CarrierSchedulerArgs } from '../workflows/scheduler/schedulerSettings.js';
 import type { BackgroundWork } from './backgroundWork.js';
 import type { ModeSwitcher, RedisGuard, RequestChecker } from '../app/ports.js';
 import { DEFAULT_CARD_BATCH_SIZE, type CardRunShape } from '../workflow-safe/cardBatches.js';
@@ -81,6 +83,8 @@ export interface ControlActivityDeps {
    * schedulers only for the others. Absent: it tries every enabled account, as before.
    */
   readonly runningSchedulers?: () => Promise<ReadonlySet<string>>;
+  /** Starts schedulers with the client, for pollingControl's reconcile (src/app/schedulerStarter.ts). */
+  readonly schedulerStarter?: SchedulerStarter;
   /**
    * SCHEDULER_IDLE_MAX_MS: the longest an account's scheduler sleeps after a round that found
    * nothing due and nothing in flight (until its next due time, or a wake). 0 or absent: it ticks
@@ -384,6 +388,18 @@ export function createControlActivities(deps: ControlActivityDeps) {
     );
     return due.length;
   };
+  /** The enabled accounts, and those of them whose scheduler visibility does not list as running. */
+  const listSchedulersToStart = async (): Promise<{ enabled: string[]; toStart: string[] }> => {
+    const enabled = (await listCarriers(deps.pool, { enabledOnly: true })).map((c) => c.id);
+    deps.metrics?.enabledAccounts(enabled);
+    let running: ReadonlySet<string> = new Set();
+    try {
+      running = (await deps.runningSchedulers?.()) ?? running;
+    } catch {
+      running = new Set();
+    }
+    return { enabled, toStart: enabled.filter((id) => !running.has(id)) };
+  };
   return {
     async claimRound(input: ClaimRoundInput): Promise<ClaimRoundResult> {
       // Claim loops run as activities here: the scheduler starts one instead of claiming (it claims nothing now).
@@ -504,16 +520,19 @@ export function createControlActivities(deps: ControlActivityDeps) {
      * account every minute, and above ~1 000 accounts a continue-as-new at every reconcile (issue 45).
      * Visibility unreachable: every enabled account is tried, as before.
      */
-    async listSchedulersToStart(): Promise<{ enabled: string[]; toStart: string[] }> {
-      const enabled = (await listCarriers(deps.pool, { enabledOnly: true })).map((c) => c.id);
-      deps.metrics?.enabledAccounts(enabled);
-      let running: ReadonlySet<string> = new Set();
-      try {
-        running = (await deps.runningSchedulers?.()) ?? running;
-      } catch {
-        running = new Set();
-      }
-      return { enabled, toStart: enabled.filter((id) => !running.has(id)) };
+    listSchedulersToStart,
+
+    /**
+     * Starts, with the client, the scheduler of every enabled account that visibility does not list
+     * as running (`template` + its id): one activity for pollingControl's reconcile instead of a
+     * child start per account (src/app/schedulerStarter.ts says why). A retry lists again.
+     */
+    async startMissingSchedulers(template: Omit<CarrierSchedulerArgs, 'carrierId'>): Promise<{ enabled: string[]; started: number; failed: number }> {
+      if (deps.schedulerStarter === undefined) throw ApplicationFailure.nonRetryable('this control worker has no scheduler starter', 'Misconfigured');
+      const { enabled, toStart } = await listSchedulersToStart();
+      const starts = await deps.schedulerStarter(toStart.map((carrierId) => ({ ...template, carrierId })));
+      // A start that failed is tried again at the next reconcile (each minute, or the next account change).
+      return { enabled, started: starts.started, failed: starts.failed.length };
     },
 
     async listEnabledCarriers(): Promise<string[]> {

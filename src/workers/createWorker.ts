@@ -17,6 +17,7 @@ import { createGatewayActivities } from '../activities/gateway.js';
 import { createIngestActivities } from '../activities/ingest.js';
 import { createPackageEvaluator } from '../activities/packageEvaluation.js';
 import type { ModeSwitcher, PriorityClaims, PriorityTransitions, RedisGuard, RequestChecker } from '../app/ports.js';
+import { createSchedulerStarter } from '../app/schedulerStarter.js';
 import { createClientCardStarter, type CardStarter } from '../app/cardStarter.js';
 import { createSharedBatchStarter } from '../app/sharedBatchStarter.js';
 import { runningSchedulers } from '../app/temporalControl.js';
@@ -225,6 +226,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
         runShape: config.CARD_RUN_SHAPE,
         batchSize: config.CARD_BATCH_SIZE,
         runningSchedulers: () => runningSchedulers({ client: controlClient, workflowIdPrefix: config.WORKFLOW_ID_PREFIX }),
+        schedulerStarter: createSchedulerStarter(controlClient, (message, fields) => deps.logger.warn({ component: 'pollingControl', ...fields }, message)),
         cardStarter: cardStarterOf(config, controlClient),
         background,
         schedulerLoop: config.SCHEDULER_LOOP,

@@ -54,6 +54,13 @@ const SMALLER_HISTORY_PATCH = 'control-smaller-history';
 const START_MISSING_PATCH = 'control-start-missing-schedulers';
 /** Schedulers started per workflow task (from the patch above on), each chunk started before the next. */
 const SCHEDULER_START_CHUNK = 100;
+/**
+ * Runs from this patch on start the missing schedulers with the client, in one activity, not as
+ * children: the server records a child's start in its parent's history under the parent's lock, one
+ * child after the other, and a fleet of 1 011 accounts took 90–240 s to start that way with the
+ * server and the workers mostly idle (src/app/schedulerStarter.ts).
+ */
+const START_BY_CLIENT_PATCH = 'control-start-schedulers-by-client';
 
 export async function pollingControl(args: PollingControlArgs): Promise<void> {
   // Reads of one row or one list: a minute is ample, and it bounds how long a control worker killed
@@ -95,6 +102,13 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   // of the previous release keeps its 5 000-event rollover.
   state.useHistoryLimits(patched(SMALLER_HISTORY_PATCH));
   const startsMissingOnly = patched(START_MISSING_PATCH);
+  const startsByClient = patched(START_BY_CLIENT_PATCH);
+  // Starts of a whole fleet with the client (20 at a time) take seconds to a minute; a retry lists again.
+  const { startMissingSchedulers } = proxyActivities<Pick<ControlActivities, 'startMissingSchedulers'>>({
+    taskQueue: args.taskQueues.control,
+    startToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
+  });
 
   const switchMode = async (target: PollingMode): Promise<{ mode: PollingMode; changed: boolean }> => {
     // One switch at a time: a second request waits for the first to complete.
@@ -135,6 +149,7 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   const reconcile = async (): Promise<string[]> => {
     // A Redis that lost its data (flushed, failed over to an empty replica) is rebuilt from PostgreSQL.
     if (await ensureRedisIntact()) log.warn('Redis had lost its data; rebuilt from PostgreSQL');
+    if (startsByClient) return (await startMissingSchedulers(state.schedulerTemplate())).enabled;
     if (!startsMissingOnly) {
       const enabled = await control.listEnabledCarriers();
       await startSchedulers(enabled);

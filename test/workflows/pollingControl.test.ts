@@ -1,14 +1,14 @@
 /**
  * pollingControl on the time-skipping test server with scripted control activities: it outlives a
  * mode read that keeps failing (each failure after the activity's own ten attempts, then the loop's
- * backoff of 2, 4, 8 s — minutes of retries on skipped time), then starts one carrierScheduler per
- * enabled account and treats a scheduler already running as the normal case on the next reconcile.
+ * backoff of 2, 4, 8 s — minutes of retries on skipped time), then has its activity start the
+ * missing schedulers with the client at every reconcile, and starts no child itself. (The starter:
+ * test/app/schedulerStarter.test.ts.)
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/activity';
 import proto from '@temporalio/proto';
-import { schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { pollingControl } from '../../src/workflows/pollingControl.js';
 import { controlStatusQuery, reconcileSignal } from '../../src/workflows/messages.js';
 import { timeSkippingEnv, type TimeSkippingEnvironment } from '../../testkit/timeSkipping.js';
@@ -33,18 +33,20 @@ type ControlLoopActivities = Pick<
   | 'ensureRedisIntact'
   | 'listEnabledCarriers'
   | 'listSchedulersToStart'
+  | 'startMissingSchedulers'
   | 'claimRound'
   | 'releaseClaims'
   | 'requestCheck'
   | 'requeueDuePriorityItems'
 >;
 
-test('pollingControl: outlives failing mode reads with backoff, starts the schedulers visibility does not list as running, a running one is no error', async () => {
+test('pollingControl: outlives failing mode reads with backoff, then starts the missing schedulers through its activity, no child', async () => {
   const taskQueues = testTaskQueues('control-loop');
   const prefix = `${uniqueName('p')}-`;
   let readFailures = 3;
   let readAttempts = 0;
   let reconciles = 0;
+  const templates: unknown[] = [];
   const activities: ControlLoopActivities = {
     async readMode() {
       readAttempts += 1;
@@ -65,10 +67,12 @@ test('pollingControl: outlives failing mode reads with backoff, starts the sched
       throw new Error('runs from the control-start-missing-schedulers patch on ask listSchedulersToStart');
     },
     async listSchedulersToStart() {
+      throw new Error('runs from the control-start-schedulers-by-client patch on ask startMissingSchedulers');
+    },
+    async startMissingSchedulers(template) {
       reconciles += 1;
-      // The first reconcile finds neither running; the second finds 8 running and 7 not yet listed
-      // (visibility lags): 7's start is refused as already running, which is no failure.
-      return { enabled: ['7', '8'], toStart: reconciles === 1 ? ['7', '8'] : ['7'] };
+      templates.push(template);
+      return { enabled: ['7', '8'], started: reconciles === 1 ? 2 : 0, failed: 0 };
     },
     // The schedulers it starts: idle (legacy mode) rounds, so they stay running.
     async claimRound() {
@@ -110,14 +114,16 @@ test('pollingControl: outlives failing mode reads with backoff, starts the sched
       .filter((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)
       .map((event) => Number(event.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 0));
     assert.deepEqual(sleeps.slice(0, 3), [2, 4, 8], 'the loop backed off 2, 4, 8 s between failed reads');
-    const started = events.filter((event) => event.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED);
-    const refused = events.filter((event) => event.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED);
+    const children = events.filter((event) => event.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED);
+    assert.equal(children.length, 0, 'no scheduler started as a child');
     assert.deepEqual(
-      started.map((event) => event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).sort(),
-      [schedulerWorkflowId('7', prefix), schedulerWorkflowId('7', prefix), schedulerWorkflowId('8', prefix)],
-      'the second reconcile starts only the scheduler visibility did not list',
+      templates,
+      [
+        { taskQueues, workflowIdPrefix: prefix },
+        { taskQueues, workflowIdPrefix: prefix },
+      ],
+      'every reconcile asks for the missing schedulers',
     );
-    assert.equal(refused.length, 1, 'the second reconcile’s start refused as already running');
     // A control worker killed mid-call holds the loop only until its call times out: a minute for
     // the reads, the heartbeat timeout for the Redis check (which may rebuild for minutes).
     const scheduled = new Map<string, { startToClose: number; heartbeat: number }>();
@@ -132,20 +138,10 @@ test('pollingControl: outlives failing mode reads with backoff, starts the sched
     assert.deepEqual(Object.fromEntries(scheduled), {
       readMode: { startToClose: 60, heartbeat: 0 },
       ensureRedisIntact: { startToClose: 1800, heartbeat: 30 },
-      listSchedulersToStart: { startToClose: 60, heartbeat: 0 },
+      startMissingSchedulers: { startToClose: 300, heartbeat: 0 },
     });
-    // Started with the loops' longer task timeout, which continue-as-new carries over (src/workflow-safe/loopTaskTimeout.ts).
-    assert.deepEqual(
-      started.map((event) => Number(event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowTaskTimeout?.seconds ?? 0)),
-      [30, 30, 30],
-    );
     assert.equal((await handle.describe()).status.name, 'RUNNING');
   } finally {
     await handle.terminate('test over').catch(() => undefined);
-    for (const carrierId of ['7', '8'])
-      await env.client.workflow
-        .getHandle(schedulerWorkflowId(carrierId, prefix))
-        .terminate('test over')
-        .catch(() => undefined);
   }
 });

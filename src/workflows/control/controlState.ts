@@ -166,7 +166,12 @@ export class ControlState {
 
   /** A scheduler's input: the account and the options every scheduler gets. */
   schedulerArgs(carrierId: string): CarrierSchedulerArgs {
-    return { carrierId, taskQueues: this.args.taskQueues, workflowIdPrefix: this.args.workflowIdPrefix ?? '', ...this.args.scheduler };
+    return { carrierId, ...this.schedulerTemplate() };
+  }
+
+  /** Every scheduler's input but its account's id. */
+  schedulerTemplate(): Omit<CarrierSchedulerArgs, 'carrierId'> {
+    return { taskQueues: this.args.taskQueues, workflowIdPrefix: this.args.workflowIdPrefix ?? '', ...this.args.scheduler };
   }
 
   // ---- Continue-as-new and the wait ----
