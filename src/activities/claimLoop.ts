@@ -119,6 +119,10 @@ export async function runClaimLoop(deps: ClaimLoopDeps, input: ClaimLoopInput): 
     try {
       const look = await deps.store.claimLoopState(carrierId, input.generation, horizonMs, tickStart);
       if (!look.owned) return lap('superseded');
+      // Woken by the priority lane before the mark's end: the mark goes, or the cards this round
+      // claims would have their next dues (a confirmation a second later, say) slept past, since
+      // only a round that claims nothing marks the account again (lua/markIdle.lua).
+      if (look.marked && !look.sleeping) await deps.store.clearIdle(carrierId);
       if (!look.sleeping) {
         const round = state.beginRound(tickStart);
         let result: ClaimRoundResult | undefined;

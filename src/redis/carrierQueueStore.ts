@@ -387,9 +387,15 @@ export class CarrierQueueStore {
   /**
    * One claim loop's look before its round: whether it still owns the account, and whether the
    * account sleeps (lua/markIdle.lua marked it, nothing in the priority lane is due within
-   * `horizonMs`): a sleeping account's loop skips the round.
+   * `horizonMs`): a sleeping account's loop skips the round. `marked`: the idle mark stands (with
+   * `sleeping` false: the priority lane woke the account before the mark's end).
    */
-  async claimLoopState(carrierId: CarrierId, generation: string, horizonMs: number, now = Date.now()): Promise<{ owned: boolean; sleeping: boolean }> {
+  async claimLoopState(
+    carrierId: CarrierId,
+    generation: string,
+    horizonMs: number,
+    now = Date.now(),
+  ): Promise<{ owned: boolean; sleeping: boolean; marked: boolean }> {
     const keys = this.keys(carrierId);
     const replies = (await this.redis.multi().get(keys.loop).get(keys.idle).zrange(keys.prio, 0, 0, 'WITHSCORES').exec()) ?? [];
     const values = replies.map(([error, value]) => {
@@ -398,8 +404,13 @@ export class CarrierQueueStore {
     });
     const [owner, idleUntil, firstPriority] = values;
     const priorityDue = Array.isArray(firstPriority) && firstPriority.length >= 2 ? Number(firstPriority[1]) : Number.POSITIVE_INFINITY;
-    const sleeping = typeof idleUntil === 'string' && Number(idleUntil) > now && priorityDue > now + horizonMs;
-    return { owned: owner === generation, sleeping };
+    const marked = typeof idleUntil === 'string' && Number(idleUntil) > now;
+    return { owned: owner === generation, sleeping: marked && priorityDue > now + horizonMs, marked };
+  }
+
+  /** Deletes the account's idle mark (lua/markIdle.lua): its loop claims every tick again until a round marks it anew. */
+  async clearIdle(carrierId: CarrierId): Promise<void> {
+    await this.redis.del(this.keys(carrierId).idle);
   }
 
   /** Publishes a claim loop's status view for `ttlMs` (the account's status reads it: src/api/queries/carrierStatus.ts). */
