@@ -1,7 +1,7 @@
 /**
  * pollingControl's reconcile starts only the schedulers that do not run (issue 45): a reconcile
- * that tried every enabled account cost a child start and its refusal per account every minute,
- * and above ~1 000 accounts a continue-as-new at every reconcile. Real Temporal visibility.
+ * that tried every enabled account cost a start and its refusal per account every minute (as
+ * children: above ~1 000 accounts a continue-as-new at every reconcile). Real Temporal visibility.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { reconcileUpdate } from '../../src/workflows/messages.js';
 
 const WAIT_MS = 30_000;
 
-test('a reconcile with every scheduler running starts no child; one whose scheduler ended starts it again', async () => {
+test('a reconcile with every scheduler running starts none; one whose scheduler ended starts it again', async () => {
   const stack = await createStack('orch-reconcile-cost');
   try {
     const accounts = await Promise.all(
@@ -33,21 +33,29 @@ test('a reconcile with every scheduler running starts no child; one whose schedu
     assert.deepEqual([...(await runningSchedulers(ref))].sort(), [...ids].sort(), 'visibility lists this stack’s schedulers, by account id');
 
     const control = stack.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix));
-    const childStarts = async (): Promise<string[]> =>
-      ((await control.fetchHistory()).events ?? []).flatMap((event) => {
-        const id = event.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
-        return id ? [id] : [];
-      });
-    const before = await childStarts();
+    // Each account's current scheduler run: a start (child or client) would be a new run.
+    const currentRuns = async (): Promise<Record<string, { runId: string; status: string }>> =>
+      Object.fromEntries(
+        await Promise.all(
+          ids.map(async (id) => {
+            const described = await stack.client.workflow.getHandle(schedulerWorkflowId(id, ref.workflowIdPrefix)).describe();
+            return [id, { runId: described.runId, status: described.status.name }] as const;
+          }),
+        ),
+      );
+    const before = await currentRuns();
     await control.executeUpdate(reconcileUpdate);
-    assert.deepEqual(await childStarts(), before, 'every scheduler runs: no child start');
+    assert.deepEqual(await currentRuns(), before, 'every scheduler runs: none started again');
 
     // One scheduler ends (terminated by an operator): the next reconcile starts that one only.
     const ended = ids[1]!;
     await stack.client.workflow.getHandle(schedulerWorkflowId(ended, ref.workflowIdPrefix)).terminate('test');
     await waitFor('the ended scheduler no longer listed', async () => !(await runningSchedulers(ref)).has(ended), WAIT_MS);
     await control.executeUpdate(reconcileUpdate);
-    assert.deepEqual((await childStarts()).slice(before.length), [schedulerWorkflowId(ended, ref.workflowIdPrefix)]);
+    const after = await currentRuns();
+    assert.equal(after[ended]?.status, 'RUNNING', 'the ended scheduler runs again');
+    assert.notEqual(after[ended]?.runId, before[ended]?.runId, 'as a new run');
+    for (const id of ids.filter((other) => other !== ended)) assert.deepEqual(after[id], before[id], `scheduler ${id} left as it was`);
   } finally {
     await stack.close();
   }
