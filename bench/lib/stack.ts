@@ -49,6 +49,11 @@ export interface StackOptions {
    * the environment says.
    */
   readonly cardStartMode?: Config['CARD_START_MODE'];
+  /**
+   * SCHEDULER_LOOP. A scenario that names a start mode compares the workflow loop's ways of starting
+   * runs (a claim loop activity starts them with the client whatever the mode): `workflow` unless given.
+   */
+  readonly schedulerLoop?: Config['SCHEDULER_LOOP'];
   /** What one card run carries (CARD_RUN_SHAPE: one card, or a batch of up to CARD_BATCH_SIZE), likewise. */
   readonly cardRunShape?: Config['CARD_RUN_SHAPE'];
   /** pollingControl's reconcile period (default 2 s: the scenarios' accounts exist before it starts). */
@@ -68,7 +73,8 @@ export async function createBenchStack(base: Config, label: string, options: Sta
     {
       ...base,
       ...options.workerOverrides,
-      ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode } : {}),
+      ...(options.cardStartMode ? { CARD_START_MODE: options.cardStartMode, SCHEDULER_LOOP: options.schedulerLoop ?? 'workflow' } : {}),
+      ...(options.schedulerLoop ? { SCHEDULER_LOOP: options.schedulerLoop } : {}),
       ...(options.cardRunShape ? { CARD_RUN_SHAPE: options.cardRunShape } : {}),
     },
     { gatewayUrl: simulator.url, schema, namespace, taskQueues, workflowIdPrefix: `${id}-` },

@@ -120,7 +120,7 @@ async function requestPhase(
   const answers: Promise<void>[] = [];
   const watcher = watchFirstCalls(stack, sent, WATCH_EVERY_MS);
   log(`request phase: ${REQUEST_RATE} request-checks/s for ${REQUEST_PHASE_SEC} s over ${pools.length} small accounts`);
-  await sendRequests(stack, pools, REQUEST_RATE, Date.now() + REQUEST_PHASE_SEC * 1000, sent, answers, { wake: stack.config.SCHEDULER_LOOP === 'workflow' });
+  await sendRequests(stack, pools, REQUEST_RATE, Date.now() + REQUEST_PHASE_SEC * 1000, sent, answers);
   await Promise.all(answers);
   const drainUntil = Date.now() + DRAIN_MS;
   while (Date.now() < drainUntil && sent.some((p) => p.status === 'requested' && p.firstCallAt === undefined)) await sleep(200);
@@ -297,15 +297,12 @@ export async function runAccounts(
   const { log } = context;
   const tag = `${variant.accounts} accounts, ${variant.schedulerLoop} loop, ${variant.startMode} starts, ${variant.runShape} runs, idle sleep ${variant.idleMaxMs === 0 ? 'off' : `${variant.idleMaxMs / 1000} s`}`;
   log(`accounts: ${tag}`);
-  const stack = await createBenchStack(
-    { ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs, SCHEDULER_LOOP: variant.schedulerLoop },
-    `acc${variant.accounts}`,
-    {
-      cardRunShape: variant.runShape,
-      cardStartMode: variant.startMode,
-      reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
-    },
-  );
+  const stack = await createBenchStack({ ...context.config, SCHEDULER_IDLE_MAX_MS: variant.idleMaxMs }, `acc${variant.accounts}`, {
+    cardRunShape: variant.runShape,
+    cardStartMode: variant.startMode,
+    schedulerLoop: variant.schedulerLoop,
+    reconcileEveryMs: DEFAULT_RECONCILE_EVERY_MS,
+  });
   try {
     const fleet = await seedFleet(stack, variant.accounts, log);
     await stack.startOrchestration();

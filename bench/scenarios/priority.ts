@@ -72,8 +72,8 @@ export async function sendRequests(
   until: number,
   sent: Pending[],
   inFlight: Promise<void>[],
-  /** `wake: false` under SCHEDULER_LOOP=activity, as the API serves it (src/api/routes/requestCheck.ts). */
-  options: { readonly wake: boolean } = { wake: true },
+  /** As the API serves it (src/api/routes/requestCheck.ts): a wake for a workflow loop only. */
+  options: { readonly wake: boolean } = { wake: stack.config.SCHEDULER_LOOP === 'workflow' },
 ): Promise<void> {
   const everyMs = 1000 / rate;
   for (let i = 0; Date.now() < until; i += 1) {
