@@ -270,7 +270,7 @@ export async function carrierScheduler(args: CarrierSchedulerArgs): Promise<{ st
   setHandler(requestCheckSignal, (input) => {
     // Signals cannot be rejected; invalid ones are dropped with a log line rather than failing the loop.
     try {
-      state.queueSignal(input);
+      if (!state.queueSignal(input)) log.warn('dropping a requestCheck signal: the signal queue is full', { cardId: input.cardId, queued: state.signals.size });
     } catch (error) {
       log.warn('dropping invalid requestCheck signal', { error: String(error) });
     }

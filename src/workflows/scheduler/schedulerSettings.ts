@@ -54,6 +54,14 @@ export const CHILD_DRAIN_HARD_MAX_MS = 180_000;
 export const DEFAULT_TICK_MS = 1000;
 /** Enough for a burst of request-checks to clear in a few ticks, small enough to bound one batch's work. */
 export const DEFAULT_MAX_SIGNALS_PER_TICK = 100;
+/**
+ * Request-check signals queued at most (new and to retry): the queue travels in the continue-as-new
+ * input and in the workflow's memory, so a flood of signals (a script, a PostgreSQL outage keeping
+ * them all for a retry) must not grow it without end. 1 000 requests are ~150 KB of input. A
+ * signal beyond is dropped with a log line: signals are for fire-and-forget callers; the API and
+ * the bulk request-check write the priority lane themselves.
+ */
+export const MAX_QUEUED_SIGNALS = 1000;
 /** Rounds between sweeps for priority items whose retry is due (their retry delay is seconds). */
 export const PRIORITY_RETRY_EVERY_ROUNDS = 5;
 

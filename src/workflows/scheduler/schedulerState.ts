@@ -20,6 +20,7 @@ import {
   CHILD_DRAIN_MAX_MS,
   CHILD_DRAIN_QUIET_MS,
   PRIORITY_RETRY_EVERY_ROUNDS,
+  MAX_QUEUED_SIGNALS,
   schedulerSettings,
   type CarrierSchedulerArgs,
   type SchedulerPatches,
@@ -113,7 +114,7 @@ export class SchedulerState {
   constructor(args: CarrierSchedulerArgs, run: SchedulerRun, patches: SchedulerPatches) {
     this.settings = schedulerSettings(args, patches);
     this.failures = new FailureStreak(this.settings.tickMs);
-    this.signals = new SignalQueue(args.pendingRequests ?? [], this.settings.maxSignalsPerTick);
+    this.signals = new SignalQueue(args.pendingRequests ?? [], this.settings.maxSignalsPerTick, MAX_QUEUED_SIGNALS);
     this.starts = new ChildStarts(args.counters?.startFailures ?? 0);
     this.carrierId = args.carrierId;
     this.runId = run.tokenRunId ?? run.runId;
@@ -164,9 +165,10 @@ export class SchedulerState {
   }
 
   /** A request-check signal: queued when valid; throws (RequestCheckInvalid) when not, for the workflow to log and drop. */
-  queueSignal(request: RequestCheckInput): void {
+  /** Queues a valid request-check signal (an invalid one throws); false when the queue is full ({@link MAX_QUEUED_SIGNALS}). */
+  queueSignal(request: RequestCheckInput): boolean {
     validateRequestCheck(request);
-    this.signals.push(request);
+    return this.signals.push(request);
   }
 
   /** The update's validator: rejects an invalid request, and any request once the run is closing (the client retries on the next run). */

@@ -1,7 +1,8 @@
 /**
  * carrierScheduler's queue of request-check signals: new ones in arrival order, and the ones whose
  * activity failed, kept for a retry ahead of them (they are older). Batches take the retries
- * first, then new signals, at most `maxPerBatch` in all; one batch at a time. Pure.
+ * first, then new signals, at most `maxPerBatch` in all; one batch at a time. It holds at most
+ * `capacity` requests: a push beyond is refused. Pure.
  */
 import type { RequestCheckInput } from '../../workflow-safe/requestCheck.js';
 
@@ -15,12 +16,22 @@ export class SignalQueue {
   constructor(
     carried: readonly RequestCheckInput[],
     private readonly maxPerBatch: number,
+    private readonly capacity: number,
   ) {
+    // A queue carried from a run before the bound is kept whole: it only shrinks from here.
     this.pending = [...carried];
   }
 
-  push(request: RequestCheckInput): void {
+  /** Queues a request; false when the queue is full (the request is not queued). */
+  push(request: RequestCheckInput): boolean {
+    if (this.size >= this.capacity) return false;
     this.pending.push(request);
+    return true;
+  }
+
+  /** Requests queued, new and to retry (a batch under way not counted: it comes back only as retries). */
+  get size(): number {
+    return this.pending.length + this.retry.length;
   }
 
   /** Signals that arrived and were never tried (a retry waits for its tick; a new one may wake the loop). */

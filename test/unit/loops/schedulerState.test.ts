@@ -16,6 +16,7 @@ import {
   CHILD_DRAIN_QUIET_MS,
   DEFAULT_MAX_HISTORY_BYTES,
   DEFAULT_MAX_HISTORY_EVENTS,
+  MAX_QUEUED_SIGNALS,
   PREVIOUS_MAX_HISTORY_EVENTS,
   schedulerSettings,
 } from '../../../src/workflows/scheduler/schedulerSettings.js';
@@ -309,6 +310,21 @@ test('signals: invalid ones are refused (the workflow logs and drops them), vali
   assert.equal(state.signals.hasNew, false);
   state.queueSignal(request('1'));
   assert.equal(state.signals.hasNew, true);
+});
+
+test('signals: the queue holds at most MAX_QUEUED_SIGNALS, retries included; one beyond is refused, a batch taken makes room', () => {
+  const state = newState({ maxSignalsPerTick: 10 });
+  for (let i = 0; i < MAX_QUEUED_SIGNALS; i += 1) assert.equal(state.queueSignal(request(String(i + 1))), true);
+  assert.equal(state.queueSignal(request('5000')), false, 'full: refused');
+  assert.equal(state.signals.carried().length, MAX_QUEUED_SIGNALS, 'the continue-as-new input is bounded too');
+  const batch = state.signals.takeBatch() ?? [];
+  assert.equal(batch.length, 10);
+  assert.equal(state.queueSignal(request('5001')), true, 'a batch taken makes room');
+  // The batch failed: its requests come back as retries, and count again.
+  state.signals.requeue(batch.slice(0, 9));
+  state.signals.batchDone();
+  assert.equal(state.signals.size, MAX_QUEUED_SIGNALS);
+  assert.equal(state.queueSignal(request('5002')), false);
 });
 
 test('signals (runs before the claim-first patch): all of them at once, retries first, whatever the cap', () => {
