@@ -28,13 +28,17 @@ test('a polling config change during a running rebuild is applied once that rebu
     await sleep(300);
 
     // Another rebuild is running (it read the configuration before the change below).
+    const before = await api.stack.deps.store.readDue(carrier.body.id, card.body.id);
+    assert.ok(before?.types.card_status.due != null, 'the card is due for card_status');
     await api.stack.redis.redis.set(lockKey, 'another-rebuild', 'PX', 30_000);
     const patched = await api.call('PATCH', `/v1/polling-configs/${config.body.id}`, { intervalsSec: { carddata: 300 } });
     assert.equal(patched.status, 200);
-    await sleep(1000);
-    const during = await api.stack.deps.store.readDue(carrier.body.id, card.body.id);
-    assert.ok(during?.types.card_status.due != null && during.types.carddata.due === null, 'nothing applied while the other rebuild holds the lock');
+    // The change's rebuild request is registered (its flag raised in Redis, src/lifecycle/rebuild.ts)
+    // and waits for the lock: until that rebuild ends, nothing of the card's state moves.
+    await waitFor('the rebuild request waiting', async () => (await api.stack.redis.redis.exists(`${lockKey}:again`)) === 1, 10_000, 20);
+    assert.deepEqual(await api.stack.deps.store.readDue(carrier.body.id, card.body.id), before, 'nothing applied while the other rebuild holds the lock');
     // That rebuild ends; the change it did not see must be applied by one more pass.
+    const released = Date.now();
     await api.stack.redis.redis.del(lockKey);
     const after = await waitFor(
       'config change applied after the running rebuild',
@@ -44,7 +48,10 @@ test('a polling config change during a running rebuild is applied once that rebu
       },
       10_000,
     );
-    assert.ok((after.types.carddata.due ?? 0) <= Date.now() + 30_000);
+    // The new type's first due falls within its interval (jittered from the pass on), the old type is gone.
+    const due = after.types.carddata.due ?? 0;
+    assert.ok(due >= released - 1000 && due <= Date.now() + 300_000, `carddata due within its 300 s interval: ${due - released} ms after the release`);
+    assert.equal(await api.stack.redis.redis.exists(`${lockKey}:again`), 0, 'the request served: its flag cleared');
   } finally {
     await api.close();
   }
