@@ -17,7 +17,7 @@ import { DEFAULT_RECONCILE_EVERY_MS } from '../../src/workflows/control/controlS
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { addCards, spreadDues } from '../lib/seed.js';
-import { countEvents, emptyCounts, eventsInWindow, type EventCounts } from '../lib/actions.js';
+import { countEvents, emptyCounts, eventMs, eventsInWindow, fetchEvents, type EventCounts } from '../lib/actions.js';
 import { latenessBetween } from '../lib/measure.js';
 import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
 import type { RunShape, StartMode } from '../lib/options.js';
@@ -58,6 +58,8 @@ const REQUEST_ACCOUNTS = 40;
 /** How often the simulator's per-card call stamps are read in the request phase (the stamp is the simulator's: this only bounds how soon a later call could hide it). */
 const WATCH_EVERY_MS = 500;
 const DRAIN_MS = 15_000;
+/** Schedulers whose start is taken apart (startStages). */
+const START_SAMPLE = 40;
 
 export interface AccountsVariant {
   readonly accounts: number;
@@ -79,6 +81,8 @@ export interface AccountsRun extends AccountsVariant {
   readonly schedulersRunningAfterSec: number | null;
   /** Until every account claimed (loop activity: its loop's status view in Redis; workflow loop: as running); null: not within the limit. */
   readonly accountsClaimingAfterSec: number | null;
+  /** Loop activity: where a sample of schedulers' starts went. */
+  readonly startStages?: StartStages;
   readonly idle: Cost;
   readonly small: Cost;
   /** pollingControl's actions per second, and per account-second. */
@@ -166,6 +170,35 @@ interface FleetStart {
   readonly runningAfterSec: number | null;
   /** Until every account claimed (loop activity: its loop ticked; workflow loop: its scheduler ran); null: not within the limit. */
   readonly claimingAfterSec: number | null;
+}
+
+/** Where a scheduler's start goes (ms, from its run's start): its first workflow task started, completed (the hand-over), its loop's lap started. */
+interface StartStages {
+  readonly samples: number;
+  readonly toFirstTaskMs: Distribution;
+  readonly firstTaskMs: Distribution;
+  readonly toLapStartMs: Distribution;
+}
+
+/** A sample of the small accounts' schedulers, read once every account claims: their history's first events and their lap's start (a running activity's start is in no history yet). */
+async function startStages(stack: BenchStack, carrierIds: readonly string[]): Promise<StartStages> {
+  const toFirstTask: number[] = [];
+  const firstTask: number[] = [];
+  const toLap: number[] = [];
+  for (const carrierId of carrierIds) {
+    const handle = stack.client.workflow.getHandle(schedulerWorkflowId(carrierId, stack.ref.workflowIdPrefix));
+    const [events, described] = await Promise.all([fetchEvents(handle), handle.describe()]);
+    const started = events[0] === undefined ? undefined : eventMs(events[0]);
+    if (started === undefined) continue;
+    const taskStarted = events.find((event) => event.workflowTaskStartedEventAttributes);
+    const taskCompleted = events.find((event) => event.workflowTaskCompletedEventAttributes);
+    if (taskStarted) toFirstTask.push(eventMs(taskStarted) - started);
+    if (taskStarted && taskCompleted) firstTask.push(eventMs(taskCompleted) - eventMs(taskStarted));
+    const lap = described.raw.pendingActivities?.[0]?.lastStartedTime;
+    const lapAt = lap ? Number(lap.seconds ?? 0) * 1000 + Math.floor((lap.nanos ?? 0) / 1e6) : 0;
+    if (lapAt > 0) toLap.push(lapAt - started);
+  }
+  return { samples: carrierIds.length, toFirstTaskMs: distribution(toFirstTask), firstTaskMs: distribution(firstTask), toLapStartMs: distribution(toLap) };
 }
 
 /** Waits until every account's scheduler runs (Temporal visibility) and claims; the seconds each took (null: not within the limit). */
@@ -310,6 +343,18 @@ export async function runAccounts(
     const total = carrierIds.length;
     const started = await fleetStart(stack, carrierIds, variant.schedulerLoop, log);
     log(`all ${total} schedulers running after ${started.runningAfterSec ?? '-'} s, claiming after ${started.claimingAfterSec ?? '-'} s`);
+    const stages =
+      variant.schedulerLoop === 'activity'
+        ? await startStages(
+            stack,
+            fleet.small.filter((_, i) => i % Math.max(1, Math.floor(fleet.small.length / START_SAMPLE)) === 0).map((carrier) => carrier.id),
+          )
+        : undefined;
+    if (stages)
+      log(
+        `scheduler start stages (p50 / max ms from the run's start, ${stages.samples} schedulers): first workflow task ${stages.toFirstTaskMs.p50} / ${stages.toFirstTaskMs.max}, ` +
+          `its duration ${stages.firstTaskMs.p50} / ${stages.firstTaskMs.max}, lap started ${stages.toLapStartMs.p50} / ${stages.toLapStartMs.max}`,
+      );
     const window = await measureWindow(stack, seconds, log);
     const id = (carrier: Carrier): string => schedulerWorkflowId(carrier.id, stack.ref.workflowIdPrefix);
     const sample = fleet.small.filter((_, i) => i % Math.max(1, Math.floor(fleet.small.length / SMALL_SAMPLE)) === 0).slice(0, SMALL_SAMPLE);
@@ -344,6 +389,7 @@ export async function runAccounts(
       ...variant,
       windowSeconds: round(s, 1),
       schedulersRunningAfterSec: started.runningAfterSec,
+      ...(stages === undefined ? {} : { startStages: stages }),
       accountsClaimingAfterSec: started.claimingAfterSec,
       idle: perAccount(idleCounts, fleet.idle.length),
       small: perAccount(smallCounts, Math.max(1, sample.length)),
@@ -510,6 +556,15 @@ export const accounts: Scenario = async (context) => {
     results: { runs },
     tables: [table],
     verdicts,
-    notes: runs.map((run) => `${label(run)}: ${run.cpuNote}`),
+    notes: runs.flatMap((run) => [
+      `${label(run)}: ${run.cpuNote}`,
+      ...(run.startStages === undefined
+        ? []
+        : [
+            `${label(run)}: scheduler start stages (p50 / max ms from each run's start, ${run.startStages.samples} small accounts' schedulers): ` +
+              `first workflow task started ${run.startStages.toFirstTaskMs.p50} / ${run.startStages.toFirstTaskMs.max}, that task took ${run.startStages.firstTaskMs.p50} / ${run.startStages.firstTaskMs.max}, ` +
+              `the loop's lap started ${run.startStages.toLapStartMs.p50} / ${run.startStages.toLapStartMs.max}`,
+          ]),
+    ]),
   };
 };
