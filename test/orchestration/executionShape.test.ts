@@ -4,7 +4,7 @@
  * option) and each start mode (child of the workflow loop's scheduler, client start from its claim,
  * and the client starts of the claim loop activity, SCHEDULER_LOOP=activity).
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
@@ -13,6 +13,7 @@ import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { Config } from '../../src/config/index.js';
 import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
+import type { SchedulerLoop } from '../../src/workflow-safe/claimLoop.js';
 
 interface RunShape {
   readonly workflowId: string;
@@ -105,40 +106,54 @@ async function runOnce(label: string, config: Partial<Config>, typeSets: readonl
   return { stack, runs };
 }
 
+/**
+ * Two accounts on one stack, one polled for one type, one for three: one type is one workflow task,
+ * no activity task and ≤ 10 events, each further type one event more. A workflow loop starts the
+ * runs as its children; a claim loop activity starts them with the client (no parent) and the
+ * scheduler starts no child. Either way ClaimedBy names the scheduler's run.
+ */
+async function oneAndThreeTypes(t: TestContext, label: string, loop: SchedulerLoop): Promise<void> {
+  const { stack, runs } = await runOnce(label, { SCHEDULER_LOOP: loop }, [['card_status'], ['card_status', 'carddata', 'realname']]);
+  try {
+    const [one, three] = runs;
+    assert.ok(one && three);
+    t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
+    const scheduler = schedulerWorkflowId(one.account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
+    for (const shape of one.shapes) {
+      assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+      assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+      assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+      assert.ok(shape.events <= 10, JSON.stringify(shape));
+      assert.equal(shape.parent, loop === 'workflow' ? scheduler : undefined);
+      assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
+    }
+    const baseline = 10;
+    t.diagnostic(`three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`);
+    for (const shape of three.shapes) {
+      assert.equal(shape.outcome, 'success', JSON.stringify(shape));
+      assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
+      assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
+      assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
+    }
+    const { rows } = await stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution WHERE card_id = ANY($1::bigint[])', [
+      three.account.cards.map((card) => card.id),
+    ]);
+    assert.equal(rows.length, three.account.cards.length);
+    for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
+    if (loop === 'activity') {
+      // The scheduler hands its claiming to the loop: it starts no child.
+      const history = await stack.client.workflow.getHandle(scheduler).fetchHistory();
+      assert.equal((history.events ?? []).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes != null).length, 0);
+    }
+  } finally {
+    await stack.close();
+  }
+}
+
 test('card execution shape', async (t) => {
   await t.test('default (child start, local gateway steps): one type is one workflow task and ≤ 10 events; each further type adds one event', async (t) => {
-    // Two accounts on one stack: one polled for one type, one for three.
     // The workflow loop's child starts (SCHEDULER_LOOP=activity starts runs with the client: the subtest below).
-    const { stack, runs } = await runOnce('shape-default', { SCHEDULER_LOOP: 'workflow' }, [['card_status'], ['card_status', 'carddata', 'realname']]);
-    try {
-      const [one, three] = runs;
-      assert.ok(one && three);
-      t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
-      const scheduler = schedulerWorkflowId(one.account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
-      for (const shape of one.shapes) {
-        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
-        assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
-        assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
-        assert.ok(shape.events <= 10, JSON.stringify(shape));
-        assert.equal(shape.parent, scheduler);
-        assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
-      }
-      const baseline = 10;
-      t.diagnostic(`three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`);
-      for (const shape of three.shapes) {
-        assert.equal(shape.outcome, 'success', JSON.stringify(shape));
-        assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
-        assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
-        assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
-      }
-      const { rows } = await stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution WHERE card_id = ANY($1::bigint[])', [
-        three.account.cards.map((card) => card.id),
-      ]);
-      assert.equal(rows.length, three.account.cards.length);
-      for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
-    } finally {
-      await stack.close();
-    }
+    await oneAndThreeTypes(t, 'shape-default', 'workflow');
   });
 
   await t.test('GATEWAY_STEPS=queue: steps run as activities on the gateway task queue', async (t) => {
@@ -183,41 +198,7 @@ test('card execution shape', async (t) => {
   await t.test(
     'SCHEDULER_LOOP=activity: the claim loop starts runs with the client; one type is one workflow task and ≤ 10 events; each further type adds one event',
     async (t) => {
-      const { stack, runs } = await runOnce('shape-loop', { SCHEDULER_LOOP: 'activity' }, [['card_status'], ['card_status', 'carddata', 'realname']]);
-      try {
-        const [one, three] = runs;
-        assert.ok(one && three);
-        t.diagnostic(`one type: events ${one.shapes.map((s) => s.events).join(',')}; workflow tasks ${one.shapes.map((s) => s.workflowTasks).join(',')}`);
-        const scheduler = schedulerWorkflowId(one.account.carrier.id, stack.config.WORKFLOW_ID_PREFIX);
-        for (const shape of one.shapes) {
-          assert.equal(shape.outcome, 'success', JSON.stringify(shape));
-          assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
-          assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
-          assert.ok(shape.events <= 10, JSON.stringify(shape));
-          assert.equal(shape.parent, undefined);
-          assert.match(String(shape.claimedBy), new RegExp(`^${scheduler}/`));
-        }
-        const baseline = 10;
-        t.diagnostic(
-          `three types: events ${three.shapes.map((s) => s.events).join(',')}; workflow tasks ${three.shapes.map((s) => s.workflowTasks).join(',')}`,
-        );
-        for (const shape of three.shapes) {
-          assert.equal(shape.outcome, 'success', JSON.stringify(shape));
-          assert.equal(shape.workflowTasks, 1, JSON.stringify(shape));
-          assert.equal(shape.activityTasks, 0, JSON.stringify(shape));
-          assert.ok(shape.events <= baseline + 2, JSON.stringify(shape));
-        }
-        const { rows } = await stack.db.pool.query<{ types: string[] }>('SELECT types FROM card_execution WHERE card_id = ANY($1::bigint[])', [
-          three.account.cards.map((card) => card.id),
-        ]);
-        assert.equal(rows.length, three.account.cards.length);
-        for (const row of rows) assert.deepEqual([...row.types].sort(), ['card_status', 'carddata', 'realname']);
-        // The scheduler hands its claiming to the loop: it starts no child.
-        const history = await stack.client.workflow.getHandle(scheduler).fetchHistory();
-        assert.equal((history.events ?? []).filter((event) => event.startChildWorkflowExecutionInitiatedEventAttributes != null).length, 0);
-      } finally {
-        await stack.close();
-      }
+      await oneAndThreeTypes(t, 'shape-loop', 'activity');
     },
   );
 });
