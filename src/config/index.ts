@@ -129,7 +129,8 @@ const schema = z.object({
    * How claimed cards' runs start: as children of carrierScheduler (`child`, the default: the Web
    * UI links each to its scheduler run) or by the claim activity with the client (`client`: no
    * parent workflow task per start and completion; for deployments bound by orchestration
-   * throughput). Either way the run carries the ClaimedBy search attribute.
+   * throughput). Either way the run carries the ClaimedBy search attribute. Applies to the
+   * workflow loop only (SCHEDULER_LOOP=workflow): a claim loop activity starts runs with the client.
    */
   CARD_START_MODE: z.enum(['child', 'client']).default('child'),
   /**
