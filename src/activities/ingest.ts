@@ -11,6 +11,8 @@
  */
 import type { Pool } from '../db/pool.js';
 import { cardExists } from '../db/cards.js';
+import { existingCarrierIds } from '../db/carriers.js';
+import { isDomainError } from '../domain/errors.js';
 import { describeFailure } from '../db/errors.js';
 import type { PriorityTransitions } from '../app/ports.js';
 import { toIngestRecord, type IngestRecord, type RecordExecutionInput } from '../ingest/record.js';
@@ -39,22 +41,30 @@ export function createIngestActivities(deps: IngestActivityDeps) {
   const writer = { pool: deps.pool, priority: deps.priority };
   const log = deps.log ?? ((line: string) => defaultLogger().warn(line));
   /**
-   * A write refused with a foreign-key violation while its card's row is gone: the card was
-   * deleted after the run prepared (docs/design.md, 'PostgreSQL and records'). No retry can land
-   * it, so the record is done, and told. Any other failure — the card still there — is the
-   * caller's to throw: the run retries it without limit.
+   * A write refused for a reference that is gone (a foreign-key violation, or the alert writer's
+   * not-found): the card was deleted after the run prepared, or the record's account was deleted
+   * after the card moved on (docs/design.md, 'PostgreSQL and records'). No retry can land it as it
+   * is: a deleted card's record is done, told; a deleted account's is written without its alerts
+   * (they would belong to the account), so what the check learned stays. Anything else — both still
+   * there — is the caller's to throw: the run retries it without limit.
    */
-  const cardGone = async (record: IngestRecord, error: unknown): Promise<boolean> => {
-    if (!isForeignKeyViolation(error) || (await cardExists(deps.pool, record.cardId))) return false;
-    log(`record ${record.recordId}: card ${record.cardId} was deleted before its record; nothing written (${describeFailure(error)})`);
+  const settledWithoutReference = async (record: IngestRecord, error: unknown): Promise<boolean> => {
+    if (!isForeignKeyViolation(error) && !(isDomainError(error) && error.code === 'not_found')) return false;
+    if (!(await cardExists(deps.pool, record.cardId))) {
+      log(`record ${record.recordId}: card ${record.cardId} was deleted before its record; nothing written (${describeFailure(error)})`);
+      return true;
+    }
+    if ((await existingCarrierIds(deps.pool, [record.carrierId])).size > 0) return false;
+    await writeRecords(writer, [record], { alerts: false });
+    log(`record ${record.recordId}: account ${record.carrierId} was deleted before the record of card ${record.cardId}; written without its alerts`);
     return true;
   };
-  /** The record written now (sync ingest, or a full stream), or done when its card is gone. */
+  /** The record written now (sync ingest, or a full stream), or settled when a reference is gone. */
   const writeNow = async (record: IngestRecord): Promise<void> => {
     try {
       await writeRecords(writer, [record]);
     } catch (error) {
-      if (!(await cardGone(record, error))) throw error;
+      if (!(await settledWithoutReference(record, error))) throw error;
     }
   };
   const writeOne = async (record: IngestRecord): Promise<Written> => {
@@ -83,7 +93,7 @@ export function createIngestActivities(deps: IngestActivityDeps) {
       const record = toIngestRecord(input, Date.now());
       const written = await writeTogether(record);
       if (written.ok) return written.counts;
-      if (await cardGone(record, written.error)) return NO_ALERTS;
+      if (await settledWithoutReference(record, written.error)) return NO_ALERTS;
       throw written.error;
     },
 

@@ -86,9 +86,14 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
  * Writes the records; throws when any statement fails (nothing of a transactional batch is then
  * kept; the caller retries it whole or isolates the record that cannot be written).
  */
-export async function writeRecords(deps: RecordWriterDeps, records: readonly IngestRecord[]): Promise<WriteResult> {
+export async function writeRecords(
+  deps: RecordWriterDeps,
+  records: readonly IngestRecord[],
+  /** `alerts: false`: the records' executions and observations only (their account is gone: src/activities/ingest.ts). */
+  options: { readonly alerts?: boolean } = {},
+): Promise<WriteResult> {
   if (records.length === 0) return { records: 0, executionsInserted: 0, observationsInserted: 0, alertsOpened: 0, alertsRecovered: 0, perRecord: [] };
-  const rows = records.map(rowsOf);
+  const rows = records.map(rowsOf).map((row) => (options.alerts === false ? { ...row, failures: [], recoveries: [] } : row));
   // The (card, type) pairs whose alerts this write may open or recover: locked for the transaction
   // (see lockFailureAlerts), so a concurrent batch with the same card's records waits for this one.
   const alertKeys = rows.flatMap((row) => [...row.recoveries, ...row.failures]);

@@ -11,6 +11,7 @@ import type { PriorityTransitions } from '../../src/app/ports.js';
 import { deleteCard } from '../../src/db/cards.js';
 import { createTestDb } from '../../testkit/db.js';
 import { makeCard, makeRecord } from './fixtures.js';
+import { makeCarrier } from '../db/fixtures.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };
 
@@ -62,6 +63,35 @@ test('recordExecution: a foreign-key violation while the card exists is still th
     await assert.rejects(activities.recordExecution(record), (error: unknown) => (error as { code?: string }).code === '23503');
     await assert.rejects(activities.enqueueRecord(record), (error: unknown) => (error as { code?: string }).code === '23503');
     assert.deepEqual(lines, [], 'nothing dropped');
+  } finally {
+    await db.close();
+  }
+});
+
+test('recordExecution and enqueueRecord: a record under an account deleted since (its card moved on) keeps what it learned, without its alerts', async () => {
+  const db = await createTestDb('deleted-account');
+  try {
+    const lines: string[] = [];
+    const activities = createIngestActivities({ pool: db.pool, priority: noPriority, log: (line) => lines.push(line) });
+    const at = Date.now() - 10_000;
+    const card = await makeCard(db.pool);
+    // Prepared under its account; then the card moved to another account and the old one was deleted.
+    const failure = makeRecord(card, at, [{ type: 'carddata', outcome: 'failure', failBefore: 99 }]);
+    const success = makeRecord(card, at + 1, [{ type: 'card_status', outcome: 'success', payload: { network: 'online' } }]);
+    const other = await makeCarrier(db.pool, `ingest-moved-${card.cardId}`);
+    await db.pool.query('UPDATE iot_card SET carrier_id = $2 WHERE id = $1', [card.cardId, other.id]);
+    await db.pool.query('DELETE FROM carrier_account WHERE id = $1', [card.carrierId]);
+
+    // The failure would open an alert under the deleted account (card_alert references it): no
+    // retry can land that, but the execution row and what was observed still can.
+    assert.deepEqual(await activities.recordExecution(failure), { alertsOpened: 0, alertsRecovered: 0 });
+    assert.equal(await activities.enqueueRecord(success), 'written');
+    assert.equal(await executionRows(db.pool, failure.runId), 1, 'the failed run recorded');
+    assert.equal(await executionRows(db.pool, success.runId), 1, 'the successful run recorded');
+    const { rows } = await db.pool.query<{ n: string }>('SELECT count(*)::text AS n FROM polling_failure_alert WHERE card_id = $1', [card.cardId]);
+    assert.equal(Number(rows[0]?.n), 0, 'no alert under a deleted account');
+    assert.equal(lines.length, 1, `one line for the record written without its alerts: ${JSON.stringify(lines)}`);
+    assert.match(lines[0]!, new RegExp(`account ${card.carrierId}.*deleted`));
   } finally {
     await db.close();
   }

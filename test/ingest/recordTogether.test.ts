@@ -8,6 +8,7 @@ import { createIngestActivities } from '../../src/activities/ingest.js';
 import type { PriorityTransitions } from '../../src/app/ports.js';
 import { createTestDb } from '../../testkit/db.js';
 import { makeCard, makeRecord } from './fixtures.js';
+import type { CheckType } from '../../src/workflow-safe/checkTypes.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };
 
@@ -43,16 +44,19 @@ test('recordExecution: records handed over in one turn share one transaction; a 
     assert.equal(opened.alertsOpened, 1, 'the failing record opened its alert');
     assert.deepEqual(plain, { alertsOpened: 0, alertsRecovered: 0 });
 
-    // A record that cannot be written (its failure alert names an account that does not exist) and
-    // one of a card deleted since its run prepared (card_execution's foreign key): the turn's
-    // transaction fails, each record is then written on its own; only the first fails, the
-    // deleted card's ends as done with nothing written (docs/design.md, 'PostgreSQL and records').
-    const orphan = makeRecord({ cardId: cards[0]!.cardId, carrierId: '999999999' }, at + 200, [{ type: 'card_status', outcome: 'failure', failBefore: 99 }]);
+    // A record that cannot be written (a type no check has, refused as invalid data, though its card
+    // and account exist) and one of a card deleted since its run prepared
+    // (card_execution's foreign key): the turn's transaction fails, each record is then written on
+    // its own; only the first fails, the deleted card's ends as done with nothing written
+    // (docs/design.md, 'PostgreSQL and records').
+    const refused = makeRecord(cards[0]!, at + 200, [{ type: 'card_status', outcome: 'failure', failBefore: 99 }]);
+    // A type no check has: only a record built by hand carries one.
+    const orphan = { ...refused, plan: { ...refused.plan, types: ['no_such_type' as CheckType] } };
     const ghost = makeRecord({ cardId: '999999999', carrierId: cards[0]!.carrierId }, at + 200, [{ type: 'card_status', outcome: 'success' }]);
     const good = cards.slice(1).map((card) => makeRecord(card, at + 200, [{ type: 'card_status', outcome: 'success' }]));
     const settled = await Promise.allSettled([orphan, ghost, ...good].map((record) => activities.recordExecution(record)));
     assert.equal(settled[0]!.status, 'rejected');
-    assert.match(String((settled[0] as PromiseRejectedResult).reason), /carrier account 999999999 does not exist/);
+    assert.match(String((settled[0] as PromiseRejectedResult).reason), /types must be check types/);
     assert.deepEqual(
       settled.slice(1).map((s) => s.status),
       ['fulfilled', 'fulfilled', 'fulfilled'],
