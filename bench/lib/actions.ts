@@ -53,7 +53,8 @@ export function emptyCounts(): EventCounts {
   };
 }
 
-const millis = (time: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+/** A protobuf timestamp in ms (0 when absent). */
+export const millis = (time: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
   time ? Number(time.seconds ?? 0) * 1000 + Math.floor((time.nanos ?? 0) / 1e6) : 0;
 
 export function eventMs(event: HistoryEvent): number {

@@ -17,7 +17,7 @@ import { DEFAULT_RECONCILE_EVERY_MS } from '../../src/workflows/control/controlS
 import { windowSeconds, type Scenario, type ScenarioContext } from '../lib/context.js';
 import { createBenchStack, type BenchStack } from '../lib/stack.js';
 import { addCards, spreadDues } from '../lib/seed.js';
-import { countEvents, emptyCounts, eventMs, eventsInWindow, fetchEvents, type EventCounts } from '../lib/actions.js';
+import { countEvents, emptyCounts, eventMs, eventsInWindow, fetchEvents, millis, type EventCounts } from '../lib/actions.js';
 import { latenessBetween } from '../lib/measure.js';
 import { cpuNote, measureWindow, type WindowResult } from '../lib/window.js';
 import type { RunShape, StartMode } from '../lib/options.js';
@@ -194,8 +194,7 @@ async function startStages(stack: BenchStack, carrierIds: readonly string[]): Pr
     const taskCompleted = events.find((event) => event.workflowTaskCompletedEventAttributes);
     if (taskStarted) toFirstTask.push(eventMs(taskStarted) - started);
     if (taskStarted && taskCompleted) firstTask.push(eventMs(taskCompleted) - eventMs(taskStarted));
-    const lap = described.raw.pendingActivities?.[0]?.lastStartedTime;
-    const lapAt = lap ? Number(lap.seconds ?? 0) * 1000 + Math.floor((lap.nanos ?? 0) / 1e6) : 0;
+    const lapAt = millis(described.raw.pendingActivities?.[0]?.lastStartedTime);
     if (lapAt > 0) toLap.push(lapAt - started);
   }
   return { samples: carrierIds.length, toFirstTaskMs: distribution(toFirstTask), firstTaskMs: distribution(firstTask), toLapStartMs: distribution(toLap) };
