@@ -525,14 +525,19 @@ export function createControlActivities(deps: ControlActivityDeps) {
     /**
      * Starts, with the client, the scheduler of every enabled account that visibility does not list
      * as running (`template` + its id): one activity for pollingControl's reconcile instead of a
-     * child start per account (src/app/schedulerStarter.ts says why). A retry lists again.
+     * child start per account (src/app/schedulerStarter.ts says why). A retry lists again. It
+     * heartbeats like the Redis guard: a control worker killed mid-call held the reconcile loop (a
+     * Redis flush went unrebuilt) until the 5-minute start-to-close timeout.
      */
     async startMissingSchedulers(template: Omit<CarrierSchedulerArgs, 'carrierId'>): Promise<{ enabled: string[]; started: number; failed: number }> {
-      if (deps.schedulerStarter === undefined) throw ApplicationFailure.nonRetryable('this control worker has no scheduler starter', 'Misconfigured');
-      const { enabled, toStart } = await listSchedulersToStart();
-      const starts = await deps.schedulerStarter(toStart.map((carrierId) => ({ ...template, carrierId })));
-      // A start that failed is tried again at the next reconcile (each minute, or the next account change).
-      return { enabled, started: starts.started, failed: starts.failed.length };
+      const starter = deps.schedulerStarter;
+      if (starter === undefined) throw ApplicationFailure.nonRetryable('this control worker has no scheduler starter', 'Misconfigured');
+      return whileHeartbeating(async () => {
+        const { enabled, toStart } = await listSchedulersToStart();
+        const starts = await starter(toStart.map((carrierId) => ({ ...template, carrierId })));
+        // A start that failed is tried again at the next reconcile (each minute, or the next account change).
+        return { enabled, started: starts.started, failed: starts.failed.length };
+      });
     },
 
     async listEnabledCarriers(): Promise<string[]> {

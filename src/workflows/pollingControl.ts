@@ -43,7 +43,7 @@ export type { PollingControlArgs } from './control/controlState.js';
  * 30-minute start-to-close timeout.
  */
 const SWITCH_HEARTBEAT_TIMEOUT_MS = 2 * 60_000;
-/** The Redis guard heartbeats every 5 s while it checks or rebuilds (src/activities/control.ts). */
+/** The Redis guard and the scheduler starts heartbeat every 5 s while they run (src/activities/control.ts). */
 const REBUILD_HEARTBEAT_TIMEOUT_MS = 30_000;
 /** Runs from this patch on continue as new at 2 000 events or 2 MiB (before: 5 000 events). */
 const SMALLER_HISTORY_PATCH = 'control-smaller-history';
@@ -103,10 +103,12 @@ export async function pollingControl(args: PollingControlArgs): Promise<void> {
   state.useHistoryLimits(patched(SMALLER_HISTORY_PATCH));
   const startsMissingOnly = patched(START_MISSING_PATCH);
   const startsByClient = patched(START_BY_CLIENT_PATCH);
-  // Starts of a whole fleet with the client (20 at a time) take seconds to a minute; a retry lists again.
+  // Starts of a whole fleet with the client (20 at a time) take seconds to a minute; a retry lists
+  // again. It heartbeats, so a worker that dies mid-call holds the reconcile loop 30 s, not 5 minutes.
   const { startMissingSchedulers } = proxyActivities<Pick<ControlActivities, 'startMissingSchedulers'>>({
     taskQueue: args.taskQueues.control,
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: REBUILD_HEARTBEAT_TIMEOUT_MS,
     retry: { initialInterval: '1 s', maximumInterval: '30 s', maximumAttempts: 10 },
   });
 

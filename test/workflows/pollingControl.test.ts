@@ -125,7 +125,9 @@ test('pollingControl: outlives failing mode reads with backoff, then starts the 
       'every reconcile asks for the missing schedulers',
     );
     // A control worker killed mid-call holds the loop only until its call times out: a minute for
-    // the reads, the heartbeat timeout for the Redis check (which may rebuild for minutes).
+    // the reads, the heartbeat timeout for the Redis check (which may rebuild for minutes) and for
+    // the scheduler starts (a minute for a fleet; with only their 5-minute timeout, the fault suite
+    // saw a kill -9 leave a Redis flush unrebuilt for over two minutes).
     const scheduled = new Map<string, { startToClose: number; heartbeat: number }>();
     for (const event of events) {
       const attributes = event.activityTaskScheduledEventAttributes;
@@ -138,7 +140,7 @@ test('pollingControl: outlives failing mode reads with backoff, then starts the 
     assert.deepEqual(Object.fromEntries(scheduled), {
       readMode: { startToClose: 60, heartbeat: 0 },
       ensureRedisIntact: { startToClose: 1800, heartbeat: 30 },
-      startMissingSchedulers: { startToClose: 300, heartbeat: 0 },
+      startMissingSchedulers: { startToClose: 300, heartbeat: 30 },
     });
     assert.equal((await handle.describe()).status.name, 'RUNNING');
   } finally {
