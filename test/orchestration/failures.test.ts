@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
+import { dueHorizon } from '../../src/activities/control.js';
+
+const LEASE_MS = 8000;
 
 interface AlertRow {
   status: string;
@@ -21,7 +24,9 @@ test('gateway failures back off, open one alert per card and type after the thre
       cards: 2,
       // A long interval: every retry here comes from the backoff, not the schedule.
       intervalsSec: { card_status: 60 },
-      carrier: { failureAlertThreshold: 3, backoffBaseMs: 3000 },
+      // An 8 s lease keeps a claim's due horizon (how early a run may start) at 2 s, below the
+      // backoff this test tells apart from the 1 s tick.
+      carrier: { failureAlertThreshold: 3, backoffBaseMs: 4000, leaseMs: LEASE_MS, totalTimeoutMs: LEASE_MS - 2000 },
       // Every call answers a transient carrier error until the test heals the account.
       simulator: { errorRate: 1 },
     });
@@ -52,8 +57,11 @@ test('gateway failures back off, open one alert per card and type after the thre
     const failing = await stack.deps.store.readDue(account.carrier.id, card.id);
     assert.ok(failing && failing.types.card_status.fail >= 3);
     assert.ok(failing.types.card_status.ffail !== null && failing.types.card_status.err?.startsWith('transient|'));
-    // Backoff: base 3 s doubling, jittered in [raw/2, raw]: the k-th retry starts at least
-    // 1.5 s × 2^(k-1) after the previous try (a loop without backoff retries every 1 s tick).
+    // Backoff: base 4 s doubling, jittered in [raw/2, raw]: the k-th retry is due at least
+    // 2 s × 2^(k-1) after the previous try failed, which is after that try started. A round claims
+    // a card up to its due horizon early, so the retry's run may start that much before it is due
+    // (a loop without backoff retries every 1 s tick).
+    const horizonMs = dueHorizon(Number.POSITIVE_INFINITY, LEASE_MS, 60_000);
     const { rows: tries } = await stack.db.pool.query<{ at: Date }>(
       `SELECT started_at AS at FROM card_execution WHERE card_id = $1::bigint AND outcome = 'failed' ORDER BY started_at`,
       [card.id],
@@ -65,7 +73,7 @@ test('gateway failures back off, open one alert per card and type after the thre
     assert.ok(firstFailedAt >= firstTry && firstFailedAt < (tries[1]?.at.getTime() ?? Infinity), `first_failed_at ${firstFailedAt} vs first try ${firstTry}`);
     for (let k = 1; k < Math.min(tries.length, 4); k += 1) {
       const gapMs = (tries[k]?.at.getTime() ?? 0) - (tries[k - 1]?.at.getTime() ?? 0);
-      assert.ok(gapMs >= 1500 * 2 ** (k - 1), `retry ${k} came ${gapMs} ms after the previous try`);
+      assert.ok(gapMs >= 2000 * 2 ** (k - 1) - horizonMs, `retry ${k} came ${gapMs} ms after the previous try (due horizon ${horizonMs} ms)`);
     }
     assert.ok((failing.types.card_status.due ?? 0) > (failing.types.card_status.ffail ?? 0));
 
