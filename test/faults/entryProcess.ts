@@ -24,7 +24,16 @@ export function spawnEntryProcess(name: string, script: string, env: NodeJS.Proc
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => void (output += chunk.toString('utf8')));
-  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
+  // 'exit' can come before the last of the output ('data' after it): the process's final line (npm
+  // start's "stopped …") was missing once. Settled when both streams ended too, or 5 s after the
+  // exit should something the process started still hold them open.
+  const ended = (stream: NodeJS.ReadableStream | null): Promise<void> =>
+    stream === null ? Promise.resolve() : new Promise((resolve) => stream.once('end', () => resolve()));
+  const outputEnded = Promise.all([ended(child.stdout), ended(child.stderr)]);
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code)))).then(async (how) => {
+    await Promise.race([outputEnded, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+    return how;
+  });
   return { name, child, output: () => output, exited };
 }
 
