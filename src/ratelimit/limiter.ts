@@ -76,6 +76,11 @@ export interface GrantedSlot {
   readonly slotAt: number;
   /** Latest local time (epoch ms) the call may be sent: slot + margin − arrival allowance. */
   readonly sendBy: number;
+  /**
+   * The slot as the limiter granted it, on its own clock (Redis TIME, floored): what its window
+   * decides on. Only comparable with other slots' (tests check the window with it).
+   */
+  readonly limiterSlotMs: number;
 }
 
 export type AcquireResult =
@@ -209,7 +214,14 @@ export class RedisRateLimiter {
           throw error;
         }
       }
-      const slot: GrantedSlot = { carrierId, group, callId, slotAt, sendBy: slotAt + Math.max(0, margin - ARRIVAL_ALLOWANCE_MS) };
+      const slot: GrantedSlot = {
+        carrierId,
+        group,
+        callId,
+        slotAt,
+        sendBy: slotAt + Math.max(0, margin - ARRIVAL_ALLOWANCE_MS),
+        limiterSlotMs: attempt.slotMs,
+      };
       // Ready past the slot's margin (CPU starvation, GC pause): the call could reach the carrier in
       // the next slot's window, so give the slot up and take a fresh one.
       if (attempt.waitMs > 0 && Date.now() > slot.sendBy) {
