@@ -2,8 +2,9 @@
  * CARD_RUN_SHAPE=batch on the whole stack (real Temporal, Redis, PostgreSQL, simulator), in both
  * start modes of the workflow loop and with the claim loop activity: the claimed cards run in
  * cardBatch runs of at most CARD_BATCH_SIZE, each card's execution is recorded with its batch
- * run's ids, the run is found by `CardIds`, a card whose gateway step fails fails alone, and the
- * card detail links each execution to its batch run.
+ * run's ids, the run is found by `CardIds`, a card whose gateway step fails (a permanent answer) or
+ * throws (an exception in the step's own code) fails alone, and the card detail links each
+ * execution to its batch run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,6 +60,16 @@ for (const { name, label, account: accountName, loop, mode } of VARIANTS) {
       const refused = await stack.services.lifecycle.createCards([{ iccid: '89860000000000009F', carrierId, status: 'active', enablePolling: true }]);
       const badCard = refused.created[0];
       assert.ok(badCard, JSON.stringify(refused.rejected));
+      // A card whose step throws: the workers' gateway client raises a TypeError for its ICCID,
+      // an exception the step's code did not expect (not a classified gateway answer).
+      const throwing = account.cards[0]!;
+      const gateway = stack.deps.gateway;
+      const check = gateway.check.bind(gateway);
+      gateway.check = async (type, card, options) => {
+        if (card.iccid === throwing.iccid) throw new TypeError(`injected: the gateway client broke on ${card.iccid}`);
+        return check(type, card, options);
+      };
+      const failing = new Set([badCard.id, throwing.id]);
       const cards = [...account.cards, badCard];
       // Every card due now, so one round claims them all and cuts them into batches.
       const now = Date.now();
@@ -79,8 +90,15 @@ for (const { name, label, account: accountName, loop, mode } of VARIANTS) {
       );
       const batchPrefix = `${stack.config.WORKFLOW_ID_PREFIX}card-batch-${carrierId}-`;
       for (const row of rows) assert.ok(row.workflow_id.startsWith(batchPrefix), `${row.card_id} ran in ${row.workflow_id}`);
-      // The refused card's step failed; the others of its batch (and every other) succeeded.
-      for (const row of rows) assert.equal(row.outcome, row.card_id === badCard.id ? 'failed' : 'success', JSON.stringify(row));
+      // The refused card's step failed and the throwing card's too; the others of their batches
+      // (and every other) succeeded.
+      for (const row of rows) assert.equal(row.outcome, failing.has(row.card_id) ? 'failed' : 'success', JSON.stringify(row));
+      const thrown = await stack.deps.store.readDue(carrierId, throwing.id);
+      assert.match(
+        thrown?.types.card_status.err ?? '',
+        /^TypeError\|injected: the gateway client broke/,
+        'the exception is the step failure that the card keeps',
+      );
       // No card ran in a cardCheck run.
       await assert.rejects(stack.client.workflow.getHandle(cardWorkflowId(cards[0]!.id, stack.config.WORKFLOW_ID_PREFIX)).describe(), WorkflowNotFoundError);
 
@@ -108,7 +126,9 @@ for (const { name, label, account: accountName, loop, mode } of VARIANTS) {
         for (const cardId of batch.cardIds) assert.ok(carried.includes(cardId), `${batch.workflowId} carries ${carried.join(',')}, ran ${cardId}`);
         assert.match(description.typedSearchAttributes.get(CLAIMED_BY_ATTRIBUTE) ?? '', new RegExp(`^${scheduler}/`));
         assert.equal(description.raw.workflowExecutionInfo?.parentExecution?.workflowId ?? undefined, mode === 'child' ? scheduler : undefined);
-        if (batch.cardIds.includes(badCard.id)) assert.equal(outcomes.failure, 1, JSON.stringify(outcomes));
+        const failed = batch.cardIds.filter((cardId) => failing.has(cardId)).length;
+        assert.equal(outcomes.failure ?? 0, failed, JSON.stringify(outcomes));
+        assert.equal(outcomes.success ?? 0, batch.cardIds.length - failed, JSON.stringify(outcomes));
       }
 
       // Tracing one card: the Web UI query `CardIds = "<id>"` finds the run that checked it.
