@@ -10,15 +10,12 @@
  *   (src/ingest/consumer.ts) — the same rows (src/ingest/rows.ts).
  */
 import type { Pool } from '../db/pool.js';
-import { cardExists } from '../db/cards.js';
-import { existingCarrierIds } from '../db/carriers.js';
-import { isDomainError } from '../domain/errors.js';
 import { describeFailure } from '../db/errors.js';
 import type { PriorityTransitions } from '../app/ports.js';
 import { toIngestRecord, type IngestRecord, type RecordExecutionInput } from '../ingest/record.js';
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords, type AlertCounts } from '../ingest/writer.js';
-import { isForeignKeyViolation } from '../ingest/failures.js';
+import { deletedAccountLine, settleMissingReference } from '../ingest/missingReference.js';
 import { sameTurnBatcher } from '../runtime/sameTurnBatcher.js';
 import { defaultLogger } from '../runtime/logger.js';
 
@@ -40,24 +37,13 @@ type Written = { readonly ok: true; readonly counts: AlertCounts } | { readonly 
 export function createIngestActivities(deps: IngestActivityDeps) {
   const writer = { pool: deps.pool, priority: deps.priority };
   const log = deps.log ?? ((line: string) => defaultLogger().warn(line));
-  /**
-   * A write refused for a reference that is gone (a foreign-key violation, or the alert writer's
-   * not-found): the card was deleted after the run prepared, or the record's account was deleted
-   * after the card moved on (docs/design.md, 'PostgreSQL and records'). No retry can land it as it
-   * is: a deleted card's record is done, told; a deleted account's is written without its alerts
-   * (they would belong to the account), so what the check learned stays. Anything else — both still
-   * there — is the caller's to throw: the run retries it without limit.
-   */
+  /** A write refused for a reference that is gone, settled (src/ingest/missingReference.ts) and told. */
   const settledWithoutReference = async (record: IngestRecord, error: unknown): Promise<boolean> => {
-    if (!isForeignKeyViolation(error) && !(isDomainError(error) && error.code === 'not_found')) return false;
-    if (!(await cardExists(deps.pool, record.cardId))) {
+    const settled = await settleMissingReference(writer, record, error);
+    if (settled === 'card_deleted')
       log(`record ${record.recordId}: card ${record.cardId} was deleted before its record; nothing written (${describeFailure(error)})`);
-      return true;
-    }
-    if ((await existingCarrierIds(deps.pool, [record.carrierId])).size > 0) return false;
-    await writeRecords(writer, [record], { alerts: false });
-    log(`record ${record.recordId}: account ${record.carrierId} was deleted before the record of card ${record.cardId}; written without its alerts`);
-    return true;
+    if (settled === 'written_without_alerts') log(deletedAccountLine(record));
+    return settled !== undefined;
   };
   /** The record written now (sync ingest, or a full stream), or settled when a reference is gone. */
   const writeNow = async (record: IngestRecord): Promise<void> => {

@@ -7,13 +7,15 @@
  * A batch is acknowledged only after it committed. A retryable failure (database away,
  * deadlock, timeout …) retries the whole batch with backoff, without limit, the batch staying
  * pending in the stream meanwhile; a permanent failure splits the batch into single records, and
- * a record that still cannot be written goes to the dead-letter table with the reason.
+ * a record that still cannot be written goes to the dead-letter table with the reason (one whose
+ * account was deleted since is written without its alerts instead: src/ingest/missingReference.ts).
  */
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from '../redis/connection.js';
 import type { Pool } from '../db/pool.js';
 import { insertDeadLetter } from './deadLetters.js';
+import { deletedAccountLine, settleMissingReference, type MissingReference } from './missingReference.js';
 import { backoffMs, classifyWriteFailure } from './failures.js';
 import { describeFailure, sqlState } from '../db/errors.js';
 import type { IngestMetrics } from './metrics.js';
@@ -201,6 +203,22 @@ export class IngestConsumer {
           break;
         } catch (error) {
           if (classifyWriteFailure(error) === 'permanent') {
+            // Its account deleted since (the card moved on): written without its alerts, as sync
+            // ingest does. A deleted card's record is a dead letter, like any other that cannot land.
+            let settled: MissingReference;
+            try {
+              settled = await settleMissingReference(this.options.writer, record, error);
+            } catch {
+              // The database went away meanwhile: the record waits, as a retryable failure does.
+              if (this.stopping) return undefined;
+              await sleep(backoffMs(attempt, { maxMs: MAX_BACKOFF_MS }));
+              continue;
+            }
+            if (settled === 'written_without_alerts') {
+              this.report(deletedAccountLine(record), true);
+              written += 1;
+              break;
+            }
             const code = sqlState(error);
             const letter = {
               recordId: record.recordId,

@@ -20,6 +20,7 @@ import { createIngestPressure } from '../../src/ingest/pressure.js';
 import { listDeadLetters } from '../../testkit/dbReads.js';
 import type { PriorityTransitions } from '../../src/app/ports.js';
 import { makeCard, makeRecord } from './fixtures.js';
+import { makeCarrier } from '../db/fixtures.js';
 
 const noPriority: PriorityTransitions = { executionFinished: async () => undefined };
 
@@ -280,6 +281,33 @@ test('retryable failures retry the whole batch until it commits; an unwritable r
     assert.equal(fk.cardId, '987654321');
     assert.match(fk.reason, /foreign key/);
     assert.ok(letters.some((l) => l.recordId.startsWith('stream:') && /unreadable/.test(l.reason)));
+  } finally {
+    await e.close();
+  }
+});
+
+test('a record under an account deleted since (its card moved on) is written without its alerts, not dead-lettered', async () => {
+  const e = await env('ingest-deleted-account');
+  try {
+    const card = await makeCard(e.db.pool);
+    const t = Date.now() - 10_000;
+    // Prepared under its account; then the card moved to another account and the old one was
+    // deleted. The failure would open an alert under the deleted account: no retry lands that.
+    const failure = makeRecord(card, t, [{ type: 'carddata', outcome: 'failure', failBefore: 99 }]);
+    const success = makeRecord(card, t + 1000, [{ type: 'card_status', outcome: 'success', payload: { network: 'online' } }]);
+    const other = await makeCarrier(e.db.pool, `ingest-moved-${card.cardId}`);
+    await e.db.pool.query('UPDATE iot_card SET carrier_id = $2 WHERE id = $1', [card.cardId, other.id]);
+    await e.db.pool.query('DELETE FROM carrier_account WHERE id = $1', [card.carrierId]);
+    await enqueueAll(e.stream, [failure, success]);
+    e.consumer();
+    await drained(e.stream);
+    const { rows } = await e.db.pool.query<{ run_id: string }>('SELECT run_id FROM card_execution WHERE card_id = $1 ORDER BY run_id', [card.cardId]);
+    assert.deepEqual(rows.map((row) => row.run_id).sort(), [failure.runId, success.runId].sort(), 'both runs recorded');
+    const observed = await e.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM card_observation WHERE card_id = $1', [card.cardId]);
+    assert.equal(observed.rows[0]!.n, 1, 'the success observed the card');
+    const alerts = await e.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM polling_failure_alert WHERE card_id = $1', [card.cardId]);
+    assert.equal(alerts.rows[0]!.n, 0, 'no alert under a deleted account');
+    assert.deepEqual(await listDeadLetters(e.db.pool), [], 'nothing dead-lettered');
   } finally {
     await e.close();
   }
