@@ -2,6 +2,12 @@
  * The simulator's world: carrier accounts (enforced limits, latency, fault injection) and cards
  * (network state with delayed transitions, growing data usage, real-name status), plus the exact
  * counters that `GET /sim/stats` reports.
+ *
+ * Freshness ground truth: every change of a card's `card_status` or `realname` at the "carrier"
+ * (drift at an account's rate, a state set through `/sim/cards`, a delayed stop/resume taking
+ * effect, a real-name flip) is stamped, and the first answer that carries it counts as the product
+ * having learned it: its staleness is that answer's time minus the change's. A change overtaken by
+ * the next one before any answer carried it was never learned (superseded).
  */
 import { z } from 'zod';
 import { GATEWAY_CHECK_TYPES, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
@@ -13,6 +19,12 @@ import type { ProcessMemory } from '../runtime/liveHeap.js';
 const ONE_SECOND_MS = 1000;
 
 const rate = z.number().min(0).max(1);
+
+/** Check types whose answer is a discrete state that changes at the carrier (carddata grows continuously). */
+export const CHANGING_TYPES = ['card_status', 'realname'] as const satisfies readonly GatewayCheckType[];
+export type ChangingType = (typeof CHANGING_TYPES)[number];
+/** Staleness samples kept per account and type (beyond them, changes are still counted). */
+const MAX_STALENESS_SAMPLES = 200_000;
 
 /** Body of `PUT /sim/accounts/:account` (the simulated account's groups, latency and error rates, plus test hooks). Omitted fields keep their value. */
 export const accountUpdateSchema = z.object({
@@ -28,8 +40,17 @@ export const accountUpdateSchema = z.object({
   /** Share of realname calls after which the card's real-name status flips. */
   realnameFlipRate: rate.optional(),
   timeoutHoldMs: z.number().int().nonnegative().optional(),
+  /**
+   * Drift: the share of the account's cards whose state of a type changes by itself per hour
+   * (0.01 = 1 % of its cards an hour). The account's cards are those that called it or were
+   * registered with `POST /sim/accounts/:account/cards`.
+   */
+  changeRatePerHour: z.partialRecord(z.enum(CHANGING_TYPES), z.number().nonnegative().max(3600)).optional(),
 });
 export type AccountUpdate = z.infer<typeof accountUpdateSchema>;
+
+/** Body of `POST /sim/accounts/:account/cards`: cards of the account before their first call (drift picks among them). */
+export const accountCardsSchema = z.object({ iccids: z.array(z.string().min(1)).min(1).max(100_000) });
 
 /** Body of `POST /sim/cards/:iccid/state`. */
 export const cardStateUpdateSchema = z.object({
@@ -50,6 +71,7 @@ export interface AccountSettings {
   malformedRate: number;
   realnameFlipRate: number;
   timeoutHoldMs: number;
+  changeRatePerHour: Partial<Record<ChangingType, number>>;
 }
 
 /** Unknown accounts get these: one generous group for every type, fast answers, no faults. */
@@ -62,6 +84,7 @@ export const DEFAULT_ACCOUNT: AccountSettings = {
   malformedRate: 0,
   realnameFlipRate: 0,
   timeoutHoldMs: 30_000,
+  changeRatePerHour: {},
 };
 
 export interface GroupCounters {
@@ -77,9 +100,24 @@ export interface GroupCounters {
   readonly arrivals: SlidingWindow;
 }
 
+/** What became of an account's changes of one type. */
+interface FreshnessCounters {
+  changes: number;
+  learned: number;
+  superseded: number;
+  /** ms from each learned change to the first answer that carried it (the first MAX_STALENESS_SAMPLES). */
+  readonly samplesMs: number[];
+}
+
 export interface SimAccount {
   settings: AccountSettings;
   readonly groups: Map<string, GroupCounters>;
+  /** ICCIDs of the account's cards, in the order they joined it: drift picks among them. */
+  readonly cards: string[];
+  readonly freshness: Partial<Record<ChangingType, FreshnessCounters>>;
+  /** Drift owed but not yet applied (fractions of a change), per type; and when drift last ran. */
+  readonly driftCarry: Partial<Record<ChangingType, number>>;
+  driftAt: number | undefined;
 }
 
 export interface SimCard {
@@ -94,6 +132,10 @@ export interface SimCard {
   maxConcurrent: number;
   /** Arrival (epoch ms) of the latest call: benchmarks time request → first call with it. */
   lastCallAt: number | undefined;
+  /** The account the card belongs to: the latest that called for it or registered it. */
+  account: string | undefined;
+  /** Per type, when (epoch ms) its state last changed, while no answer has carried it yet. */
+  readonly unlearned: Partial<Record<ChangingType, number>>;
 }
 
 export type Admission =
@@ -119,7 +161,7 @@ export class SimWorld {
   account(name: string): SimAccount {
     let account = this.accounts.get(name);
     if (!account) {
-      account = { settings: structuredClone(DEFAULT_ACCOUNT), groups: new Map() };
+      account = { settings: structuredClone(DEFAULT_ACCOUNT), groups: new Map(), cards: [], freshness: {}, driftCarry: {}, driftAt: undefined };
       this.accounts.set(name, account);
     }
     return account;
@@ -136,7 +178,79 @@ export class SimWorld {
     if (update.malformedRate !== undefined) s.malformedRate = update.malformedRate;
     if (update.realnameFlipRate !== undefined) s.realnameFlipRate = update.realnameFlipRate;
     if (update.timeoutHoldMs !== undefined) s.timeoutHoldMs = update.timeoutHoldMs;
+    if (update.changeRatePerHour) s.changeRatePerHour = { ...update.changeRatePerHour };
     return s;
+  }
+
+  /** The card belongs to `accountName` from now on (its calls, or a registration, say so). */
+  attach(iccid: string, accountName: string): SimCard {
+    const card = this.card(iccid);
+    if (card.account !== accountName) {
+      card.account = accountName;
+      this.account(accountName).cards.push(iccid);
+    }
+    return card;
+  }
+
+  /**
+   * Applies the drift owed since the last call (`now` = epoch ms; the server calls it every
+   * second): per account and type, rate × cards × elapsed hours changes, each on a card drawn at
+   * random among the account's. Fractions carry over, so a slow rate still changes cards.
+   */
+  drift(now: number): void {
+    for (const [name, account] of this.accounts) {
+      const elapsedMs = account.driftAt === undefined ? 0 : Math.max(0, now - account.driftAt);
+      account.driftAt = now;
+      for (const type of CHANGING_TYPES) {
+        const rate = account.settings.changeRatePerHour[type] ?? 0;
+        if (rate <= 0 || account.cards.length === 0) continue;
+        let owed = (account.driftCarry[type] ?? 0) + (rate * account.cards.length * elapsedMs) / 3_600_000;
+        for (; owed >= 1; owed -= 1) {
+          const iccid = account.cards[Math.floor(this.random() * account.cards.length)] as string;
+          const card = this.card(iccid);
+          // A card that moved to another account since changes under that one's rate.
+          if (card.account !== name) continue;
+          if (type === 'card_status') {
+            card.network = card.network === 'online' ? 'offline' : 'online';
+            card.pendingNetwork = undefined;
+          } else card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
+          this.changed(card, type, now);
+        }
+        account.driftCarry[type] = owed;
+      }
+    }
+  }
+
+  /** The card's state of `type` changed at `at` (epoch ms): stamped until an answer carries it. */
+  changed(card: SimCard, type: ChangingType, at: number): void {
+    // A card no account called or registered yet: nobody can have learned its state.
+    if (card.account === undefined) return;
+    const counters = this.freshnessOf(card.account, type);
+    counters.changes += 1;
+    if (card.unlearned[type] !== undefined) counters.superseded += 1;
+    card.unlearned[type] = at;
+  }
+
+  /** An answer about `type` left at `now` (epoch ms) carrying the card's current state. */
+  answered(card: SimCard, type: GatewayCheckType, now: number): void {
+    if (type !== 'card_status' && type !== 'realname') return;
+    const at = card.unlearned[type];
+    if (at === undefined) return;
+    delete card.unlearned[type];
+    if (card.account === undefined) return;
+    const counters = this.freshnessOf(card.account, type);
+    counters.learned += 1;
+    if (counters.samplesMs.length < MAX_STALENESS_SAMPLES) counters.samplesMs.push(Math.max(0, now - at));
+  }
+
+  private freshnessOf(accountName: string, type: ChangingType): FreshnessCounters {
+    const account = this.account(accountName);
+    let counters = account.freshness[type];
+    if (!counters) {
+      counters = { changes: 0, learned: 0, superseded: 0, samplesMs: [] };
+      account.freshness[type] = counters;
+    }
+    return counters;
   }
 
   /**
@@ -180,13 +294,19 @@ export class SimWorld {
         inflight: 0,
         maxConcurrent: 0,
         lastCallAt: undefined,
+        account: undefined,
+        unlearned: {},
       };
       this.cards.set(iccid, card);
     }
     // Apply a due stop/resume transition lazily: no timers to clean up.
     if (card.pendingNetwork && card.pendingNetwork.at <= Date.now()) {
-      card.network = card.pendingNetwork.state;
+      const { state, at } = card.pendingNetwork;
       card.pendingNetwork = undefined;
+      if (card.network !== state) {
+        card.network = state;
+        this.changed(card, 'card_status', at);
+      }
     }
     return card;
   }
@@ -197,11 +317,15 @@ export class SimWorld {
     if (update.network !== undefined) {
       if ((update.afterMs ?? 0) > 0) card.pendingNetwork = { state: update.network, at: now + (update.afterMs ?? 0) };
       else {
+        if (card.network !== update.network) this.changed(card, 'card_status', now);
         card.network = update.network;
         card.pendingNetwork = undefined;
       }
     }
-    if (update.realname !== undefined) card.realname = update.realname;
+    if (update.realname !== undefined && update.realname !== card.realname) {
+      card.realname = update.realname;
+      this.changed(card, 'realname', now);
+    }
     if (update.usageKb !== undefined) {
       card.usageBaseKb = update.usageKb;
       card.usageBaseAt = now;
@@ -228,7 +352,12 @@ export class SimWorld {
           busiestSecond: c.arrivals.worst.map((entry) => ({ call: entry.label, arrivedAtMs: Math.round((performance.timeOrigin + entry.at) * 10) / 10 })),
         };
       }
-      accounts[name] = { groups };
+      const freshness: NonNullable<SimStats['accounts'][string]['freshness']> = {};
+      for (const type of CHANGING_TYPES) {
+        const counters = account.freshness[type];
+        if (counters) freshness[type] = freshnessStats(counters);
+      }
+      accounts[name] = { groups, ...(Object.keys(freshness).length > 0 ? { freshness } : {}) };
     }
     const stats: SimStats = { accounts };
     if (includeCards) {
@@ -265,8 +394,32 @@ export interface GroupStats {
   readonly busiestSecond: readonly { readonly call: string; readonly arrivedAtMs: number }[];
 }
 
+/** What became of an account's changes of one type (staleness: change → first answer carrying it). */
+export interface FreshnessStats {
+  readonly changes: number;
+  readonly learned: number;
+  /** Overtaken by the card's next change before any answer carried them. */
+  readonly superseded: number;
+  /** Changed, not yet carried by an answer. */
+  readonly pending: number;
+  /** Over the learned changes (null before the first). */
+  readonly stalenessMs: { readonly p50: number; readonly p99: number; readonly max: number } | null;
+}
+
+function freshnessStats(counters: FreshnessCounters): FreshnessStats {
+  const sorted = [...counters.samplesMs].sort((a, b) => a - b);
+  const rank = (q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? 0;
+  return {
+    changes: counters.changes,
+    learned: counters.learned,
+    superseded: counters.superseded,
+    pending: counters.changes - counters.learned - counters.superseded,
+    stalenessMs: sorted.length === 0 ? null : { p50: rank(0.5), p99: rank(0.99), max: sorted[sorted.length - 1] ?? 0 },
+  };
+}
+
 export interface SimStats {
-  accounts: Record<string, { groups: Record<string, GroupStats> }>;
+  accounts: Record<string, { groups: Record<string, GroupStats>; freshness?: Partial<Record<ChangingType, FreshnessStats>> }>;
   /** `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its latest call (absent before its first). */
   cards?: Record<string, { calls: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
   /** Memory of the process serving the simulator (src/runtime/liveHeap.ts): added by the server. */

@@ -11,11 +11,15 @@ import type { AddressInfo } from 'node:net';
 import { randomInt } from 'node:crypto';
 import { isGatewayCheckType, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import { checkRequestSchema, type ErrorResponse, type GatewayErrorClass } from '../gateway/contract.js';
-import { accountUpdateSchema, cardStateUpdateSchema, SimWorld, type SimCard } from './model.js';
+import { accountCardsSchema, accountUpdateSchema, cardStateUpdateSchema, SimWorld, type SimCard } from './model.js';
 import { logNormal } from './random.js';
 import { processMemory, watchLiveHeap } from '../runtime/liveHeap.js';
 
 const MAX_BODY_BYTES = 16 * 1024;
+/** Control endpoints take more: a registration of an account's cards lists tens of thousands. */
+const MAX_CONTROL_BODY_BYTES = 8 * 1024 * 1024;
+/** How often drift (cards changing by themselves at their account's rate) is applied. */
+const DRIFT_EVERY_MS = 1000;
 /** ICCIDs are 19–20 digits (some carriers append a hex check character). */
 const ICCID = /^[0-9]{18,21}[0-9A-Fa-f]?$/;
 /** Latency samples above this many p99s are cut: a simulated tail, not a hang. */
@@ -68,7 +72,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const parsed = checkRequestSchema.safeParse(body);
     if (!parsed.success) throw new HttpError(400, 'permanent', 'bad_request', parsed.error.issues[0]?.message ?? 'invalid request');
     const { account: accountName, iccid, requestId } = parsed.data;
-    const card = world.card(iccid);
+    const card = world.attach(iccid, accountName);
     card.calls += 1;
     card.lastCallAt = Date.now();
     card.inflight += 1;
@@ -126,6 +130,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   };
 
   const observe = (type: GatewayCheckType, card: SimCard, flipRate: number): object => {
+    // The answer carries the card's state as it is now: any change stamped before is learned.
+    world.answered(card, type, Date.now());
     switch (type) {
       case 'card_status':
         return { network: card.network, status: card.network === 'online' ? 'active' : 'suspended' };
@@ -133,7 +139,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         return { usageKb: world.usageKb(card), periodStart: periodStart(new Date()) };
       case 'realname': {
         const answer = { realname: card.realname };
-        if (world.random() < flipRate) card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
+        if (world.random() < flipRate) {
+          card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
+          world.changed(card, 'realname', Date.now());
+        }
         return answer;
       }
     }
@@ -158,6 +167,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       const update = accountUpdateSchema.safeParse(body);
       if (!update.success) throw new HttpError(400, 'permanent', 'bad_request', update.error.issues[0]?.message ?? 'invalid account');
       sendJson(res, 200, world.updateAccount(third, update.data));
+    } else if (req.method === 'POST' && second === 'accounts' && third !== undefined && fourth === 'cards' && parts.length === 4) {
+      const cards = accountCardsSchema.safeParse(body);
+      if (!cards.success) throw new HttpError(400, 'permanent', 'bad_request', cards.error.issues[0]?.message ?? 'invalid card list');
+      for (const iccid of cards.data.iccids) world.attach(iccid, third);
+      sendJson(res, 200, { cards: world.account(third).cards.length });
     } else if (req.method === 'POST' && second === 'cards' && third !== undefined && fourth === 'state' && parts.length === 4) {
       const update = cardStateUpdateSchema.safeParse(body);
       if (!update.success) throw new HttpError(400, 'permanent', 'bad_request', update.error.issues[0]?.message ?? 'invalid card state');
@@ -177,13 +191,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const limit = (req.url ?? '').startsWith('/sim/') ? MAX_CONTROL_BODY_BYTES : MAX_BODY_BYTES;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      if (size <= limit) chunks.push(chunk);
     });
     req.on('end', () => {
       try {
-        if (size > MAX_BODY_BYTES) throw new HttpError(413, 'permanent', 'body_too_large', 'request body too large');
+        if (size > limit) throw new HttpError(413, 'permanent', 'body_too_large', 'request body too large');
         const text = Buffer.concat(chunks).toString('utf8');
         let body: unknown = undefined;
         if (text !== '') {
@@ -207,6 +222,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     server.once('error', reject);
     server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
   });
+  const drift = setInterval(() => world.drift(Date.now()), DRIFT_EVERY_MS);
+  drift.unref();
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
@@ -215,6 +232,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     world,
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(drift);
         for (const timer of timers) clearTimeout(timer);
         timers.clear();
         server.close(() => resolve());
