@@ -4,7 +4,7 @@
  * a history one of them), each provoked here on test stacks on the running services
  * (`npx tsx scripts/services.ts up --test`), each stack on task queues of its own:
  *
- * - `loops` (CARD_RUN_SHAPE=card, short histories so runs roll over within seconds): pollingControl
+ * - `loops` (CARD_RUN_SHAPE=card, SCHEDULER_LOOP=workflow, short histories so runs roll over within seconds): pollingControl
  *   reconciling to its continue-as-new, and switching mode (update and signal); a scheduler run
  *   draining its children at continue-as-new; request-checks (update and signal) served from the
  *   priority lane; a request-check signal the activity rejects for good (the workers' request
@@ -13,6 +13,11 @@
  *   (PostgreSQL made to fail in the workers' request service) carried over continue-as-new, and the
  *   run that applies it; completed cardCheck runs of both lanes. And, on a stack of its own with
  *   a scheduler started here (one signal at a time), request-check signals handled in batches.
+ * - `claimLoops` (SCHEDULER_LOOP=activity, card shape, short histories): a scheduler run whose
+ *   claim loop laps (each lap superseded here by a newer owner of the account) to its
+ *   continue-as-new; one whose lap fails (the workers' store refusing the lap's first write) and is
+ *   handed over again by the round loop; one reached by a requestCheck update and signal and a
+ *   priorityRequested update while its lap runs.
  * - `cards` (no scheduler, claims made here): a cardCheck whose lease another claim takes during
  *   its first step, one whose steps the carrier rate-limits (deferred), and two whose finish fails
  *   more than 20 times (the workers' store made to fail it, retry intervals shortened by
@@ -21,8 +26,8 @@
  *   one whose finish flush fails more than 20 times before it lands.
  *
  * Histories of earlier releases (`earlier-*.json`) are never re-recorded: they are what runs of
- * those releases hold. Run again (`npx tsx scripts/recordHistories.ts [card|loops|cards|batch]…`;
- * `card` is `loops` and `cards`) after a deliberate, versioned workflow change, so the histories
+ * those releases hold. Run again (`npx tsx scripts/recordHistories.ts [card|loops|claimLoops|cards|batch]…`;
+ * `card` is `loops`, `claimLoops` and `cards`) after a deliberate, versioned workflow change, so the histories
  * describe what the current code records; with no argument, everything.
  */
 import { join } from 'node:path';
@@ -35,7 +40,7 @@ import { seedAccount, waitFor } from '../testkit/seed.js';
 import { listAudit } from '../testkit/dbReads.js';
 import { DomainError } from '../src/domain/errors.js';
 import type { FinishInput } from '../src/redis/carrierQueueStore.js';
-import { ensurePollingControl, requestCheck, setMode } from '../src/app/temporalControl.js';
+import { ensurePollingControl, requestCheck, setMode, wakeScheduler } from '../src/app/temporalControl.js';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../src/workflow-safe/searchAttributes.js';
 import { cardWorkflowId, pollingControlWorkflowId, schedulerWorkflowId } from '../src/workflow-safe/workflowIds.js';
 import { WORKER_KINDS } from '../src/workers/createWorker.js';
@@ -124,7 +129,8 @@ function failFinishes(stack: Stack, failures: (cardId: string) => number): void 
 
 /** pollingControl, carrierScheduler and cardCheck paths: one stack in the card shape, faults switchable. */
 async function recordLoops(): Promise<void> {
-  const stack = await createStack('record-loops');
+  // The workflow loop's paths: the activity loop (the default) records its own in recordClaimLoops.
+  const stack = await createStack('record-loops', { config: { SCHEDULER_LOOP: 'workflow' } });
   const faults: { claim: boolean; requests: boolean; rejectedCardId?: string } = { claim: false, requests: false };
   const deps = { ...stack.deps, store: withFault(stack.deps.store, 'claim', () => faults.claim, 'Redis unavailable (injected by recordHistories)') };
   const available = withFault(stack.services.requests, 'requestCheck', () => faults.requests, 'PostgreSQL unavailable (injected by recordHistories)');
@@ -220,13 +226,112 @@ async function recordLoops(): Promise<void> {
   }
 }
 
+/** Small: a claim loop's run records ~6 events a lap, so it rolls over after a few laps. */
+const CLAIM_LOOP_MAX_HISTORY_EVENTS = 60;
+/** How often the script takes the account's claiming from the lap under way (a lap sees it at its next tick). */
+const SUPERSEDE_EVERY_MS = 2000;
+
+/**
+ * SCHEDULER_LOOP=activity paths. A lap lasts 10 minutes; here each is ended sooner by a newer owner
+ * of the account's `loop` key (what a lap of a newer generation writes), so a run laps and rolls
+ * over within seconds. One lap fails: the workers' store refuses its first write (Redis away).
+ */
+async function recordClaimLoops(): Promise<void> {
+  const stack = await createStack('record-claim-loops', { config: { SCHEDULER_LOOP: 'activity' } });
+  const faults = { loopStarts: 0 };
+  const failLoopStart = (): boolean => {
+    if (faults.loopStarts === 0) return false;
+    faults.loopStarts -= 1;
+    return true;
+  };
+  const deps = {
+    ...stack.deps,
+    store: withFault(stack.deps.store, 'ownClaimLoop', failLoopStart, 'Redis unavailable (lap start; injected by recordHistories)'),
+  };
+  const started = await startStackWorkers({ config: stack.config, deps, services: stack.services, taskQueues: stack.taskQueues }, WORKER_KINDS);
+  let carrierId = '';
+  let superseding = true;
+  let stopped = false;
+  let supersedes = 0;
+  const superseder = (async () => {
+    while (!stopped) {
+      await new Promise((resolve) => setTimeout(resolve, SUPERSEDE_EVERY_MS));
+      if (superseding && !stopped && carrierId !== '') await stack.deps.store.ownClaimLoop(carrierId, `recordHistories~${(supersedes += 1)}`);
+    }
+  })();
+  try {
+    const account = await seedAccount(stack, {
+      name: 'loop1',
+      qps: { main: 20 },
+      typeGroups: { card_status: 'main' },
+      cards: 3,
+      intervalsSec: { card_status: 2 },
+    });
+    carrierId = account.carrier.id;
+    const [first, second] = account.cards;
+    if (!first || !second) throw new Error('seeded fewer cards than asked');
+    const ref = { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX };
+    await ensurePollingControl(ref, { reconcileEveryMs: 5000, scheduler: { maxHistoryEvents: CLAIM_LOOP_MAX_HISTORY_EVENTS } });
+    const schedulerId = schedulerWorkflowId(carrierId, ref.workflowIdPrefix);
+    const scheduler = `WorkflowId = "${schedulerId}"`;
+
+    await recordPath(stack.client, 'carrierScheduler-claim-loop', scheduler);
+
+    // The next lap's first write fails: the lap fails, the run hands over again after its backoff.
+    faults.loopStarts = 1;
+    await recordPath(stack.client, 'carrierScheduler-claim-loop-failed-lap', scheduler);
+
+    // Request-checks while one lap runs (no supersede meanwhile), sent into a fresh run so that they
+    // and their answers fit before its rollover.
+    const current = (await stack.client.workflow.getHandle(schedulerId).describe()).runId;
+    const fresh = await waitFor(
+      'a fresh scheduler run',
+      async () => {
+        const run = await stack.client.workflow.getHandle(schedulerId).describe();
+        return run.runId !== current && run.status.name === 'RUNNING' ? run.runId : undefined;
+      },
+      60_000,
+      100,
+    );
+    superseding = false;
+    const request = (cardId: string) => ({ cardId, types: ['card_status' as const], lane: 'priority' as const, cooldownMs: 0, actor: 'recordHistories' });
+    await requestCheck(ref, carrierId, request(first.id));
+    await stack.client.workflow.getHandle(schedulerId).signal(requestCheckSignal, request(second.id));
+    await wakeScheduler(ref, carrierId, first.id);
+    // The lap claims the cards from the priority lane and starts their runs on the priority queue.
+    await waitFor(
+      "the requested cards' runs on the priority queue",
+      async () => {
+        let runs = 0;
+        for await (const _ of stack.client.workflow.list({
+          query: `TaskQueue = "${stack.taskQueues.cardPriority}" AND WorkflowId IN ("${cardWorkflowId(first.id, ref.workflowIdPrefix)}", "${cardWorkflowId(second.id, ref.workflowIdPrefix)}")`,
+        }))
+          runs += 1;
+        return runs >= 2 || undefined;
+      },
+      30_000,
+      200,
+    );
+    superseding = true;
+    await recordPath(stack.client, 'carrierScheduler-claim-loop-request-check', `${scheduler} AND RunId = "${fresh}"`);
+  } finally {
+    stopped = true;
+    await superseder.catch(() => undefined);
+    for (const worker of started.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await stack.close();
+    await Promise.allSettled(started.runs);
+    await started.connection.close();
+  }
+}
+
 /**
  * Request-check signals beside the loop in bounded batches: a scheduler started here (no
  * pollingControl, so its arguments are this script's) handling at most one signal at a time, sent
  * three at once: the others stay pending while claim rounds go on.
  */
 async function recordSignalBatches(): Promise<void> {
-  const stack = await createStack('record-signals');
+  // Ticking every second (no idle sleep: the cards are due every 10 minutes), so the first claim rounds come at once.
+  const stack = await createStack('record-signals', { config: { SCHEDULER_LOOP: 'workflow', SCHEDULER_IDLE_MAX_MS: 0 } });
   try {
     const account = await seedAccount(stack, {
       name: 'sig1',
@@ -447,13 +552,15 @@ async function recordBatchFinishOutage(): Promise<void> {
   }
 }
 
-const groups = new Set(process.argv.slice(2).flatMap((arg) => (arg === 'card' ? ['loops', 'cards'] : [arg])));
+const groups = new Set(process.argv.slice(2).flatMap((arg) => (arg === 'card' ? ['loops', 'claimLoops', 'cards'] : [arg])));
 const all = groups.size === 0;
-for (const group of groups) if (!['loops', 'cards', 'batch'].includes(group)) throw new Error(`unknown group ${group}: card, loops, cards or batch`);
+for (const group of groups)
+  if (!['loops', 'claimLoops', 'cards', 'batch'].includes(group)) throw new Error(`unknown group ${group}: card, loops, claimLoops, cards or batch`);
 if (all || groups.has('loops')) {
   await recordLoops();
   await recordSignalBatches();
 }
+if (all || groups.has('claimLoops')) await recordClaimLoops();
 if (all || groups.has('cards')) await recordCards();
 if (all || groups.has('batch')) {
   await recordBatch();

@@ -29,7 +29,14 @@ export interface ScheduledActivity {
   readonly heartbeatTimeoutMs: number;
   /** The attempt that closed it (its started event's), when it was started. */
   readonly attempt?: number;
-  readonly closed?: { readonly eventIndex: number; readonly type: string; readonly failureType?: string; readonly nonRetryable?: boolean };
+  readonly closed?: {
+    readonly eventIndex: number;
+    readonly type: string;
+    readonly failureType?: string;
+    readonly nonRetryable?: boolean;
+    /** What a completed activity returned. */
+    readonly result?: unknown;
+  };
 }
 
 const decodeFirst = (payloads: Payloads | null | undefined): unknown => {
@@ -52,6 +59,10 @@ export class HistoryView {
   }
   get lastType(): string | undefined {
     return this.types.at(-1);
+  }
+  /** This run's id (the started event's original execution run id). */
+  get runId(): string {
+    return this.events[0]?.workflowExecutionStartedEventAttributes?.originalExecutionRunId ?? '';
   }
   get input(): unknown {
     return decodeFirst(this.events[0]?.workflowExecutionStartedEventAttributes?.input);
@@ -92,12 +103,14 @@ export class HistoryView {
       if (started) scheduled.set(id, { ...activity, attempt: started.attempt ?? 0 });
       else {
         const failure = e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo;
+        const completed = e.activityTaskCompletedEventAttributes;
         scheduled.set(id, {
           ...activity,
           closed: {
             eventIndex,
             type: eventTypeName(e),
             ...(failure ? { failureType: failure.type ?? '', nonRetryable: failure.nonRetryable === true } : {}),
+            ...(completed ? { result: decodeFirst(completed.result) } : {}),
           },
         });
       }
@@ -282,9 +295,46 @@ function recordAfterLastFinish(view: HistoryView, problems: string[], finishes: 
   );
 }
 
-/** The scheduler's claim rounds, with children started by the run. */
+/** The claim round's answer when the deployment claims in loop activities (SCHEDULER_LOOP=activity). */
+const handedOver = (m: LocalActivityMarker): boolean => field(m.result, 'kind') === 'handOver';
+
+/** The scheduler's claim rounds, claimed in the workflow (SCHEDULER_LOOP=workflow): no round handed its claiming over. */
 function schedulerBasics(view: HistoryView, problems: string[]): void {
   need(problems, successfulClaims(view).length > 0, 'a successful claimRound');
+  need(problems, !successfulClaims(view).some(handedOver), 'the workflow loop: no claimRound handed over to a claim loop activity');
+}
+
+const claimLoopLaps = (view: HistoryView): ScheduledActivity[] => view.scheduledActivities().filter((a) => a.activityType === 'runClaimLoop');
+const lapEnded = (lap: ScheduledActivity): unknown => field(lap.closed?.result, 'ended');
+
+/**
+ * A scheduler run of the activity loop (SCHEDULER_LOOP=activity, docs/design.md 'The claim loop as
+ * an activity'): every claim round hands over, the run claims through runClaimLoop laps, each of a
+ * generation `<run id>~<lap>` of its own, counting on across hand-overs; no child is started.
+ */
+function claimLoopBasics(view: HistoryView, problems: string[], minLaps: number): ScheduledActivity[] {
+  schedulerRelease(view, problems, 'wake-on-any-task');
+  const claims = view.localActivities().filter((m) => m.activityType === 'claimRound');
+  need(problems, claims.length > 0 && claims.every((m) => !m.failed && handedOver(m)), 'every claimRound handed over to a claim loop activity');
+  const laps = claimLoopLaps(view);
+  need(problems, laps.length >= minLaps, `${minLaps} claim loop laps or more (${laps.length})`);
+  need(problems, (claims[0]?.eventIndex ?? Number.POSITIVE_INFINITY) < (laps[0]?.eventIndex ?? 0), 'the hand-over before the first lap');
+  const generations = laps.map((lap) => field(lap.input, 'generation'));
+  need(
+    problems,
+    generations.every((generation, i) => generation === `${view.runId}~${i + 1}`),
+    `laps of generations <run id>~1, ~2, … (${generations.join(', ')})`,
+  );
+  need(
+    problems,
+    laps.every((lap) => lap.heartbeatTimeoutMs > 0),
+    'laps with a heartbeat timeout',
+  );
+  need(problems, view.childStarts().length === 0, 'no child started by the run');
+  need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
+  const rounds = (input: unknown): number => Number(field(input, 'rounds') ?? 0);
+  need(problems, rounds(view.continuedInput) > rounds(view.input), "the laps' claim rounds carried to the next run");
+  return laps;
 }
 
 /**
@@ -441,7 +491,68 @@ function schedulerStartWithPending(release: SchedulerRelease, description: strin
   };
 }
 
-function pollingControlModeSwitch(heartbeat: boolean, description: string): ReplayPath {
+/**
+ * How pollingControl's reconcile starts the schedulers: `by-client` (control-start-schedulers-by-client:
+ * the startMissingSchedulers activity) or `child-starts` (the releases before both start patches: a
+ * carrierScheduler child start per enabled account, listEnabledCarriers).
+ */
+type ControlRelease = 'by-client' | 'child-starts';
+const START_BY_CLIENT = 'control-start-schedulers-by-client';
+const START_MISSING = 'control-start-missing-schedulers';
+const reconcileActivity = (release: ControlRelease): string => (release === 'by-client' ? 'startMissingSchedulers' : 'listEnabledCarriers');
+
+function controlRelease(view: HistoryView, problems: string[], release: ControlRelease): void {
+  const patches = view.patches();
+  if (release === 'by-client') {
+    need(problems, patches.includes(START_BY_CLIENT) && patches.includes(START_MISSING), `the ${START_MISSING} and ${START_BY_CLIENT} patch markers`);
+    need(problems, view.childStarts().length === 0, 'no child start (schedulers started by the activity)');
+    need(
+      problems,
+      !view.activities().some((a) => a === 'listEnabledCarriers' || a === 'listSchedulersToStart'),
+      'no listEnabledCarriers nor listSchedulersToStart (the releases before)',
+    );
+  } else need(problems, !patches.includes(START_BY_CLIENT) && !patches.includes(START_MISSING), 'no start patch marker (child starts per enabled account)');
+}
+
+function pollingControlReconcile(release: ControlRelease, description: string): ReplayPath {
+  return {
+    workflowType: 'pollingControl',
+    description,
+    check(view) {
+      const problems: string[] = [];
+      controlRelease(view, problems, release);
+      const activities = view.activities();
+      need(problems, activities[0] === 'readMode', 'readMode first');
+      need(problems, activities.filter((a) => a === reconcileActivity(release)).length >= 2, 'two reconcile rounds or more');
+      need(problems, activities.includes('ensureRedisIntact'), 'the Redis guard of reconcile');
+      if (release === 'by-client') {
+        const starts = view.scheduledActivities().filter((a) => a.activityType === 'startMissingSchedulers');
+        const started = starts.findIndex((a) => Number(field(a.closed?.result, 'started') ?? 0) >= 1);
+        need(problems, started >= 0, 'a reconcile that started the scheduler');
+        need(
+          problems,
+          starts.slice(started + 1).some((a) => {
+            const enabled = field(a.closed?.result, 'enabled');
+            return Array.isArray(enabled) && enabled.length >= 1 && field(a.closed?.result, 'started') === 0;
+          }),
+          'a later reconcile that found it running (started none)',
+        );
+      } else {
+        need(
+          problems,
+          view.childStarts().some((c) => c.workflowType === 'carrierScheduler'),
+          'a carrierScheduler child start',
+        );
+        need(problems, view.count('START_CHILD_WORKFLOW_EXECUTION_FAILED') >= 1, 'a start that found the scheduler running');
+      }
+      need(problems, !activities.includes('switchMode'), 'no mode switch');
+      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
+      return problems;
+    },
+  };
+}
+
+function pollingControlModeSwitch(heartbeat: boolean, release: ControlRelease, description: string): ReplayPath {
   return {
     workflowType: 'pollingControl',
     description,
@@ -452,7 +563,8 @@ function pollingControlModeSwitch(heartbeat: boolean, description: string): Repl
       need(problems, view.updatesAccepted().includes('setMode'), 'a setMode update');
       need(problems, view.signals().includes('setMode'), 'a setMode signal');
       const lastSwitch = activities.lastIndexOf('switchMode');
-      need(problems, lastSwitch >= 0 && activities.slice(lastSwitch).includes('listEnabledCarriers'), 'a reconcile after the switch');
+      controlRelease(view, problems, release);
+      need(problems, lastSwitch >= 0 && activities.slice(lastSwitch).includes(reconcileActivity(release)), 'a reconcile after the switch');
       const switches = view.scheduledActivities().filter((a) => a.activityType === 'switchMode');
       need(
         problems,
@@ -465,28 +577,13 @@ function pollingControlModeSwitch(heartbeat: boolean, description: string): Repl
 }
 
 export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
-  'pollingControl-reconcile': {
-    workflowType: 'pollingControl',
-    description: 'pollingControl from its start to its continue-as-new: reconcile rounds that start the scheduler (and find it running).',
-    check(view) {
-      const problems: string[] = [];
-      const activities = view.activities();
-      need(problems, activities[0] === 'readMode', 'readMode first');
-      need(problems, activities.filter((a) => a === 'listEnabledCarriers').length >= 2, 'two reconcile rounds or more');
-      need(problems, activities.includes('ensureRedisIntact'), 'the Redis guard of reconcile');
-      need(
-        problems,
-        view.childStarts().some((c) => c.workflowType === 'carrierScheduler'),
-        'a carrierScheduler child start',
-      );
-      need(problems, view.count('START_CHILD_WORKFLOW_EXECUTION_FAILED') >= 1, 'a start that found the scheduler running');
-      need(problems, !activities.includes('switchMode'), 'no mode switch');
-      need(problems, view.lastType === 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW', 'ends in continue-as-new');
-      return problems;
-    },
-  },
+  'pollingControl-reconcile': pollingControlReconcile(
+    'by-client',
+    'pollingControl from its start to its continue-as-new (control-start-schedulers-by-client): reconcile rounds whose startMissingSchedulers activity starts the scheduler with the client, then finds it running.',
+  ),
   'pollingControl-mode-switch': pollingControlModeSwitch(
     true,
+    'by-client',
     'pollingControl switching to legacy and back to carrier (setMode update and signal), each switch (heartbeating, its own heartbeat timeout) followed by a reconcile.',
   ),
   'carrierScheduler-drain': schedulerDrain(
@@ -584,6 +681,95 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     'wake-on-any-task',
     'The run after it: started with the pending request, which it applies after its first claim.',
   ),
+  // SCHEDULER_LOOP=activity (the default): the run claims through laps of the runClaimLoop activity.
+  'carrierScheduler-claim-loop': {
+    workflowType: 'carrierScheduler',
+    description:
+      "A scheduler run of the activity loop (SCHEDULER_LOOP=activity): its claim round hands over, then runClaimLoop laps, each ended by a newer owner of the account (superseded) and followed at once by the next, without a round, timer or stop between, until the run continues as new with the laps' rounds.",
+    check(view) {
+      const problems: string[] = [];
+      const laps = claimLoopBasics(view, problems, 3);
+      need(
+        problems,
+        laps.every((lap) => lap.closed?.type === 'ACTIVITY_TASK_COMPLETED' && field(lap.closed.result, 'kind') === 'lap' && lapEnded(lap) === 'superseded'),
+        `every lap completed, superseded (${laps.map((lap) => `${String(lap.closed?.type)}/${String(lapEnded(lap))}`).join(', ')})`,
+      );
+      need(
+        problems,
+        view.localActivities().filter((m) => m.activityType === 'claimRound').length === 1,
+        'one claimRound: the hand-over, no round loop between laps',
+      );
+      need(problems, view.timers().length === 0, 'no timer');
+      need(
+        problems,
+        view.activities().every((a) => a === 'runClaimLoop'),
+        `no activity but the laps (${[...new Set(view.activities())].join(', ')})`,
+      );
+      return problems;
+    },
+  },
+  'carrierScheduler-claim-loop-failed-lap': {
+    workflowType: 'carrierScheduler',
+    description:
+      'A scheduler run of the activity loop whose lap fails (Redis away as it takes the account): the run records the failure, returns to its round loop, backs off, and its next claim round hands over again to a lap of the next generation.',
+    check(view) {
+      const problems: string[] = [];
+      const laps = claimLoopBasics(view, problems, 2);
+      const failedAt = laps.findIndex((lap) => lap.closed?.type === 'ACTIVITY_TASK_FAILED' || lap.closed?.type === 'ACTIVITY_TASK_TIMED_OUT');
+      const failed = laps[failedAt];
+      need(problems, failed !== undefined, 'a lap that failed (or timed out)');
+      if (failed === undefined) return problems;
+      const next = laps[failedAt + 1];
+      const between = (eventIndex: number): boolean => eventIndex > (failed.closed?.eventIndex ?? 0) && eventIndex < (next?.eventIndex ?? 0);
+      need(problems, next !== undefined, 'a lap after it');
+      need(
+        problems,
+        view.timers().some((t) => between(t.eventIndex) && t.ms >= 2 * tickOf(view)),
+        'the round loop backing off after it (a timer of two ticks or more)',
+      );
+      need(
+        problems,
+        view.localActivities().some((m) => m.activityType === 'claimRound' && handedOver(m) && between(m.eventIndex)),
+        'a claim round handing over again before the next lap',
+      );
+      need(
+        problems,
+        laps.slice(failedAt + 1).some((lap) => lap.closed?.type === 'ACTIVITY_TASK_COMPLETED'),
+        'a later lap that completed',
+      );
+      return problems;
+    },
+  },
+  'carrierScheduler-claim-loop-request-check': {
+    workflowType: 'carrierScheduler',
+    description:
+      'A scheduler run of the activity loop reached by request-checks while a lap runs: a requestCheck update and a signal, each served by its activity beside the lap, and a priorityRequested update; the lap goes on (the loop claims the card from the priority lane) and is not stopped.',
+    check(view) {
+      const problems: string[] = [];
+      const laps = claimLoopBasics(view, problems, 1);
+      need(problems, view.updatesAccepted().includes('requestCheck'), 'an accepted requestCheck update');
+      need(problems, view.updatesAccepted().includes('priorityRequested'), 'an accepted priorityRequested update');
+      need(problems, view.count('WORKFLOW_EXECUTION_UPDATE_COMPLETED') >= 2, 'the updates completed');
+      need(problems, view.signals().includes('requestCheck'), 'a requestCheck signal');
+      const requests = requestChecks(view);
+      need(
+        problems,
+        requests.some((a) => field(a.input, 'fromSignal') === true) && requests.some((a) => field(a.input, 'fromSignal') !== true),
+        'a requestCheck activity for the update and for the signal',
+      );
+      const lapAround = (a: ScheduledActivity): boolean =>
+        laps.some(
+          (lap) => lap.eventIndex < a.eventIndex && (lap.closed?.eventIndex ?? Number.POSITIVE_INFINITY) > (a.closed?.eventIndex ?? Number.POSITIVE_INFINITY),
+        );
+      need(
+        problems,
+        requests.length > 0 && requests.every((a) => a.closed?.type === 'ACTIVITY_TASK_COMPLETED' && lapAround(a)),
+        'each served, completed, while one lap ran on',
+      );
+      need(problems, !view.activities().includes('stopClaimLoop'), 'no lap stopped for them');
+      return problems;
+    },
+  },
   cardCheck: cardCheckPath('A cardCheck of the normal lane: prepare, its due gateway steps, finish, record.', false, 'success'),
   'cardCheck-priority': cardCheckPath('A cardCheck of a request-check, claimed from the priority lane.', true, 'success'),
   'cardCheck-deferral': cardCheckPath(
@@ -795,8 +981,20 @@ export const REPLAY_PATHS: Readonly<Record<string, ReplayPath>> = {
     'signals-first',
     'The run after it (signals-first): the pending request applied before its first claim.',
   ),
+  // The release before control-start-missing-schedulers and control-start-schedulers-by-client (a
+  // child start per enabled account at every reconcile): the paths it recorded, kept as they were.
+  'earlier-pollingControl-child-starts-reconcile': pollingControlReconcile(
+    'child-starts',
+    'pollingControl of the child-starts release, from its start to its continue-as-new: reconcile rounds that start the scheduler as a child (and find it running).',
+  ),
+  'earlier-pollingControl-child-starts-mode-switch': pollingControlModeSwitch(
+    true,
+    'child-starts',
+    'pollingControl of the child-starts release switching to legacy and back (update and signal), each switch followed by a reconcile.',
+  ),
   'earlier-pollingControl-mode-switch-no-heartbeat': pollingControlModeSwitch(
     false,
+    'child-starts',
     'pollingControl switching mode and back, of the release whose switchMode had no heartbeat timeout.',
   ),
 };

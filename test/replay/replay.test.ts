@@ -70,8 +70,9 @@ test('replay: the current workflow code replays every recorded history', async (
 
 test('replay: workflow code with a changed command order fails to replay them', async () => {
   const failures = await replayFailures(await bundleWorkflows(REORDERED_WORKFLOWS), histories);
-  // Every cardCheck and carrierScheduler history (the two workflows changed), each as a determinism violation.
-  const changed = histories.filter((h) => h.recorded.workflowType === 'cardCheck' || h.recorded.workflowType === 'carrierScheduler').map((h) => h.file);
+  // Every cardCheck, carrierScheduler and pollingControl history (the workflows changed), each as a determinism violation.
+  const changedTypes = ['cardCheck', 'carrierScheduler', 'pollingControl'];
+  const changed = histories.filter((h) => changedTypes.includes(h.recorded.workflowType)).map((h) => h.file);
   assert.ok(changed.length >= 2);
   for (const file of changed)
     assert.match(failures.get(file) ?? 'replayed', /^DeterminismViolationError: /, `${file} fails to replay against the changed code`);
