@@ -61,6 +61,7 @@ export function createGatewayActivities(deps: GatewayActivityDeps) {
             collectionId: outcome.result.collectionId,
             observedAt: new Date(outcome.result.observedAtMs).toISOString(),
             payload: { ...outcome.result.observation },
+            ...(outcome.result.changedAtMs === undefined ? {} : { changedAt: new Date(outcome.result.changedAtMs).toISOString() }),
           },
         };
       } catch (error) {

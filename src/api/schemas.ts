@@ -346,6 +346,7 @@ export const carrierStatusSchema = {
     'dueNow',
     'groups',
     'latenessMs',
+    'staleness',
     'expiredLeases',
     'capacity',
     'limitedBy',
@@ -375,6 +376,22 @@ export const carrierStatusSchema = {
       },
     },
     latenessMs: { type: 'object', required: ['p50', 'p99'], additionalProperties: false, properties: { p50: { type: 'number' }, p99: { type: 'number' } } },
+    staleness: {
+      type: 'object',
+      description: 'per check type, change at the carrier (as its answers date it) → first observation carrying it, changes learned in the last hour',
+      additionalProperties: false,
+      properties: Object.fromEntries(
+        CHECK_TYPES.map((type) => [
+          type,
+          {
+            type: 'object',
+            required: ['changes', 'p50Ms', 'p99Ms', 'maxMs'],
+            additionalProperties: false,
+            properties: { changes: { type: 'integer' }, p50Ms: { type: 'number' }, p99Ms: { type: 'number' }, maxMs: { type: 'number' } },
+          },
+        ]),
+      ),
+    },
     expiredLeases: { type: 'integer' },
     capacity: {
       type: 'object',

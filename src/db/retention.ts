@@ -2,8 +2,8 @@
  * Storage upkeep, run hourly by the storageMaintenance workflow: the observation partitions of the
  * coming months exist before rows arrive, and data past retention goes — observations by dropping
  * whole monthly partitions (no DELETE, no bloat), execution rows by batched deletes, and so do the
- * other tables that grow with time: the audit trail, finished priority items, closed alerts and
- * ingest dead letters (open ones stay whatever their age).
+ * other tables that grow with time: the audit trail, finished priority items, closed alerts,
+ * ingest dead letters (open ones stay whatever their age) and learned changes (card_change).
  *
  * A month whose partition is missing sends its rows to the DEFAULT partition; PostgreSQL then
  * refuses to create that month's partition (the default would hold rows of its range), so such a
@@ -46,6 +46,7 @@ const RETAINED = {
   polling_failure_alert: "status = 'recovered' AND recovered_at < $1",
   carrier_alert: "status = 'resolved' AND resolved_at < $1",
   ingest_dead_letter: 'failed_at < $1',
+  card_change: 'learned_at < $1',
 } as const;
 export type RetainedTable = keyof typeof RETAINED;
 

@@ -58,6 +58,8 @@ export interface GatewayObservation<T extends GatewayCheckType> {
   readonly collectionId: string;
   /** When the carrier observed the state (epoch ms). */
   readonly observedAtMs: number;
+  /** When the carrier saw this state change (epoch ms), where it says. */
+  readonly changedAtMs?: number;
   readonly observation: ObservationByType[T];
   /** Wall time of the HTTP exchange, from the call (including any wait for a connection). */
   readonly latencyMs: number;
@@ -276,6 +278,7 @@ function parseSuccess<T extends GatewayCheckType>(
     iccid: envelope.data.iccid,
     collectionId: envelope.data.collectionId,
     observedAtMs: Date.parse(envelope.data.observedAt),
+    ...(envelope.data.changedAt === undefined ? {} : { changedAtMs: Date.parse(envelope.data.changedAt) }),
     observation: observation.data as ObservationByType[T],
     latencyMs,
     sentAtMs,

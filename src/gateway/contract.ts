@@ -65,6 +65,8 @@ export const checkResponseSchema = z.object({
   collectionId: z.string().min(1).max(200),
   /** When the carrier observed the state (ISO 8601, UTC). */
   observedAt: z.iso.datetime({ offset: true }),
+  /** When the carrier saw this state change, where it knows (ISO 8601): staleness is measured from it. */
+  changedAt: z.iso.datetime({ offset: true }).optional(),
   observation: z.unknown(),
 });
 

@@ -7,6 +7,7 @@ import type { ExecutionOutcome } from '../workflow-safe/cardRun.js';
 import type { ObservationRow } from '../db/observations.js';
 import type { Execution, ExecutionOutcome as StoredOutcome } from '../db/executions.js';
 import type { IngestRecord } from './record.js';
+import type { ChangeRow } from '../db/cardChanges.js';
 
 const STORED_OUTCOME: Record<ExecutionOutcome, StoredOutcome> = {
   success: 'success',
@@ -41,6 +42,8 @@ export interface RecoveryRow {
 
 export interface RecordRows {
   readonly observations: ObservationRow[];
+  /** The observations that carried the carrier's date of their state (card_change). */
+  readonly changes: ChangeRow[];
   readonly execution: Execution;
   readonly recoveries: RecoveryRow[];
   readonly failures: FailureRow[];
@@ -50,8 +53,19 @@ export function rowsOf(record: IngestRecord): RecordRows {
   const finishedAt = new Date(record.finishedAt);
   const startedAt = new Date(record.startedAt);
   const observations: ObservationRow[] = [];
+  const changes: ChangeRow[] = [];
   for (const result of record.results) {
     if (result.outcome !== 'success' || !result.observation) continue;
+    const changedAt = result.observation.changedAt === undefined ? Number.NaN : Date.parse(result.observation.changedAt);
+    if (!Number.isNaN(changedAt)) {
+      changes.push({
+        cardId: record.cardId,
+        carrierId: record.carrierId,
+        type: result.type,
+        changedAt: new Date(changedAt),
+        learnedAt: new Date(result.observation.observedAt),
+      });
+    }
     observations.push({
       observationId: result.observation.collectionId,
       cardId: record.cardId,
@@ -108,5 +122,5 @@ export function rowsOf(record: IngestRecord): RecordRows {
       ...(firstFailedAt === null ? {} : { firstFailedAt: new Date(firstFailedAt) }),
     });
   }
-  return { observations, execution, recoveries, failures };
+  return { observations, changes, execution, recoveries, failures };
 }

@@ -12,6 +12,7 @@
 import { withTransaction, type Pool } from '../db/pool.js';
 import type { Queryable } from '../db/queryable.js';
 import { insertObservations } from '../db/observations.js';
+import { insertChanges } from '../db/cardChanges.js';
 import { insertExecutions } from '../db/executions.js';
 import { lockFailureAlerts, recordFailureIn, recoverFailures } from '../db/alerts.js';
 import type { PriorityTransitions } from '../app/ports.js';
@@ -68,6 +69,11 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
   const executionsInserted = await insertExecutions(
     db,
     rows.map((r) => r.execution),
+  );
+  // Before the observations: a change counts against the card's latest observation before this write.
+  await insertChanges(
+    db,
+    rows.flatMap((r) => r.changes),
   );
   const observations = await insertObservations(
     db,

@@ -21,6 +21,8 @@ export interface SimulatorControl {
   stats(options?: { readonly cards?: boolean }): Promise<SimStats>;
   /** `PUT /sim/accounts/<account>`: fields left out keep their value. */
   updateAccount(account: string, update: AccountUpdate): Promise<AccountSettings>;
+  /** `POST /sim/accounts/<account>/cards`: the account's cards before their first call; answers how many it has. */
+  registerCards(account: string, iccids: readonly string[]): Promise<number>;
   /** `POST /sim/cards/<iccid>/state`. */
   updateCard(iccid: string, update: CardStateUpdate): Promise<SimCardState>;
   /** `POST /sim/reset`: clears accounts, cards and counters. */
@@ -40,6 +42,7 @@ export function simulatorControl(url: string): SimulatorControl {
     url,
     stats: (options = {}) => call<SimStats>('GET', options.cards === false ? '/sim/stats?cards=0' : '/sim/stats'),
     updateAccount: (account, update) => call<AccountSettings>('PUT', `/sim/accounts/${encodeURIComponent(account)}`, update),
+    registerCards: async (account, iccids) => (await call<{ cards: number }>('POST', `/sim/accounts/${encodeURIComponent(account)}/cards`, { iccids })).cards,
     updateCard: (iccid, update) => call<SimCardState>('POST', `/sim/cards/${encodeURIComponent(iccid)}/state`, update),
     reset: async (seed) => void (await call<unknown>('POST', '/sim/reset', seed === undefined ? {} : { seed })),
   };

@@ -136,6 +136,8 @@ export interface SimCard {
   account: string | undefined;
   /** Per type, when (epoch ms) its state last changed, while no answer has carried it yet. */
   readonly unlearned: Partial<Record<ChangingType, number>>;
+  /** Per type, when (epoch ms) its state last changed: answers carry it as `changedAt`. */
+  readonly changedAt: Partial<Record<ChangingType, number>>;
 }
 
 export type Admission =
@@ -223,6 +225,7 @@ export class SimWorld {
 
   /** The card's state of `type` changed at `at` (epoch ms): stamped until an answer carries it. */
   changed(card: SimCard, type: ChangingType, at: number): void {
+    card.changedAt[type] = at;
     // A card no account called or registered yet: nobody can have learned its state.
     if (card.account === undefined) return;
     const counters = this.freshnessOf(card.account, type);
@@ -296,6 +299,7 @@ export class SimWorld {
         lastCallAt: undefined,
         account: undefined,
         unlearned: {},
+        changedAt: {},
       };
       this.cards.set(iccid, card);
     }

@@ -118,20 +118,29 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         return;
       }
       sequence += 1;
+      // One instant for the answer's date and for the changes it carries (their staleness).
+      const answeredAt = Date.now();
       sendJson(res, 200, {
         type,
         account: accountName,
         iccid,
         collectionId: `sim-${runTag}-${sequence}`,
-        observedAt: new Date().toISOString(),
-        observation: observe(type, card, settings.realnameFlipRate),
+        observedAt: new Date(answeredAt).toISOString(),
+        ...changedAt(type, card),
+        observation: observe(type, card, settings.realnameFlipRate, answeredAt),
       });
     });
   };
 
-  const observe = (type: GatewayCheckType, card: SimCard, flipRate: number): object => {
+  /** The carrier's date of the state the answer shows, once the card's state of `type` has changed here. */
+  const changedAt = (type: GatewayCheckType, card: SimCard): { changedAt?: string } => {
+    const at = type === 'card_status' || type === 'realname' ? card.changedAt[type] : undefined;
+    return at === undefined ? {} : { changedAt: new Date(at).toISOString() };
+  };
+
+  const observe = (type: GatewayCheckType, card: SimCard, flipRate: number, answeredAt: number): object => {
     // The answer carries the card's state as it is now: any change stamped before is learned.
-    world.answered(card, type, Date.now());
+    world.answered(card, type, answeredAt);
     switch (type) {
       case 'card_status':
         return { network: card.network, status: card.network === 'online' ? 'active' : 'suspended' };
@@ -141,7 +150,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         const answer = { realname: card.realname };
         if (world.random() < flipRate) {
           card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
-          world.changed(card, 'realname', Date.now());
+          world.changed(card, 'realname', answeredAt);
         }
         return answer;
       }

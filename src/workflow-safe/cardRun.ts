@@ -72,6 +72,8 @@ export interface StepObservation {
   readonly collectionId: string;
   readonly observedAt: string;
   readonly payload: Readonly<Record<string, unknown>>;
+  /** When the carrier saw this state change (ISO), where its answer says: staleness is measured from it. */
+  readonly changedAt?: string;
 }
 
 export type StepResult =

@@ -80,7 +80,7 @@ test(
   },
 );
 
-test('storage maintenance: the audit trail, finished priority items, closed alerts and dead letters past retention go; open ones stay', async () => {
+test('storage maintenance: the audit trail, finished priority items, closed alerts, dead letters and learned changes past retention go; open ones stay', async () => {
   const carrier = await makeCarrier(db.pool);
   const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(2), carrierId: carrier.id })]);
   const old = '2020-01-10T00:00:00Z';
@@ -104,6 +104,11 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
       [carrier.id, when],
     );
     await db.pool.query("INSERT INTO ingest_dead_letter (record_id, record, reason, failed_at) VALUES ($1, '{}', 'test', $2)", [`dead-${when}`, when]);
+    await db.pool.query("INSERT INTO card_change (card_id, carrier_id, check_type, changed_at, learned_at) VALUES ($1, $2, 'card_status', $3, $3)", [
+      card!.id,
+      carrier.id,
+      when,
+    ]);
   }
   // Open and pending ones stay, however old.
   await db.pool.query(
@@ -117,11 +122,19 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
   );
 
   const result = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1 }, at('2030-06-15T12:00:00Z'));
-  assert.deepEqual(result.rowsDeleted, { audit_log: 1, polling_priority_item: 1, polling_failure_alert: 1, carrier_alert: 1, ingest_dead_letter: 1 });
+  assert.deepEqual(result.rowsDeleted, {
+    audit_log: 1,
+    polling_priority_item: 1,
+    polling_failure_alert: 1,
+    carrier_alert: 1,
+    ingest_dead_letter: 1,
+    card_change: 1,
+  });
   const left = async (sql: string): Promise<string[]> => (await db.pool.query<{ v: string }>(sql)).rows.map((row) => row.v);
   assert.deepEqual(await left('SELECT status AS v FROM polling_priority_item ORDER BY id'), ['completed', 'pending']);
   assert.deepEqual(await left('SELECT status AS v FROM polling_failure_alert ORDER BY id'), ['recovered', 'open']);
   assert.deepEqual(await left("SELECT to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY') AS v FROM audit_log"), ['2030']);
   assert.deepEqual(await left('SELECT record_id AS v FROM ingest_dead_letter'), [`dead-${recent}`]);
   assert.deepEqual(await left('SELECT status AS v FROM carrier_alert'), ['resolved']);
+  assert.deepEqual(await left("SELECT to_char(learned_at AT TIME ZONE 'UTC', 'YYYY') AS v FROM card_change"), ['2030']);
 });

@@ -25,6 +25,8 @@ export interface StepSpec {
   readonly payload?: Record<string, unknown>;
   readonly failBefore?: number;
   readonly failAfter?: number;
+  /** The carrier's date (ms) of the state the step saw. */
+  readonly changedAt?: number;
 }
 
 /** One execution of the card at `at` (ms) with the given steps; ids unique unless `runId` is given. */
@@ -41,7 +43,12 @@ export function makeRecord(
           type: step.type,
           outcome: 'success',
           gatewayMs: 7,
-          observation: { collectionId: `obs-${runId}-${step.type}`, observedAt: new Date(at).toISOString(), payload: step.payload ?? {} },
+          observation: {
+            collectionId: `obs-${runId}-${step.type}`,
+            observedAt: new Date(at).toISOString(),
+            payload: step.payload ?? {},
+            ...(step.changedAt === undefined ? {} : { changedAt: new Date(step.changedAt).toISOString() }),
+          },
         }
       : { type: step.type, outcome: 'failure', errorClass: 'transient', message: 'gateway unreachable', gatewayMs: 9 },
   );

@@ -1,6 +1,7 @@
 /**
  * Account status: lanes, in-flight and due-now from Redis, per group the configured
- * and effective rate and calls in the last second, lateness over the last minute, expired leases
+ * and effective rate and calls in the last second, lateness over the last minute, staleness of the
+ * changes learned over the last hour, expired leases
  * from the running scheduler, the capacity estimate, and how far Redis holds the account's cards
  * (a rebuild's progress).
  */
@@ -9,6 +10,8 @@ import { getCarrier } from '../../db/carriers.js';
 import { listPollingConfigs } from '../../db/pollingConfigs.js';
 import { latenessPercentiles, polledCountsByStatus, type LatenessPercentiles } from '../../db/statusQueries.js';
 import { getPollingMode } from '../../db/systemConfig.js';
+import { stalenessByType, type Staleness } from '../../db/cardChanges.js';
+import type { CheckType } from '../../workflow-safe/checkTypes.js';
 import { IntervalResolver } from '../../domain/pollingConfig.js';
 import type { OrchestrationView, SchedulerStatus } from '../../workflow-safe/loopStatus.js';
 import { currentSchedulerStatus } from '../../app/temporalControl.js';
@@ -18,6 +21,8 @@ import { capacityOf, type Capacity } from './capacity.js';
 
 /** Window of the lateness percentiles. */
 export const LATENESS_WINDOW_MS = 60_000;
+/** Window of the staleness percentiles: changes are rarer than checks (1 % of cards an hour, say). */
+export const STALENESS_WINDOW_MS = 3_600_000;
 const ONE_SECOND_MS = 1000;
 
 export interface GroupStatus {
@@ -38,6 +43,12 @@ export interface CarrierStatus {
   readonly dueNow: number;
   readonly groups: GroupStatus[];
   readonly latenessMs: LatenessPercentiles;
+  /**
+   * Per check type, from a change at the carrier (as its answers date it) to the first
+   * observation that carried it, over the changes learned in the last hour; types whose answers
+   * carry no date, or with no change, are absent.
+   */
+  readonly staleness: Partial<Record<CheckType, Staleness>>;
   readonly expiredLeases: number;
   readonly capacity: Capacity;
   /** What holds the account back now: `none` (keeping up), `budget`, `inflight` (its configured limit) or `orchestration` (the engine). */
@@ -98,11 +109,12 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
   const { pool, store } = ctx.deps;
   const carrier = await getCarrier(pool, carrierId);
   const now = Date.now();
-  const [mode, depths, dueNow, lateness, polled, configs, scheduler, groups] = await settleAll([
+  const [mode, depths, dueNow, lateness, staleness, polled, configs, scheduler, groups] = await settleAll([
     getPollingMode(pool),
     store.depths(carrier.id),
     store.dueNowCount(carrier.id, now),
     latenessPercentiles(pool, carrier.id, LATENESS_WINDOW_MS),
+    stalenessByType(pool, carrier.id, STALENESS_WINDOW_MS),
     polledCountsByStatus(pool, carrier.id),
     listPollingConfigs(pool, { enabledOnly: true }),
     schedulerView(ctx, carrier.id),
@@ -122,6 +134,7 @@ export async function carrierStatus(ctx: ApiContext, carrierId: string): Promise
     dueNow,
     groups,
     latenessMs: lateness,
+    staleness,
     expiredLeases: scheduler?.expiredLeases ?? 0,
     capacity: capacityOf(carrier, polled, intervals, scheduler?.orchestration.capacityPerSec ?? null),
     limitedBy: scheduler?.orchestration.limitedBy ?? 'unknown',
