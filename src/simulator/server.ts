@@ -114,6 +114,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         return;
       }
       sequence += 1;
+      card.answered += 1;
       sendJson(res, 200, {
         type,
         account: accountName,
