@@ -9,17 +9,26 @@ import { findCards } from '../db/cards.js';
 import { describeConnectionError } from '../runtime/connectionErrors.js';
 import { defaultLogger } from '../runtime/logger.js';
 import type { ScopedCard } from '../domain/card.js';
-import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_LEASE_MS } from '../domain/carrier.js';
+import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_LEASE_MS, type Carrier } from '../domain/carrier.js';
 import { DueField } from '../redis/dueFields.js';
 import { BoundedCache } from '../runtime/boundedCache.js';
 import { isDatabaseUnreachable } from '../runtime/databaseErrors.js';
 import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
 import { CHECK_TYPES, type CheckType } from '../workflow-safe/checkTypes.js';
-import type { ExecutionPlan, FinishInput, FinishResult, FinishRetrySettings, GatewayStepPlacement, StepResult } from '../workflow-safe/cardRun.js';
+import type {
+  ExecutionPlan,
+  ExecutionPlanFinished,
+  ExecutionPlanRun,
+  FinishInput,
+  FinishResult,
+  FinishRetrySettings,
+  GatewayStepPlacement,
+  StepResult,
+} from '../workflow-safe/cardRun.js';
 import { DEFAULT_FINISH_RETRY } from '../workflows/finishRetry.js';
 import type { Intervals } from '../domain/pollingConfig.js';
 import { dueTypes } from '../workflow-safe/schedule.js';
-import { decodeFinishRecord, encodeFinishRecord, planFinish, type TypeFinish } from '../domain/finishPlan.js';
+import { decodeFinishRecord, encodeFinishRecord, planFinish, type FinishedRun, type TypeFinish } from '../domain/finishPlan.js';
 import type { ReferenceData } from '../runtime/referenceData.js';
 import type { ActivityMetrics } from '../runtime/metrics.js';
 import type { PackageEvaluator } from './packageEvaluation.js';
@@ -193,6 +202,37 @@ export function createCardActivities(deps: CardActivityDeps) {
     return { card, remembered: false };
   }
 
+  /**
+   * The claim is gone because this executor's own finish landed: the run is being replayed after
+   * its worker died before the workflow task carrying that finish completed (issue 46). The record
+   * is written from what the finish stored with it, so what the check learned is not lost.
+   */
+  async function finishedBefore(input: PrepareInput, carrier: Carrier | null): Promise<ExecutionPlanFinished | null> {
+    const stored = await deps.store.finishedRecord(input.carrierId, input.cardId, input.token);
+    if (stored === null) return null;
+    const first = decodeFinishRecord(stored.record);
+    const run = first.run;
+    if (run === undefined || (input.executorId !== run.runId && input.executorId !== `${run.runId}/${input.cardId}`)) return null;
+    // Only what the record reads matters here; the rest is the account's as it is now.
+    const plan: ExecutionPlanRun = {
+      kind: 'run',
+      iccid: '',
+      gatewayAccount: carrier?.gatewayAccount ?? '',
+      types: run.types,
+      typeGroups: {},
+      stepTimeoutMs: carrier?.stepTimeoutMs ?? 0,
+      totalTimeoutMs: carrier?.totalTimeoutMs ?? 0,
+      leaseMs: carrier?.leaseMs ?? DEFAULT_LEASE_MS,
+      earliestDue: run.earliestDue,
+      intervalsMs: {},
+      ingestMode: await deps.reference.ingestMode(),
+      gatewaySteps: deps.gatewaySteps ?? 'local',
+      ...(run.priorityItemId === undefined ? {} : { priorityItemId: run.priorityItemId }),
+    };
+    const results = first.evaluated ? [...run.results, first.evaluated] : [...run.results];
+    return { kind: 'finished', plan, startedAt: run.startedAt, results, outcome: first.outcome, owned: stored.owned, typeFinishes: first.types };
+  }
+
   return {
     async prepareExecution(input: PrepareInput): Promise<ExecutionPlan> {
       const carrier = await deps.reference.carrier(input.carrierId);
@@ -202,7 +242,7 @@ export function createCardActivities(deps: CardActivityDeps) {
         await deps.store.recordStart(input.carrierId, input.startLagMs, input.queueLagMs);
       }
       const right = await deps.store.acquireExec(input.carrierId, input.cardId, input.token, input.executorId, leaseMs);
-      if (right === 'lost') return { kind: 'lost' };
+      if (right === 'lost') return (await finishedBefore(input, carrier)) ?? { kind: 'lost' };
       if (right === 'busy') return { kind: 'busy' };
       // The lease runs from the execution's start, not the claim's: a card of a batch without a
       // gateway step of its own (package only) renews nowhere else, and waits at the batch's gate
@@ -336,7 +376,15 @@ export function createCardActivities(deps: CardActivityDeps) {
           types: planned.types.map((t) => (t.type === 'package' ? { ...t, nextDue: due } : t)),
         };
       }
-      const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}) });
+      const run: FinishedRun = {
+        runId: input.runId,
+        startedAt: input.startedAt,
+        types: input.plan.types,
+        earliestDue: input.plan.earliestDue,
+        ...(input.plan.priorityItemId === undefined ? {} : { priorityItemId: input.plan.priorityItemId }),
+        results: input.results,
+      };
+      const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}), run });
       const finished = await deps.store.finishWithRecord({
         carrierId: input.carrierId,
         cardId: input.cardId,

@@ -160,6 +160,24 @@ export interface FinishRecord {
   readonly types: readonly TypeFinish[];
   /** The execution's local package evaluation, when it ran (a re-evaluation would differ). */
   readonly evaluated?: StepResult;
+  /** What the run's record needs beyond the finish: its replay after a crash writes it from here (FinishedRun). */
+  readonly run?: FinishedRun;
+}
+
+/**
+ * The part of a run's record that lives only in its worker until its workflow task completes: the
+ * steps' results (what the gateway answered) and the plan's fields the record is written from.
+ * Kept with the finish so that a run whose worker died after the finish landed, before the task
+ * completed, still records what its check learned when it is replayed (docs/design.md, 'cardCheck').
+ */
+export interface FinishedRun {
+  /** The run's id (its executor: the run id, or `<run id>/<card id>` in a batch). */
+  readonly runId: string;
+  readonly startedAt: number;
+  readonly types: readonly CheckType[];
+  readonly earliestDue: number;
+  readonly priorityItemId?: string;
+  readonly results: readonly StepResult[];
 }
 
 type TypeFinishTuple = [
@@ -188,7 +206,7 @@ export function encodeFinishRecord(record: FinishRecord): string {
     (t.confirmed ? CONFIRMED : 0) | (t.confirmationMissed ? CONFIRMATION_MISSED : 0),
     t.firstFailedAt,
   ]);
-  return JSON.stringify({ o: record.outcome, t: types, ...(record.evaluated ? { p: record.evaluated } : {}) });
+  return JSON.stringify({ o: record.outcome, t: types, ...(record.evaluated ? { p: record.evaluated } : {}), ...(record.run ? { r: record.run } : {}) });
 }
 
 export class FinishRecordError extends Error {
@@ -238,6 +256,26 @@ export function decodeFinishRecord(raw: string): FinishRecord {
     !(isRecordObject(evaluated) && isCheckType(evaluated.type) && typeof evaluated.outcome === 'string' && STEP_OUTCOMES.includes(evaluated.outcome))
   )
     throw new FinishRecordError(raw);
-  // The evaluation is our own StepResult written by encodeFinishRecord: checked as far as its kind.
-  return { outcome: parsed.o as ExecutionOutcome, types, ...(evaluated === undefined ? {} : { evaluated: evaluated as StepResult }) };
+  const run = parsed.r;
+  if (
+    run !== undefined &&
+    !(
+      isRecordObject(run) &&
+      typeof run.runId === 'string' &&
+      typeof run.startedAt === 'number' &&
+      typeof run.earliestDue === 'number' &&
+      Array.isArray(run.types) &&
+      run.types.every(isCheckType) &&
+      Array.isArray(run.results) &&
+      (run.priorityItemId === undefined || typeof run.priorityItemId === 'string')
+    )
+  )
+    throw new FinishRecordError(raw);
+  // The evaluation and the run are our own, written by encodeFinishRecord: checked as far as their kind.
+  return {
+    outcome: parsed.o as ExecutionOutcome,
+    types,
+    ...(evaluated === undefined ? {} : { evaluated: evaluated as StepResult }),
+    ...(run === undefined ? {} : { run: run as unknown as FinishedRun }),
+  };
 }

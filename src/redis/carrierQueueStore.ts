@@ -290,6 +290,19 @@ export class CarrierQueueStore {
     return parseFinishReply(await this.run(call));
   }
 
+  /**
+   * The record the token's finish stored with it (`fin`, kept an hour; lua/finish.lua), when that
+   * finish landed and no newer token's replaced it; null otherwise.
+   */
+  async finishedRecord(carrierId: CarrierId, cardId: string, token: string): Promise<{ readonly owned: boolean; readonly record: string } | null> {
+    assertCardId('finishedRecord', cardId);
+    const stored = await this.redis.get(this.keys(carrierId).finished(cardId));
+    // `<token>|<reply>|<record>`, the reply 1 (owned) or 0
+    const mine = `${token}|`;
+    if (stored === null || !stored.startsWith(mine)) return null;
+    return { owned: stored.slice(mine.length, mine.length + 1) === '1', record: stored.slice(mine.length + 2) };
+  }
+
   /** Gives a claim back; with `retryAfterMs` the card becomes claimable again only after that long. */
   async release(carrierId: CarrierId, cardId: string, token: string, now?: number, retryAfterMs = 0): Promise<boolean> {
     const call = releaseCall(this.keys(carrierId), cardId, token, this.now(now), retryAfterMs);

@@ -128,6 +128,8 @@ export interface SimCard {
   usageBaseAt: number;
   readonly usageKbPerSec: number;
   calls: number;
+  /** Calls answered with an observation (200) on a connection still open: what the caller can have learned. */
+  answered: number;
   inflight: number;
   maxConcurrent: number;
   /** Arrival (epoch ms) of the latest call: benchmarks time request → first call with it. */
@@ -294,6 +296,7 @@ export class SimWorld {
         usageBaseAt: Date.now(),
         usageKbPerSec: Math.round(random() * 50 * 100) / 100,
         calls: 0,
+        answered: 0,
         inflight: 0,
         maxConcurrent: 0,
         lastCallAt: undefined,
@@ -369,6 +372,7 @@ export class SimWorld {
       for (const [iccid, card] of this.cards) {
         cards[iccid] = {
           calls: card.calls,
+          answered: card.answered,
           maxConcurrent: card.maxConcurrent,
           inflight: card.inflight,
           ...(card.lastCallAt === undefined ? {} : { lastCallAt: card.lastCallAt }),
@@ -424,8 +428,12 @@ function freshnessStats(counters: FreshnessCounters): FreshnessStats {
 
 export interface SimStats {
   accounts: Record<string, { groups: Record<string, GroupStats>; freshness?: Partial<Record<ChangingType, FreshnessStats>> }>;
-  /** `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its latest call (absent before its first). */
-  cards?: Record<string, { calls: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
+  /**
+   * `calls`: every call of the card that arrived (rejected ones too); `answered`: those answered with
+   * an observation; `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its
+   * latest call (absent before its first).
+   */
+  cards?: Record<string, { calls: number; answered: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
   /** Memory of the process serving the simulator (src/runtime/liveHeap.ts): added by the server. */
   process?: ProcessMemory;
 }

@@ -120,6 +120,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       sequence += 1;
       // One instant for the answer's date and for the changes it carries (their staleness).
       const answeredAt = Date.now();
+      card.answered += 1;
       sendJson(res, 200, {
         type,
         account: accountName,

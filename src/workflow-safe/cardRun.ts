@@ -3,6 +3,7 @@
  * the run's input, its plan, the steps' results and the finish. Pure types: workflow-safe.
  */
 import type { CheckType, GatewayCheckType } from './checkTypes.js';
+import type { TypeFinish } from '../domain/finishPlan.js';
 
 export interface CardCheckInput {
   readonly carrierId: string;
@@ -62,7 +63,25 @@ export type ExecutionPlan =
   /** Another executor holds this token's execution right. */
   | { readonly kind: 'busy' }
   /** The card is gone or no longer polled in PostgreSQL: finish without calling the gateway. */
-  | { readonly kind: 'not_polled'; readonly reason: string };
+  | { readonly kind: 'not_polled'; readonly reason: string }
+  | ExecutionPlanFinished;
+
+/**
+ * This executor's finish of the token already landed: the run is replayed after its worker died
+ * between that finish and the completion of the workflow task that carried it (its markers were
+ * never recorded). Nothing runs again; the record is written from what the finish stored
+ * (docs/design.md, 'cardCheck').
+ */
+export interface ExecutionPlanFinished {
+  readonly kind: 'finished';
+  /** The plan as far as the record reads it (types, earliest due, priority item, ingest mode). */
+  readonly plan: ExecutionPlanRun;
+  readonly startedAt: number;
+  readonly results: readonly StepResult[];
+  readonly outcome: ExecutionOutcome;
+  readonly owned: boolean;
+  readonly typeFinishes: readonly TypeFinish[];
+}
 
 /**
  * What a successful step saw of the card (a gateway call's answer, or the local package

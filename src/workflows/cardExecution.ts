@@ -169,6 +169,21 @@ export async function executeCard(input: CardExecutionInput, context: CardExecut
     return { outcome: 'unprepared' };
   }
   if (plan.kind === 'lost' || plan.kind === 'busy') return { outcome: 'lost' };
+  if (plan.kind === 'finished') {
+    // A replay: this run's finish landed before its worker died, ahead of the workflow task that
+    // carried it. Nothing runs again; what the check learned is recorded from the finish.
+    const { kind: _, ...finished } = plan;
+    await records[plan.plan.ingestMode]({
+      ...finished,
+      carrierId: input.carrierId,
+      cardId: input.cardId,
+      token: input.token,
+      fromPriority: input.fromPriority,
+      workflowId: info.workflowId,
+      runId: info.runId,
+    });
+    return { outcome: plan.outcome, types: plan.plan.types };
+  }
   if (plan.kind === 'not_polled') {
     await card.finishNotPolled({ carrierId: input.carrierId, cardId: input.cardId, token: input.token, reason: plan.reason, fromPriority: input.fromPriority });
     return { outcome: 'not_polled' };

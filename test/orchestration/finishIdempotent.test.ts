@@ -19,6 +19,7 @@ import type { ExecutionPlanRun, FinishInput, StepResult } from '../../src/workfl
 interface Running {
   readonly carrierId: string;
   readonly cardId: string;
+  readonly token: string;
   readonly activities: CardActivities;
   readonly input: (results: StepResult[]) => FinishInput;
 }
@@ -55,6 +56,7 @@ async function prepared(stack: Stack, name: string, types: readonly CheckType[])
   return {
     carrierId,
     cardId,
+    token,
     activities,
     input: (results) => ({ carrierId, cardId, token, plan: run, results, startedAt, fromPriority: false, workflowId: `card-${cardId}`, runId: 'run-1' }),
   };
@@ -121,6 +123,55 @@ test('finishExecution retried after a recovery returns the streak it ended (the 
       rows.map((r) => r.status),
       ['recovered'],
     );
+  } finally {
+    await stack.close();
+  }
+});
+
+test('a run replayed after its finish landed (its worker died before the task completed) gets the record to write, not a lost claim', async () => {
+  const stack = await createStack('finish-replayed');
+  try {
+    const card = await prepared(stack, 'idem3', ['card_status']);
+    const answered: StepResult = {
+      type: 'card_status',
+      outcome: 'success',
+      gatewayMs: 7,
+      observation: { collectionId: 'idem3-status-1', observedAt: new Date().toISOString(), payload: { network: 'online' } },
+    };
+    const input = card.input([answered]);
+    const finished = await card.activities.finishExecution(input);
+    // The replay's preparation: the claim is gone (the finish released it), the finish is this run's.
+    const replayed = await card.activities.prepareExecution({
+      carrierId: card.carrierId,
+      cardId: card.cardId,
+      token: card.token,
+      executorId: 'run-1',
+      fromPriority: false,
+    });
+    if (replayed.kind !== 'finished') assert.fail(`the replay's preparation answered ${replayed.kind} (its finish's record would be lost)`);
+    assert.deepEqual(replayed.results, [answered]);
+    assert.deepEqual(
+      { outcome: replayed.outcome, owned: replayed.owned, typeFinishes: replayed.typeFinishes, startedAt: replayed.startedAt },
+      { outcome: finished.outcome, owned: finished.owned, typeFinishes: finished.typeFinishes, startedAt: input.startedAt },
+    );
+    assert.deepEqual(replayed.plan.types, input.plan.types);
+    // A batch's card (executor `<run id>/<card id>`) is the same run; another run of the token is not.
+    const asBatch = await card.activities.prepareExecution({
+      carrierId: card.carrierId,
+      cardId: card.cardId,
+      token: card.token,
+      executorId: `run-1/${card.cardId}`,
+      fromPriority: false,
+    });
+    assert.equal(asBatch.kind, 'finished');
+    const other = await card.activities.prepareExecution({
+      carrierId: card.carrierId,
+      cardId: card.cardId,
+      token: card.token,
+      executorId: 'run-2',
+      fromPriority: false,
+    });
+    assert.equal(other.kind, 'lost');
   } finally {
     await stack.close();
   }
