@@ -26,6 +26,7 @@ import { ingest } from './ingest.js';
 import { footprint } from './scenarios/footprint.js';
 import { cluster } from './scenarios/cluster.js';
 import { accounts } from './scenarios/accounts.js';
+import { burst } from './scenarios/burst.js';
 
 const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   ceiling,
@@ -34,6 +35,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   steady,
   priority,
   overload,
+  burst,
   direct,
   scale,
   ingest,

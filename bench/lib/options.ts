@@ -14,6 +14,7 @@ export const SCENARIOS = [
   'steady',
   'priority',
   'overload',
+  'burst',
   'direct',
   'scale',
   'ingest',
@@ -63,7 +64,7 @@ export interface BenchOptions {
   readonly rounds: number;
   /** accounts: the fleet sizes (small accounts) measured. */
   readonly accountCounts: readonly number[];
-  /** accounts: SCHEDULER_LOOP per variant. */
+  /** accounts, burst: SCHEDULER_LOOP per variant. */
   readonly schedulerLoops: readonly SchedulerLoop[];
   /** Run even when the machine is busy; every result is then marked invalid. */
   readonly allowBusy: boolean;
@@ -92,6 +93,10 @@ Scenarios (default: all but cluster, in this order; ceiling always runs before t
               request-checks throughout: longest gap between two claim rounds of any scheduler (continue-as-new
               included), workflow task failures and timeouts, expired leases, rejected calls, request → gateway call
               p99, each account's share of executions against its budget share, RSS of each process (levels off?)
+  burst       500 request-checks at once (100 concurrent) to one account of 1 000 cards on 6 QPS, then the same 500
+              again, beside 3 accounts at a steady load, per scheduler loop (batch runs): answers, workflow task
+              timeouts, the longest gap between the account's claim rounds, the priority lane's drain against the
+              budget, the other accounts' checks/s and lateness during the burst against before it
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
@@ -123,7 +128,7 @@ Options (flag / environment):
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
                                                  CARD_BATCH_SIZE from the environment)
   --accounts LIST       BENCH_ACCOUNTS           accounts: fleet sizes, comma-separated (default 100,1000)
-  --scheduler-loops LIST BENCH_SCHEDULER_LOOPS   accounts: workflow,activity (default both; SCHEDULER_LOOP per variant;
+  --scheduler-loops LIST BENCH_SCHEDULER_LOOPS   accounts, burst: workflow,activity (default both; SCHEDULER_LOOP per variant;
                                                  activity loops start their runs themselves: one start mode)
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)

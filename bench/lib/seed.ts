@@ -23,6 +23,8 @@ export interface AccountSpec {
   readonly intervalsSec: Intervals;
   readonly latencyMs: { readonly p50: number; readonly p99: number };
   readonly inflightLimit?: number;
+  /** The share of a round's capacity the priority lane takes first (0 = all of it); the product's default when absent. */
+  readonly priorityRatio?: number;
   /** Real-name control: realname calls count against the claim budget. */
   readonly realnameControl?: boolean;
 }
@@ -54,6 +56,7 @@ export async function seedAccount(stack: BenchStack, spec: AccountSpec): Promise
     typeGroups: spec.typeGroups,
     inflightLimit: spec.inflightLimit ?? 200,
     realnameControl: spec.realnameControl ?? false,
+    ...(spec.priorityRatio === undefined ? {} : { priorityRatio: spec.priorityRatio }),
     leaseMs: 20_000,
     stepTimeoutMs: 3000,
     totalTimeoutMs: 10_000,
