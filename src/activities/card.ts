@@ -205,12 +205,13 @@ export function createCardActivities(deps: CardActivityDeps) {
   /**
    * The claim is gone because this executor's own finish landed: the run is being replayed after
    * its worker died before the workflow task carrying that finish completed (issue 46). The record
-   * is written from what the finish stored with it, so what the check learned is not lost.
+   * is written from what the run stored beside its finish (CarrierQueueStore.finishWithRun), so
+   * what the check learned is not lost.
    */
   async function finishedBefore(input: PrepareInput, carrier: Carrier | null): Promise<ExecutionPlanFinished | null> {
-    const stored = await deps.store.finishedRecord(input.carrierId, input.cardId, input.token);
+    const stored = await deps.store.finishedRun(input.carrierId, input.cardId, input.token);
     if (stored === null) return null;
-    const first = decodeFinishRecord(stored.record);
+    const first = decodeFinishRecord(stored.run);
     const run = first.run;
     if (run === undefined || (input.executorId !== run.runId && input.executorId !== `${run.runId}/${input.cardId}`)) return null;
     // Only what the record reads matters here; the rest is the account's as it is now.
@@ -230,7 +231,9 @@ export function createCardActivities(deps: CardActivityDeps) {
       ...(run.priorityItemId === undefined ? {} : { priorityItemId: run.priorityItemId }),
     };
     const results = first.evaluated ? [...run.results, first.evaluated] : [...run.results];
-    return { kind: 'finished', plan, startedAt: run.startedAt, results, outcome: first.outcome, owned: stored.owned, typeFinishes: first.types };
+    // The finish's reply is known while `fin` is still this token's; once a newer claim's finish
+    // replaced it (the batch shape has no one-run-per-card rule), `owned` records "not known".
+    return { kind: 'finished', plan, startedAt: run.startedAt, results, outcome: first.outcome, owned: stored.owned === true, typeFinishes: first.types };
   }
 
   return {
@@ -384,17 +387,22 @@ export function createCardActivities(deps: CardActivityDeps) {
         ...(input.plan.priorityItemId === undefined ? {} : { priorityItemId: input.plan.priorityItemId }),
         results: input.results,
       };
-      const record = encodeFinishRecord({ outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}), run });
-      const finished = await deps.store.finishWithRecord({
-        carrierId: input.carrierId,
-        cardId: input.cardId,
-        token: input.token,
-        now,
-        set: plan.set,
-        del: plan.del,
-        record,
-        leaseLost,
-      });
+      const finishRecord = { outcome: plan.outcome, types: plan.types, ...(evaluated ? { evaluated } : {}) };
+      // The results travel beside the finish under the token's own key (a replay's record reads
+      // them), not in `fin`, which every finish replaces and keeps for an hour.
+      const finished = await deps.store.finishWithRun(
+        {
+          carrierId: input.carrierId,
+          cardId: input.cardId,
+          token: input.token,
+          now,
+          set: plan.set,
+          del: plan.del,
+          record: encodeFinishRecord(finishRecord),
+          leaseLost,
+        },
+        encodeFinishRecord({ ...finishRecord, run }),
+      );
       const recorded = (extra: StepResult | undefined): StepResult[] => (extra ? [...input.results, extra] : [...input.results]);
       if (finished.replayed !== null) {
         // This token's finish already landed (an earlier attempt): its result, nothing counted twice.

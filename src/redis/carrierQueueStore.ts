@@ -176,6 +176,12 @@ const START_STATS_TTL_MS = 60_000;
 const ACCOUNT_KEY_CACHE = 10_000;
 /** An engine share entry this old is dropped from the table; the table expires when nobody writes it. */
 const ENGINE_SHARE_TTL_MS = 60_000;
+/**
+ * How long a run's stored results wait for its replay (CarrierQueueStore.finishWithRun): a replay
+ * comes after the dead worker's workflow task times out (seconds), or when a card worker runs
+ * again; 10 minutes of finishes is what the keys cost in memory.
+ */
+const FINISHED_RUN_TTL_MS = 600_000;
 
 /** An entry of the engine share table, or undefined when it is not one (written by other code). */
 function parseEngineShareEntry(carrierId: string, raw: string): EngineShareEntry | undefined {
@@ -291,16 +297,38 @@ export class CarrierQueueStore {
   }
 
   /**
-   * The record the token's finish stored with it (`fin`, kept an hour; lua/finish.lua), when that
-   * finish landed and no newer token's replaced it; null otherwise.
+   * finish, with what the run's record needs written first under the token's own key (SET NX: a
+   * retried finish keeps the first attempt's), in one round trip: a finish that reached Redis
+   * always has it (docs/design.md, 'cardCheck', the replay after a finish).
    */
-  async finishedRecord(carrierId: CarrierId, cardId: string, token: string): Promise<{ readonly owned: boolean; readonly record: string } | null> {
-    assertCardId('finishedRecord', cardId);
-    const stored = await this.redis.get(this.keys(carrierId).finished(cardId));
-    // `<token>|<reply>|<record>`, the reply 1 (owned) or 0
+  async finishWithRun(input: FinishInput, run: string): Promise<FinishReply> {
+    const keys = this.keys(input.carrierId);
+    const call = finishCall(keys, { ...input, now: this.now(input.now) });
+    const pipeline = this.redis.pipeline();
+    pipeline.set(keys.finishedRun(input.cardId, input.token), run, 'PX', FINISHED_RUN_TTL_MS, 'NX');
+    const command = (pipeline as unknown as Record<string, unknown>)[call.name];
+    if (typeof command !== 'function') throw new Error(`Lua script ${call.name} is not registered on this connection`);
+    (command as (...params: (string | number)[]) => ChainableCommander).call(pipeline, ...scriptParams(call.name, call.keys, call.args));
+    const replies = (await pipeline.exec()) ?? [];
+    const [, finish] = replies;
+    if (!finish) throw new Error('finish: no pipeline reply');
+    if (finish[0]) throw finish[0];
+    return parseFinishReply(finish[1]);
+  }
+
+  /**
+   * What a run holding `token` stored before its finish (finishWithRun), and the finish's reply when
+   * the card's last recorded finish is still that token's (`fin`, lua/finish.lua): null when the
+   * run never got that far or its key expired.
+   */
+  async finishedRun(carrierId: CarrierId, cardId: string, token: string): Promise<{ readonly run: string; readonly owned: boolean | null } | null> {
+    assertCardId('finishedRun', cardId);
+    const keys = this.keys(carrierId);
+    const [run, fin] = await Promise.all([this.redis.get(keys.finishedRun(cardId, token)), this.redis.get(keys.finished(cardId))]);
+    if (run === null) return null;
+    // `fin` is `<token>|<reply>|<record>`, the reply 1 (owned) or 0; a newer token's says nothing of this one.
     const mine = `${token}|`;
-    if (stored === null || !stored.startsWith(mine)) return null;
-    return { owned: stored.slice(mine.length, mine.length + 1) === '1', record: stored.slice(mine.length + 2) };
+    return { run, owned: fin !== null && fin.startsWith(mine) ? fin.slice(mine.length, mine.length + 1) === '1' : null };
   }
 
   /** Gives a claim back; with `retryAfterMs` the card becomes claimable again only after that long. */

@@ -25,6 +25,12 @@ export interface AccountKeys {
   exec(cardId: string): string;
   /** STRING `<token>|<owned>|<record>`: the last recorded finish of the card, so a retry replays it. */
   finished(cardId: string): string;
+  /**
+   * STRING: what the record of the run holding `token` needs (its steps' results), written just
+   * before that run's finish and kept FINISHED_RUN_TTL_MS, so a run replayed after its worker died
+   * past the finish still writes its record. One per token: a newer claim's finish replaces nothing.
+   */
+  finishedRun(cardId: string, token: string): string;
   rateLimit(group: string): string;
 }
 
@@ -44,6 +50,7 @@ export function accountKeys(namespace: string, carrierId: string | number): Acco
     claim: (cardId) => `${base}card:${cardId}:claim`,
     exec: (cardId) => `${base}card:${cardId}:exec`,
     finished: (cardId) => `${base}card:${cardId}:fin`,
+    finishedRun: (cardId, token) => `${base}card:${cardId}:run:${token}`,
     rateLimit: (group) => `${base}rl:${group}`,
   };
 }

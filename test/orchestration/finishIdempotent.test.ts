@@ -172,6 +172,33 @@ test('a run replayed after its finish landed (its worker died before the task co
       fromPriority: false,
     });
     assert.equal(other.kind, 'lost');
+
+    // The batch shape: a newer claim of the card runs and finishes before the replay (a card due
+    // again within the task timeout), replacing the card's `fin`. The replay still finds its results.
+    await stack.deps.store.upsert({ carrierId: card.carrierId, cardId: card.cardId, dues: { card_status: Date.now() - 1 } });
+    const again = await stack.deps.store.claim({
+      carrierId: card.carrierId,
+      leaseMs: 60_000,
+      inflightLimit: 10,
+      priorityRatio: 0,
+      tokenPrefix: 'idem3.2',
+      typeGroups: {},
+      countRealname: false,
+    });
+    const newer = again.claimed[0]?.token;
+    assert.ok(newer !== undefined && newer !== card.token, 'a newer claim of the card');
+    assert.equal(await stack.deps.store.finish({ carrierId: card.carrierId, cardId: card.cardId, token: newer, set: {}, del: [], record: 'newer' }), true);
+    const late = await card.activities.prepareExecution({
+      carrierId: card.carrierId,
+      cardId: card.cardId,
+      token: card.token,
+      executorId: `run-1/${card.cardId}`,
+      fromPriority: false,
+    });
+    if (late.kind !== 'finished') assert.fail(`the replay after a newer finish answered ${late.kind} (its record would be lost)`);
+    assert.deepEqual(late.results, [answered]);
+    assert.equal(late.owned, false, 'the reply is not known once a newer finish replaced it');
+    assert.deepEqual(late.typeFinishes, finished.typeFinishes);
   } finally {
     await stack.close();
   }
