@@ -10,9 +10,9 @@
 #   demo as `npm start` runs it, PostgreSQL stopped under it) its own PostgreSQL (15434);
 # - test/faults-suite/recordFaults.test.ts (1 % of record writes failing for 5 minutes, four
 #   systems side by side on the shared services, ~7.5 minutes): started second, beside the long one.
-# Each stops and kills only its own services and processes, so the files run side by side: the
-# two long ones first, one slot each, the others one after the other in the slot that frees first
-# (so the suite takes about faults.test.ts plus those, more than its longest file alone).
+# Each stops and kills only its own services and processes, so the files run side by side, three
+# at a time: the two long ones first, one slot each, the others one after the other in the third;
+# the suite takes about as long as its longest file (most of both long ones is waiting).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Node 24 (.node-version): installed into .tools/ when the machine's Node is older.
@@ -36,7 +36,7 @@ if [ "$(printf '%s\n' "${found[@]}" | sort)" != "$(printf '%s\n' "${files[@]}" |
   exit 1
 fi
 # A test still running after 15 minutes fails and its file's process ends (the longest outage is 3 minutes).
-node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 2 --file-timeout 900 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
+node "${TS_NODE_OPTIONS[@]}" testkit/runFiles.ts --concurrency 3 --file-timeout 900 --failures test-results/faults-failures.txt "${@}" -- "${files[@]}" || status=$?
 # Last, so a log read from its end says why a test failed, not only which.
 cat test-results/faults-failures.txt
 exit "${status:-0}"
