@@ -16,6 +16,7 @@ import { toIngestRecord, type IngestRecord, type RecordExecutionInput } from '..
 import { IngestStreamFull, type IngestStream } from '../ingest/stream.js';
 import { writeRecords, type AlertCounts } from '../ingest/writer.js';
 import { deletedAccountLine, settleMissingReference } from '../ingest/missingReference.js';
+import type { LearnedChangesObserver } from '../ingest/stalenessMetric.js';
 import { sameTurnBatcher } from '../runtime/sameTurnBatcher.js';
 import { defaultLogger } from '../runtime/logger.js';
 
@@ -28,6 +29,8 @@ export interface IngestActivityDeps {
   readonly stream?: IngestStream;
   /** Where a record dropped with its deleted card is told (default: {@link defaultLogger} at `warn`). */
   readonly log?: (line: string) => void;
+  /** Told of the changes a record made known (the staleness metric: src/ingest/stalenessMetric.ts). */
+  readonly learned?: LearnedChangesObserver;
 }
 
 const NO_ALERTS: AlertCounts = { alertsOpened: 0, alertsRecovered: 0 };
@@ -35,7 +38,7 @@ const NO_ALERTS: AlertCounts = { alertsOpened: 0, alertsRecovered: 0 };
 type Written = { readonly ok: true; readonly counts: AlertCounts } | { readonly ok: false; readonly error: unknown };
 
 export function createIngestActivities(deps: IngestActivityDeps) {
-  const writer = { pool: deps.pool, priority: deps.priority };
+  const writer = { pool: deps.pool, priority: deps.priority, ...(deps.learned ? { learned: deps.learned } : {}) };
   const log = deps.log ?? ((line: string) => defaultLogger().warn(line));
   /** A write refused for a reference that is gone, settled (src/ingest/missingReference.ts) and told. */
   const settledWithoutReference = async (record: IngestRecord, error: unknown): Promise<boolean> => {

@@ -15,17 +15,25 @@ export interface ChangeRow {
   readonly learnedAt: Date;
 }
 
+/** A change learned for the first time by a write: its staleness (learned − changed). */
+export interface LearnedChange {
+  readonly carrierId: string;
+  readonly type: CheckType;
+  readonly stalenessMs: number;
+}
+
 /**
- * Records the changes these observations carry; returns how many were learned for the first time.
+ * Records the changes these observations carry; returns those learned for the first time (a change
+ * already recorded that an older observation moves earlier is not returned again).
  * A change counts only when it came after the card's latest observation of its type before this
  * write (the card's columns, read before this write's observations update them): an older one was
  * already carried by that observation, and a card seen for the first time has no change to learn,
  * only a state. A change already recorded keeps the earliest observation that carried it (a
  * retried record, or an older observation arriving late in async ingest).
  */
-export async function insertChanges(db: Queryable, rows: readonly ChangeRow[]): Promise<number> {
-  if (rows.length === 0) return 0;
-  const { rowCount } = await db.query(
+export async function insertChanges(db: Queryable, rows: readonly ChangeRow[]): Promise<LearnedChange[]> {
+  if (rows.length === 0) return [];
+  const { rows: learned } = await db.query<{ carrier_id: string; check_type: CheckType; ms: number }>(
     `INSERT INTO card_change (card_id, carrier_id, check_type, changed_at, learned_at)
      SELECT o.card_id, o.carrier_id, o.check_type, o.changed_at, min(o.learned_at)
        FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[])
@@ -40,10 +48,11 @@ export async function insertChanges(db: Queryable, rows: readonly ChangeRow[]): 
              OR EXISTS (SELECT 1 FROM card_change k WHERE k.card_id = o.card_id AND k.check_type = o.check_type AND k.changed_at = o.changed_at))
       GROUP BY o.card_id, o.carrier_id, o.check_type, o.changed_at
      ON CONFLICT (card_id, check_type, changed_at) DO UPDATE SET learned_at = EXCLUDED.learned_at
-      WHERE card_change.learned_at > EXCLUDED.learned_at`,
+      WHERE card_change.learned_at > EXCLUDED.learned_at
+     RETURNING carrier_id::text, check_type, extract(epoch FROM learned_at - changed_at) * 1000 AS ms, (xmax = 0) AS inserted`,
     [rows.map((r) => r.cardId), rows.map((r) => r.carrierId), rows.map((r) => r.type), rows.map((r) => r.changedAt), rows.map((r) => r.learnedAt)],
   );
-  return rowCount ?? 0;
+  return learned.filter((row) => (row as { inserted?: boolean }).inserted === true).map((row) => ({ carrierId: row.carrier_id, type: row.check_type, stalenessMs: Number(row.ms) }));
 }
 
 export interface Staleness {

@@ -15,6 +15,7 @@ import { createIngestMetrics } from './metrics.js';
 import { BacklogMonitor } from './monitor.js';
 import type { BacklogThresholds } from './pressure.js';
 import { IngestStream } from './stream.js';
+import { stalenessObserver } from './stalenessMetric.js';
 
 export interface IngestSettings {
   readonly concurrency: number;
@@ -79,7 +80,7 @@ export function startIngest(input: IngestServiceInput): IngestService {
   const consumer = new IngestConsumer({
     stream,
     readConnection,
-    writer: { pool: input.pool, priority: input.priority },
+    writer: { pool: input.pool, priority: input.priority, ...(input.registry ? { learned: stalenessObserver(input.registry) } : {}) },
     concurrency: writerSlots(input.pool, input.settings.concurrency),
     batchSize: input.settings.batchSize,
     ...(input.reclaimIdleMs === undefined ? {} : { reclaimIdleMs: input.reclaimIdleMs }),

@@ -12,7 +12,8 @@
 import { withTransaction, type Pool } from '../db/pool.js';
 import type { Queryable } from '../db/queryable.js';
 import { insertObservations } from '../db/observations.js';
-import { insertChanges } from '../db/cardChanges.js';
+import { insertChanges, type LearnedChange } from '../db/cardChanges.js';
+import type { LearnedChangesObserver } from './stalenessMetric.js';
 import { insertExecutions } from '../db/executions.js';
 import { lockFailureAlerts, recordFailureIn, recoverFailures } from '../db/alerts.js';
 import type { PriorityTransitions } from '../app/ports.js';
@@ -24,6 +25,8 @@ export interface RecordWriterDeps {
   readonly priority: PriorityTransitions;
   /** Runs after the rows are written, before the commit (tests hold a transaction open with it). */
   readonly beforeCommit?: () => Promise<void>;
+  /** Told, once written, of the changes the records made known for the first time (src/ingest/stalenessMetric.ts). */
+  readonly learned?: LearnedChangesObserver;
 }
 
 export interface WriteResult {
@@ -41,7 +44,7 @@ export interface AlertCounts {
   readonly alertsRecovered: number;
 }
 
-async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Omit<WriteResult, 'records'>> {
+async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Omit<WriteResult, 'records'> & { readonly learned: LearnedChange[] }> {
   // Alerts first, record by record in hand-off order (one card's executions are handed over in
   // the order they ran): a failure that opens an alert and the success that recovers it may share
   // a batch. Before this batch's execution rows exist, the out-of-order guard of a failure sees
@@ -71,7 +74,7 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
     rows.map((r) => r.execution),
   );
   // Before the observations: a change counts against the card's latest observation before this write.
-  await insertChanges(
+  const learned = await insertChanges(
     db,
     rows.flatMap((r) => r.changes),
   );
@@ -85,6 +88,7 @@ async function writeRows(db: Queryable, rows: readonly RecordRows[]): Promise<Om
     alertsOpened: perRecord.reduce((sum, r) => sum + r.alertsOpened, 0),
     alertsRecovered: perRecord.reduce((sum, r) => sum + r.alertsRecovered, 0),
     perRecord,
+    learned,
   };
 }
 
@@ -103,19 +107,21 @@ export async function writeRecords(
   // The (card, type) pairs whose alerts this write may open or recover: locked for the transaction
   // (see lockFailureAlerts), so a concurrent batch with the same card's records waits for this one.
   const alertKeys = rows.flatMap((row) => [...row.recoveries, ...row.failures]);
-  const write = async (db: Queryable): Promise<Omit<WriteResult, 'records'>> => {
+  const write = async (db: Queryable): Promise<Omit<WriteResult, 'records'> & { readonly learned: LearnedChange[] }> => {
     const result = await writeRows(db, rows);
     await deps.beforeCommit?.();
     return result;
   };
   // One record without alerts needs no transaction (each statement is idempotent on its own), saving BEGIN and COMMIT.
-  const written =
+  const { learned, ...written } =
     records.length === 1 && alertKeys.length === 0
       ? await write(deps.pool)
       : await withTransaction(deps.pool, async (client) => {
           await lockFailureAlerts(client, alertKeys);
           return write(client);
         });
+  // Committed: a retry of this write learns nothing again (the rows hold the changes).
+  if (learned.length > 0) deps.learned?.(learned);
   for (const record of records) {
     if (record.plan.priorityItemId !== undefined) await deps.priority.executionFinished(record);
   }

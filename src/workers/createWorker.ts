@@ -23,6 +23,7 @@ import { createSharedBatchStarter } from '../app/sharedBatchStarter.js';
 import { runningSchedulers } from '../app/temporalControl.js';
 import { BackgroundWork } from '../activities/backgroundWork.js';
 import { IngestStream } from '../ingest/stream.js';
+import { stalenessObserver } from '../ingest/stalenessMetric.js';
 import { createIngestPressure } from '../ingest/pressure.js';
 import { ingestSettings } from '../ingest/service.js';
 import { runIngestWithWorker } from '../ingest/withWorker.js';
@@ -162,6 +163,7 @@ function cardWorkerActivities(setup: WorkerSetup) {
     priority: setup.services.priority,
     stream: new IngestStream(deps.redis, config.REDIS_KEY_PREFIX, { maxRecords: config.INGEST_STREAM_MAX_RECORDS }),
     log: (line) => deps.logger.warn({ component: 'ingestActivities' }, line),
+    learned: stalenessObserver(deps.registry),
   });
   return {
     ...card,
@@ -288,6 +290,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
           pool: deps.pool,
           priority: setup.services.priority,
           log: (line) => deps.logger.warn({ component: 'ingestActivities' }, line),
+          learned: stalenessObserver(deps.registry),
         }),
         maxConcurrentActivityTaskExecutions: config.WORKER_INGEST_MAX_ACTIVITIES,
       });

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeRecords } from '../../src/ingest/writer.js';
-import { stalenessByType } from '../../src/db/cardChanges.js';
+import { stalenessByType, type LearnedChange } from '../../src/db/cardChanges.js';
 import type { PriorityTransitions } from '../../src/app/ports.js';
 import { createTestDb } from '../../testkit/db.js';
 import { makeCard, makeRecord } from './fixtures.js';
@@ -16,7 +16,8 @@ const noPriority: PriorityTransitions = { executionFinished: async () => undefin
 test('a dated state is a change learned once, at its earliest observation; a first sight is not a change', async () => {
   const db = await createTestDb('card-changes');
   try {
-    const writer = { pool: db.pool, priority: noPriority };
+    const learned: number[] = [];
+    const writer = { pool: db.pool, priority: noPriority, learned: (changes: readonly LearnedChange[]) => learned.push(...changes.map((c) => c.stalenessMs)) };
     const card = await makeCard(db.pool);
     const rows = async (): Promise<{ changed: number; learned: number }[]> =>
       (
@@ -49,6 +50,9 @@ test('a dated state is a change learned once, at its earliest observation; a fir
     // An undated answer records no change.
     await writeRecords(writer, [makeRecord(card, t + 500_000, [{ type: 'card_status', outcome: 'success', payload: { network: 'offline' } }])]);
     assert.equal((await rows()).length, 2);
+
+    // The metric hears of each change once, when first learned (not when an older check moves it earlier).
+    assert.deepEqual(learned, [30_000, 50_000]);
 
     const staleness = await stalenessByType(db.pool, card.carrierId, 7_200_000);
     assert.deepEqual(Object.keys(staleness), ['card_status']);

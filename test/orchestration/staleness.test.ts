@@ -1,7 +1,8 @@
 /**
  * Staleness end to end (docs/design.md, 'Freshness'): the simulator changes cards by themselves and
  * dates each change in its answers; the product records each change once, learned at the first
- * observation that carried it, and GET /v1/carriers/:id/status reads the percentiles. The two
+ * observation that carried it, GET /v1/carriers/:id/status reads the percentiles and the workers'
+ * metrics observe each change once (cardpoller_staleness_seconds). The two
  * sides count the same changes from the same instants: the simulator's ground truth (change →
  * first answer carrying it) and the product's (changedAt → that answer's observedAt) must agree
  * exactly once every change was learned and recorded.
@@ -67,6 +68,14 @@ test('staleness: every change the simulator dated is learned once by the product
     t.diagnostic(`simulator: ${JSON.stringify(truth.sim)}; product: ${JSON.stringify(truth.product)}`);
     assert.ok(truth.sim.learned >= 5, `changes learned: ${truth.sim.learned}`);
     assert.equal(truth.product.maxMs, truth.sim.stalenessMs?.max, 'the longest staleness, as both sides measured it');
+
+    // The same count in the staleness histogram the workers observed (/metrics), once per change.
+    const histogram = (await stack.deps.registry.getSingleMetric('cardpoller_staleness_seconds')?.get()) as
+      { values: { metricName?: string; labels: Record<string, string | number>; value: number }[] } | undefined;
+    const observed = histogram?.values.find(
+      (v) => v.metricName === 'cardpoller_staleness_seconds_count' && v.labels.carrier === account.carrier.id && v.labels.type === 'card_status',
+    )?.value;
+    assert.equal(observed, truth.sim.learned, 'cardpoller_staleness_seconds observed once per change');
 
     const app = await buildApiServer(
       {
