@@ -27,6 +27,7 @@ import { footprint } from './scenarios/footprint.js';
 import { cluster } from './scenarios/cluster.js';
 import { accounts } from './scenarios/accounts.js';
 import { burst } from './scenarios/burst.js';
+import { sweep } from './scenarios/sweep.js';
 
 const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   ceiling,
@@ -36,6 +37,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   priority,
   overload,
   burst,
+  sweep,
   direct,
   scale,
   ingest,

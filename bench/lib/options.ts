@@ -15,6 +15,7 @@ export const SCENARIOS = [
   'priority',
   'overload',
   'burst',
+  'sweep',
   'direct',
   'scale',
   'ingest',
@@ -64,7 +65,7 @@ export interface BenchOptions {
   readonly rounds: number;
   /** accounts: the fleet sizes (small accounts) measured. */
   readonly accountCounts: readonly number[];
-  /** accounts, burst: SCHEDULER_LOOP per variant. */
+  /** accounts, burst, sweep: SCHEDULER_LOOP per variant. */
   readonly schedulerLoops: readonly SchedulerLoop[];
   /** Run even when the machine is busy; every result is then marked invalid. */
   readonly allowBusy: boolean;
@@ -97,6 +98,9 @@ Scenarios (default: all but cluster, in this order; ceiling always runs before t
               again, beside 3 accounts at a steady load, per scheduler loop (batch runs): answers, workflow task
               timeouts, the longest gap between the account's claim rounds, the priority lane's drain against the
               budget, the other accounts' checks/s and lateness during the burst against before it
+  sweep       600 request-checks to one account whose carrier answers every call with a transient error, per
+              scheduler loop: the priority retry sweeps requeue the failing items round after round; the longest gap
+              between the account's claim rounds, items swept, workflow task timeouts
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
@@ -128,7 +132,7 @@ Options (flag / environment):
   --run-shapes LIST     BENCH_RUN_SHAPES         throughput, steady: card,batch (default both; CARD_RUN_SHAPE per variant,
                                                  CARD_BATCH_SIZE from the environment)
   --accounts LIST       BENCH_ACCOUNTS           accounts: fleet sizes, comma-separated (default 100,1000)
-  --scheduler-loops LIST BENCH_SCHEDULER_LOOPS   accounts, burst: workflow,activity (default both; SCHEDULER_LOOP per variant;
+  --scheduler-loops LIST BENCH_SCHEDULER_LOOPS   accounts, burst, sweep: workflow,activity (default both; SCHEDULER_LOOP per variant;
                                                  activity loops start their runs themselves: one start mode)
   --rounds N            BENCH_ROUNDS             throughput: runs of each variant, alternating (default 1);
                                                  cluster: rounds of dev, cluster, cluster, dev (default 1)

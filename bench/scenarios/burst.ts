@@ -35,6 +35,7 @@ import type { Table } from '../lib/report.js';
 import { distribution, round, sleep, type Distribution } from '../lib/stats.js';
 import { atLeast, atMost, none, percent, perSecond, seconds as inSeconds, type Verdict } from '../lib/verdict.js';
 import { watchFirstCalls, type Pending } from './priority.js';
+import { longestGap, ROUND_GAP_METRIC, SAMPLE_EVERY_MS, watchRounds, type Gap } from '../lib/roundWatch.js';
 
 /** The account the burst hits: a small budget, a fleet polled on a normal schedule. */
 const TARGET: AccountSpec = {
@@ -63,18 +64,12 @@ const OTHERS: readonly AccountSpec[] = ['calm1', 'calm2', 'calm3'].map((name) =>
 const BURST = 500;
 const CONCURRENCY = 100;
 const WAVES = 2;
-/** The round gauge and the loop view are read this often: the gap figure is late by at most one such interval (its bound is reported). */
-const SAMPLE_EVERY_MS = 100;
 /** The simulator's per-card stamps are read this often (the stamp is the simulator's: this only bounds how soon a later call could hide the first). */
 const WATCH_EVERY_MS = 250;
 /** Checks per second of the other accounts are also counted in buckets this long (their slowest bucket shows a pause). */
 const BUCKET_MS = 10_000;
 /** The drain is waited for at most this many times what the budget needs for the burst. */
 const DRAIN_LIMIT_FACTOR = 3;
-const ROUND_GAP_METRIC = 'cardpoller_scheduler_last_round_timestamp_seconds';
-/** What held the account's last round back (src/runtime/metrics.ts: 1 for the factor of its latest round). */
-const LIMITED_BY_METRIC = 'cardpoller_limited_by';
-
 /** The targets (issue on many accounts: "bursts of request-checks are ordinary"). */
 const ROUND_GAP_MAX_MS = 2000;
 const DRAIN_OVER_BUDGET_MAX = 1.1;
@@ -82,26 +77,6 @@ const DRAIN_OVER_BUDGET_MAX = 1.1;
 const OTHERS_SHARE_MIN = 0.9;
 /** The other accounts' lateness p99 during the burst (the issue's lateness target for a fleet). */
 const OTHERS_LATENESS_P99_MS = 2000;
-
-interface RoundSamples {
-  /** Every distinct round time the gauge showed (ms, the round's own stamp). */
-  readonly gaugeRounds: number[];
-  /** When the loop view's round counter was seen to change (activity loop). */
-  readonly viewChanges: number[];
-  /** Per sample: what held the account's latest round back (the limited-by gauge). */
-  readonly limitedBy: { readonly at: number; readonly factor: string }[];
-  /** Samples whose loop view said `idle` (a sleeping loop runs no round: its gap is no stall). */
-  idleSamples: number;
-  samples: number;
-  /** The longest time between two samples: how late a gap's end may be seen. */
-  longestSampleIntervalMs: number;
-}
-
-interface Gap {
-  readonly ms: number;
-  readonly from: string | null;
-  readonly rounds: number;
-}
 
 interface AccountRates {
   readonly account: string;
@@ -158,72 +133,6 @@ interface BurstRun {
   readonly target: { readonly normalBeforePerSec: number; readonly normalDuringPerSec: number; readonly priorityDuringPerSec: number };
   readonly others: readonly AccountRates[];
   readonly cpu: { readonly baseline: CpuTimes; readonly burst: CpuTimes };
-}
-
-/** Reads the round gauge (and the loop view) of one account every {@link SAMPLE_EVERY_MS} until stopped. */
-function watchRounds(stack: BenchStack, carrierId: string, loop: SchedulerLoop): { stop: () => Promise<RoundSamples> } {
-  const samples: RoundSamples = { gaugeRounds: [], viewChanges: [], limitedBy: [], idleSamples: 0, samples: 0, longestSampleIntervalMs: 0 };
-  const seen = new Set<number>();
-  let lastViewRounds: number | undefined;
-  let lastSampleAt: number | undefined;
-  let watching = true;
-  const sampleGauge = async (at: number): Promise<void> => {
-    const factor = (await stack.deps.registry.getSingleMetric(LIMITED_BY_METRIC)?.get())?.values.find(
-      (value) => value.labels.carrier === carrierId && value.value === 1,
-    )?.labels.factor;
-    if (factor !== undefined) samples.limitedBy.push({ at, factor: String(factor) });
-    const metric = stack.deps.registry.getSingleMetric(ROUND_GAP_METRIC);
-    if (!metric) return;
-    for (const value of (await metric.get()).values) {
-      if (value.labels.carrier !== carrierId) continue;
-      const at = Math.round(value.value * 1000);
-      if (!seen.has(at)) {
-        seen.add(at);
-        samples.gaugeRounds.push(at);
-      }
-    }
-  };
-  const sampleView = async (at: number): Promise<void> => {
-    const raw = await stack.deps.store.loopView(carrierId).catch(() => null);
-    if (raw === null) return;
-    const view = JSON.parse(raw) as { rounds?: number; mode?: string };
-    if (view.mode === 'idle') samples.idleSamples += 1;
-    if (typeof view.rounds === 'number' && view.rounds !== lastViewRounds) {
-      if (lastViewRounds !== undefined) samples.viewChanges.push(at);
-      lastViewRounds = view.rounds;
-    }
-  };
-  const run = (async () => {
-    while (watching) {
-      const at = Date.now();
-      if (lastSampleAt !== undefined) samples.longestSampleIntervalMs = Math.max(samples.longestSampleIntervalMs, at - lastSampleAt);
-      lastSampleAt = at;
-      samples.samples += 1;
-      await Promise.all([sampleGauge(at), loop === 'activity' ? sampleView(at) : Promise.resolve()]);
-      await sleep(Math.max(0, at + SAMPLE_EVERY_MS - Date.now()));
-    }
-  })();
-  return {
-    stop: async () => {
-      watching = false;
-      await run;
-      samples.gaugeRounds.sort((a, b) => a - b);
-      return samples;
-    },
-  };
-}
-
-/** The longest gap between rounds that overlaps [from, to], the last round to `to` included; no round at all: the whole span. */
-function longestGap(times: readonly number[], from: number, to: number): Gap {
-  let longest = { ms: 0, from: from };
-  const consider = (a: number, b: number): void => {
-    if (b > from && a < to && b - a > longest.ms) longest = { ms: b - a, from: a };
-  };
-  for (let i = 1; i < times.length; i += 1) consider(times[i - 1]!, times[i]!);
-  const last = [...times].reverse().find((at) => at < to);
-  if (last === undefined) longest = { ms: to - from, from };
-  else consider(last, to);
-  return { ms: round(longest.ms), from: new Date(longest.from).toISOString(), rounds: times.filter((at) => at >= from && at < to).length };
 }
 
 /** Sends one wave: each card's request-check as the API serves it, `CONCURRENCY` at a time; resolves once every one answered. */
@@ -671,8 +580,8 @@ export const burst: Scenario = async (context) => {
           1,
         )} before) and the burst drained at ${run.drain.ratePerSec ?? '–'} calls/s, beside the ceiling's ${ceiling.workflowsPerSecond} workflows/s; ` +
           `the target's normal lane ${run.target.normalBeforePerSec} checks/s before, ${run.target.normalDuringPerSec} during, priority ${run.target.priorityDuringPerSec}/s: ` +
-          `a claim takes the priority lane first only up to the account's priority ratio of the round's capacity, then the normal lane, then the priority lane again (lua/claim.lua, step 3), ` +
-          `so a normal lane with cards due keeps part of the budget. The account called ${run.drain.budgetUsed === null ? '–' : `${round(run.drain.budgetUsed * 100)} %`} of its budget while draining; ` +
+          `the target's priority ratio is ${TARGET.priorityRatio ?? 'the default'}: the priority lane takes whole rounds (lua/claim.lua, step 3) and its normal lane waits for the burst ` +
+          `(a ratio above 0 keeps that share of each round for a normal lane with cards due, and drains slower). The account called ${run.drain.budgetUsed === null ? '–' : `${round(run.drain.budgetUsed * 100)} %`} of its budget while draining; ` +
           `its rounds were held back by (samples of the limited-by gauge) ${JSON.stringify(run.drain.limitedBy)}.`,
         `${run.schedulerLoop} loop: round samples ${run.gaps.samples}, ${run.gaps.idleSamples} of them with the loop view idle; workflow task failures by cause — target ${JSON.stringify(run.tasks.target.workflowTaskFailureCauses)}, ` +
           `others ${JSON.stringify(run.tasks.others.workflowTaskFailureCauses)}, pollingControl ${JSON.stringify(run.tasks.control.workflowTaskFailureCauses)}; target scheduler's workflow tasks in the window ${run.tasks.target.workflowTasks}.`,
