@@ -52,7 +52,9 @@ export async function insertChanges(db: Queryable, rows: readonly ChangeRow[]): 
      RETURNING carrier_id::text, check_type, extract(epoch FROM learned_at - changed_at) * 1000 AS ms, (xmax = 0) AS inserted`,
     [rows.map((r) => r.cardId), rows.map((r) => r.carrierId), rows.map((r) => r.type), rows.map((r) => r.changedAt), rows.map((r) => r.learnedAt)],
   );
-  return learned.filter((row) => (row as { inserted?: boolean }).inserted === true).map((row) => ({ carrierId: row.carrier_id, type: row.check_type, stalenessMs: Number(row.ms) }));
+  return learned
+    .filter((row) => (row as { inserted?: boolean }).inserted === true)
+    .map((row) => ({ carrierId: row.carrier_id, type: row.check_type, stalenessMs: Number(row.ms) }));
 }
 
 export interface Staleness {
