@@ -119,11 +119,11 @@ function withFault<T extends object>(target: T, method: keyof T, failing: () => 
 function failFinishes(stack: Stack, failures: (cardId: string) => number): void {
   const attempts = new Map<string, number>();
   const { store } = stack.deps;
-  const real = store.finishWithRecord.bind(store);
-  store.finishWithRecord = (input: FinishInput) => {
+  const real = store.finishWithRun.bind(store);
+  store.finishWithRun = (input: FinishInput, run: string) => {
     const attempt = (attempts.get(input.cardId) ?? 0) + 1;
     attempts.set(input.cardId, attempt);
-    return attempt <= failures(input.cardId) ? Promise.reject(new Error('Redis unavailable (finish; injected by recordHistories)')) : real(input);
+    return attempt <= failures(input.cardId) ? Promise.reject(new Error('Redis unavailable (finish; injected by recordHistories)')) : real(input, run);
   };
 }
 

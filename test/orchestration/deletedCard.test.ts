@@ -32,10 +32,10 @@ async function claimDeletingFirst(stack: Stack, name: string, count: number): Pr
   const carrierId = account.carrier.id;
   const doomed = account.cards[0]!.id;
   const { store } = stack.deps;
-  const finish = store.finishWithRecord.bind(store);
-  store.finishWithRecord = async (input: FinishInput) => {
+  const finish = store.finishWithRun.bind(store);
+  store.finishWithRun = async (input: FinishInput, run: string) => {
     if (input.cardId === doomed) await deleteCard(stack.db.pool, input.cardId);
-    return finish(input);
+    return finish(input, run);
   };
   for (const card of account.cards) await store.upsert({ carrierId, cardId: card.id, dues: { card_status: Date.now() - 1 } });
   const claim = await store.claim({

@@ -25,11 +25,11 @@ const CONFIG = { CARD_FINISH_RETRY_INITIAL_MS: 10, CARD_FINISH_RETRY_MAX_INTERVA
 function failFinishes(stack: Stack, failures: (cardId: string) => number): Map<string, number> {
   const attempts = new Map<string, number>();
   const store = stack.deps.store;
-  const real = store.finishWithRecord.bind(store);
-  store.finishWithRecord = (input: FinishInput) => {
+  const real = store.finishWithRun.bind(store);
+  store.finishWithRun = (input: FinishInput, run: string) => {
     const attempt = (attempts.get(input.cardId) ?? 0) + 1;
     attempts.set(input.cardId, attempt);
-    return attempt <= failures(input.cardId) ? Promise.reject(new Error('injected: Redis unreachable (finish)')) : real(input);
+    return attempt <= failures(input.cardId) ? Promise.reject(new Error('injected: Redis unreachable (finish)')) : real(input, run);
   };
   return attempts;
 }
