@@ -40,6 +40,9 @@ import { IngestStream } from '../../src/ingest/stream.js';
 import type { CardRunShape } from '../../src/workflow-safe/cardBatches.js';
 import { killEntry, sleep, spawnEntry, waitUntilReady, type EntryProcess } from './harness.js';
 import type { KillReport } from '../fixtures/killAfterFinishWorker.js';
+import { GatewayClient, type GatewayCallOptions, type GatewayObservation } from '../../src/gateway/client.js';
+import { GatewayError } from '../../src/gateway/errors.js';
+import type { GatewayCheckType } from '../../src/workflow-safe/checkTypes.js';
 
 const WINDOW_MS = Number(process.env.RECORD_FAULTS_MS ?? 5 * 60_000);
 /** Share of record writes that fail (per statement for inserts, per row for item transitions). */
@@ -57,6 +60,31 @@ const RECORD_MARGIN_MS = 20_000;
 const REQUEST_EVERY_MS = 5000;
 /** The gateway check types the seeded accounts poll (one observation per answered call). */
 const GATEWAY_TYPES = ['card_status', 'carddata'];
+
+/**
+ * Per ICCID, the calls this process's workers gave up waiting for (the client's timeout or an
+ * abort): the simulator may have written its answer as the client left, and the product learned
+ * nothing from it (the step retries or fails). A loaded CI machine (this suite beside the cluster
+ * suite) saw one such call in three variants; nothing else may explain an answer without its record.
+ */
+const givenUp = new Map<string, number>();
+// Called with the instance's `this` below (.call).
+// eslint-disable-next-line @typescript-eslint/unbound-method
+const check = GatewayClient.prototype.check;
+GatewayClient.prototype.check = async function <T extends GatewayCheckType>(
+  this: GatewayClient,
+  type: T,
+  request: { readonly account: string; readonly iccid: string },
+  options?: GatewayCallOptions,
+): Promise<GatewayObservation<T>> {
+  try {
+    return (await check.call(this, type, request, options)) as GatewayObservation<T>;
+  } catch (error) {
+    if (error instanceof GatewayError && (error.reason === 'timeout' || error.reason === 'aborted'))
+      givenUp.set(request.iccid, (givenUp.get(request.iccid) ?? 0) + 1);
+    throw error;
+  }
+};
 
 interface Variant {
   readonly name: string;
@@ -370,14 +398,15 @@ describe(`faults: transient PostgreSQL errors in 1 % of record writes for ${WIND
       for (const row of rows) {
         const answered = stats[iccidOf(system, row.card_id)]?.answered ?? 0;
         answeredSum += answered;
-        const slack = unsettled[row.card_id] ?? 0;
+        const gaveUp = givenUp.get(iccidOf(system, row.card_id)) ?? 0;
+        const slack = (unsettled[row.card_id] ?? 0) + gaveUp;
         const missing = answered - row.observations;
         if (row.steps !== row.observations)
           problems.push(`${name} card ${row.card_id}: ${row.observations} observations, ${row.steps} successful steps in execution rows`);
         if (missing < 0 || missing > slack)
           problems.push(
             `${name} card ${row.card_id}: simulator answered ${answered} calls, ${row.observations} observations recorded` +
-              (slack > 0 ? ` (up to ${slack} lost with the killed process)` : ''),
+              (slack > 0 ? ` (up to ${slack} allowed: ${unsettled[row.card_id] ?? 0} with the killed process, ${gaveUp} the client gave up on)` : ''),
           );
         if (answered === 0) problems.push(`${name} card ${row.card_id}: never checked`);
       }
@@ -420,6 +449,7 @@ describe(`faults: transient PostgreSQL errors in 1 % of record writes for ${WIND
       });
     }
     for (const line of table(figures)) t.diagnostic(line);
+    t.diagnostic(`calls the in-process workers gave up on (client timeout or abort): ${[...givenUp.values()].reduce((sum, n) => sum + n, 0)}`);
     for (const f of figures) t.diagnostic(`${f.variant}: kill ${f.killNote}; deleted ${f.deletedNote}`);
     assert.deepEqual(problems, [], 'answered calls without their records, or records without their calls');
     for (const f of figures) {
