@@ -136,5 +136,8 @@ test('npm start on non-default ports: the demo calls its simulator, survives Pos
   // Bounded, with what the process printed: a stop that hangs is a failure to read, not a file timeout.
   const code = await Promise.race([entry.exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running 90 s after Ctrl-C'), 90_000))]);
   assert.equal(code, '0', `npm start did not stop cleanly on Ctrl-C (exit ${code}):\n${entry.output().slice(-2000)}`);
-  assert.match(entry.output(), /^stopped \(services keep running/m, 'npm start printed that it stopped');
+  // Not anchored to a line: stdout and stderr share the capture, and the SDK core may write to
+  // stderr while the process stops (a fresh-clone CI run had a core panic backtrace on stderr,
+  // "receive half not dropped", cut in half by this line, exit code 0).
+  assert.ok(entry.output().includes('stopped (services keep running'), 'npm start printed that it stopped');
 });
