@@ -94,6 +94,8 @@ export function rowsOf(record: IngestRecord): RecordRows {
       steps: record.results.map((r) => ({
         type: r.type,
         outcome: r.outcome,
+        // Which observation row a successful step made (a card's history traced step by step).
+        ...(r.outcome === 'success' && r.observation ? { observationId: r.observation.collectionId } : {}),
         ...('errorClass' in r ? { errorClass: r.errorClass, message: r.message } : {}),
         ...('reason' in r ? { reason: r.reason } : {}),
       })),

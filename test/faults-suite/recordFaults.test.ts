@@ -322,7 +322,9 @@ class System {
 
 describe(`faults: transient PostgreSQL errors in 1 % of record writes for ${WINDOW_MS / 1000} s, both shapes and ingest modes`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'record-faults-'));
-  const systems = VARIANTS.map((variant) => new System(variant, dir));
+  // RECORD_FAULTS_VARIANTS=batch/async,… runs only those (reproducing one variant's failure).
+  const only = process.env.RECORD_FAULTS_VARIANTS?.split(',');
+  const systems = VARIANTS.filter((variant) => !only || only.includes(variant.name)).map((variant) => new System(variant, dir));
   const began = Date.now();
   const at = (): string => `${((Date.now() - began) / 1000).toFixed(1)} s`;
 
@@ -401,14 +403,29 @@ describe(`faults: transient PostgreSQL errors in 1 % of record writes for ${WIND
         const gaveUp = givenUp.get(iccidOf(system, row.card_id)) ?? 0;
         const slack = (unsettled[row.card_id] ?? 0) + gaveUp;
         const missing = answered - row.observations;
-        if (row.steps !== row.observations)
+        if (row.steps !== row.observations) {
           problems.push(`${name} card ${row.card_id}: ${row.observations} observations, ${row.steps} successful steps in execution rows`);
+          for (const line of await stepsWithoutObservation(pool, row.card_id)) t.diagnostic(`${name} card ${row.card_id}: ${line}`);
+        }
         if (missing < 0 || missing > slack)
           problems.push(
             `${name} card ${row.card_id}: simulator answered ${answered} calls, ${row.observations} observations recorded` +
               (slack > 0 ? ` (up to ${slack} allowed: ${unsettled[row.card_id] ?? 0} with the killed process, ${gaveUp} the client gave up on)` : ''),
           );
         if (answered === 0) problems.push(`${name} card ${row.card_id}: never checked`);
+      }
+      // Each successful step names its observation: one row of its own card, named by no other step.
+      const { rows: shared } = await pool.query<{ card_id: string }>(
+        `SELECT DISTINCT s.card_id::text AS card_id
+           FROM (SELECT e.card_id, st ->> 'observationId' AS observation_id,
+                        count(*) OVER (PARTITION BY e.card_id, st ->> 'observationId') AS naming
+                   FROM card_execution e, jsonb_array_elements(e.details -> 'steps') st
+                  WHERE st ->> 'outcome' = 'success' AND st ? 'observationId') s
+          WHERE s.naming > 1 OR NOT EXISTS (SELECT 1 FROM card_observation o WHERE o.card_id = s.card_id AND o.observation_id = s.observation_id)`,
+      );
+      for (const cardId of new Set(shared.map((r) => r.card_id))) {
+        problems.push(`${name} card ${cardId}: a successful step without its own observation row`);
+        for (const line of await stepsWithoutObservation(pool, cardId)) t.diagnostic(`${name} card ${cardId}: ${line}`);
       }
       // The deleted card: gone, its runs ended (drain), no longer called.
       const deleted = system.deletedCardId!;
@@ -458,6 +475,28 @@ describe(`faults: transient PostgreSQL errors in 1 % of record writes for ${WIND
     }
   });
 });
+
+/**
+ * A card's successful steps whose observation row is missing or that another step names too, each
+ * with its execution row, the execution rows that name that observation, and the card holding it:
+ * printed when a card's steps and observations disagree.
+ */
+async function stepsWithoutObservation(pool: Stack['db']['pool'], cardId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ line: string }>(
+    `SELECT format('run %s/%s %s..%s %s owned=%s: %s step %s: rows naming it: %s; observation held by card %s',
+                   e.workflow_id, e.run_id, e.started_at, e.finished_at, e.outcome, e.details ->> 'owned', st ->> 'type', st ->> 'observationId',
+                   (SELECT string_agg(format('%s/%s card %s', x.workflow_id, x.run_id, x.card_id), ', ')
+                      FROM card_execution x, jsonb_array_elements(x.details -> 'steps') xs WHERE xs ->> 'observationId' = st ->> 'observationId'),
+                   (SELECT string_agg(o.card_id::text, ',') FROM card_observation o WHERE o.observation_id = st ->> 'observationId')) AS line
+       FROM card_execution e, jsonb_array_elements(e.details -> 'steps') st
+      WHERE e.card_id = $1::bigint AND st ->> 'outcome' = 'success' AND st ? 'observationId'
+        AND (NOT EXISTS (SELECT 1 FROM card_observation o WHERE o.card_id = e.card_id AND o.observation_id = st ->> 'observationId')
+          OR (SELECT count(*) FROM card_execution x, jsonb_array_elements(x.details -> 'steps') xs WHERE xs ->> 'observationId' = st ->> 'observationId') > 1)
+      ORDER BY e.started_at`,
+    [cardId],
+  );
+  return rows.map((r) => r.line);
+}
 
 function iccidOf(system: System, cardId: string): string {
   const card = system.a.cards.find((c) => c.id === cardId);

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { createStack, type Stack } from '../../testkit/orchestration.js';
 import { seedAccount } from '../../testkit/seed.js';
 import { listExecutions } from '../../src/db/executions.js';
+import { listCardObservations } from '../../testkit/dbReads.js';
 import { CARD_ID_ATTRIBUTE, CARRIER_ID_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
 import { cardWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import type { CardCheckArgs } from '../../src/workflows/cardCheck.js';
@@ -97,7 +98,12 @@ test('cardCheck: a finish failing more than 20 times still ends with the run’s
     assert.equal(recovered[0]!.outcome, 'success');
     const lost = await listExecutions(stack.db.pool, never);
     assert.equal(lost.length, 1, 'the record landed without the finish');
-    assert.deepEqual(lost[0]!.details?.steps, [{ type: 'card_status', outcome: 'success' }], 'with the gateway’s result');
+    const [observation] = await listCardObservations(stack.db.pool, never);
+    assert.deepEqual(
+      lost[0]!.details?.steps,
+      [{ type: 'card_status', outcome: 'success', observationId: observation?.observationId }],
+      'with the gateway’s result',
+    );
   } finally {
     await stack.close();
   }

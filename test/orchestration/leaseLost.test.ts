@@ -117,12 +117,12 @@ test('lease lost after the first step: the next step finds it gone (no call), ok
     const executions = await listExecutions(stack.db.pool, card.id);
     assert.equal(executions.length, 1);
     assert.equal(executions[0]?.outcome, 'aborted');
-    assert.deepEqual(executions[0]?.details?.steps, [{ type: 'card_status', outcome: 'success' }]);
     const observations = await listCardObservations(stack.db.pool, card.id);
     assert.deepEqual(
       observations.map((o) => o.type),
       ['card_status'],
     );
+    assert.deepEqual(executions[0]?.details?.steps, [{ type: 'card_status', outcome: 'success', observationId: observations[0]?.observationId }]);
   } finally {
     await stack.close();
   }
