@@ -52,6 +52,12 @@ const carrierProperties = {
   failureAlertThreshold: { type: 'integer', ...CARRIER_LIMITS.failureAlertThreshold },
   accountAlertThreshold: { type: 'integer', ...CARRIER_LIMITS.accountAlertThreshold },
   accountAlertWindowMs: { type: 'integer', ...CARRIER_LIMITS.accountAlertWindowMs },
+  eventSecret: {
+    type: ['string', 'null'],
+    minLength: 16,
+    maxLength: 200,
+    description: 'write-only: the HMAC key of the pushed events this account accepts (POST /v1/events); null clears it. Answers say only eventSecretSet',
+  },
   groups: {
     type: 'array',
     maxItems: 64,
@@ -199,6 +205,9 @@ export function pageOfSchema<const S>(item: S) {
   } as const;
 }
 
+// The secret is never answered back.
+const { eventSecret: _eventSecret, ...carrierAnswerProperties } = carrierProperties;
+
 export const carrierSchema = {
   type: 'object',
   required: [
@@ -218,11 +227,13 @@ export const carrierSchema = {
     'accountAlertWindowMs',
     'groups',
     'typeGroups',
+    'eventSecretSet',
   ],
   additionalProperties: false,
   properties: {
     id: idString,
-    ...carrierProperties,
+    ...carrierAnswerProperties,
+    eventSecretSet: { type: 'boolean', description: 'the account has an event secret (accepts pushed events)' },
     groups: {
       type: 'array',
       items: { type: 'object', required: ['name', 'qps'], additionalProperties: false, properties: { name: { type: 'string' }, qps: { type: 'number' } } },

@@ -21,6 +21,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerModeRoutes } from './routes/mode.js';
 import { registerPollingConfigRoutes } from './routes/pollingConfigs.js';
 import { registerRequestCheckRoutes } from './routes/requestCheck.js';
+import { registerEventRoutes } from './routes/events.js';
 import { registerDashboard } from '../dashboard/routes.js';
 
 export interface ApiServerOptions {
@@ -62,6 +63,7 @@ export async function buildApiServer(ctx: ApiContext, options: ApiServerOptions 
   registerRequestCheckRoutes(app, ctx);
   registerModeRoutes(app, ctx);
   registerAlertRoutes(app, ctx);
+  registerEventRoutes(app, ctx);
   await registerDashboard(app, ctx);
 
   await app.ready();

@@ -186,6 +186,8 @@ const schema = z.object({
   INGEST_CONCURRENCY: positiveInt.default(30),
   /** Async ingest: records one batch writes at most. */
   INGEST_BATCH_SIZE: positiveInt.default(500),
+  /** Pushed carrier events stored and not yet applied above which POST /v1/events answers 429 (docs/design.md, 'Freshness'). */
+  EVENTS_MAX_BACKLOG: positiveInt.default(100_000),
   /** Ingest backlog (records pending, age of the oldest) above which the alert opens and claiming is tightened. */
   INGEST_BACKLOG_THRESHOLD: positiveInt.default(20_000),
   /** Age of the oldest pending ingest record (ms) above which the backlog alert opens and claiming is tightened. */

@@ -26,12 +26,13 @@ interface CarrierRow {
   account_alert_window_ms: number;
   groups: { name: string; qps: number }[];
   type_groups: Partial<Record<GatewayCheckType, string>>;
+  event_secret_set: boolean;
 }
 
 const SELECT_CARRIER = `
   SELECT a.id::text, a.name, a.gateway_account, a.enabled, a.inflight_limit, a.priority_ratio, a.lease_ms,
          a.step_timeout_ms, a.total_timeout_ms, a.realname_control, a.backoff_base_ms, a.failure_alert_threshold,
-         a.account_alert_threshold, a.account_alert_window_ms,
+         a.account_alert_threshold, a.account_alert_window_ms, a.event_secret IS NOT NULL AS event_secret_set,
          coalesce((SELECT json_agg(json_build_object('name', g.name, 'qps', g.qps) ORDER BY g.name)
                      FROM rate_limit_group g WHERE g.carrier_id = a.id), '[]'::json) AS groups,
          coalesce((SELECT json_object_agg(t.check_type, t.group_name)
@@ -56,6 +57,7 @@ function toCarrier(row: CarrierRow): Carrier {
     accountAlertWindowMs: row.account_alert_window_ms,
     groups: row.groups.map((group) => ({ name: group.name, qps: Number(group.qps) })),
     typeGroups: row.type_groups,
+    eventSecretSet: row.event_secret_set,
   };
 }
 
@@ -74,6 +76,7 @@ const COLUMNS = {
   failureAlertThreshold: 'failure_alert_threshold',
   accountAlertThreshold: 'account_alert_threshold',
   accountAlertWindowMs: 'account_alert_window_ms',
+  eventSecret: 'event_secret',
 } as const satisfies Record<string, string>;
 
 type ScalarField = keyof typeof COLUMNS;
@@ -86,7 +89,8 @@ function scalarAssignments(input: CarrierPatch): { columns: string[]; values: un
     const value = input[field];
     if (value === undefined) continue;
     columns.push(COLUMNS[field]);
-    values.push(typeof value === 'string' ? value.trim() : value);
+    // A secret is taken as given: a space in it is part of what the carrier signs with.
+    values.push(typeof value === 'string' && field !== 'eventSecret' ? value.trim() : value);
   }
   return { columns, values };
 }

@@ -47,6 +47,8 @@ const RETAINED = {
   carrier_alert: "status = 'resolved' AND resolved_at < $1",
   ingest_dead_letter: 'failed_at < $1',
   card_change: 'learned_at < $1',
+  // A pending event stays until applied, however old.
+  carrier_event: "status <> 'pending' AND received_at < $1",
 } as const;
 export type RetainedTable = keyof typeof RETAINED;
 

@@ -23,6 +23,8 @@ export interface Carrier {
   readonly accountAlertWindowMs: number;
   readonly groups: readonly RateLimitGroup[];
   readonly typeGroups: Partial<Record<GatewayCheckType, string>>;
+  /** Whether the account has an event secret: it accepts pushed events (the secret itself is never read back). */
+  readonly eventSecretSet: boolean;
 }
 
 /**
@@ -49,6 +51,8 @@ export interface NewCarrier {
   readonly accountAlertWindowMs?: number;
   readonly groups?: readonly RateLimitGroup[];
   readonly typeGroups?: Partial<Record<GatewayCheckType, string>>;
+  /** Authenticates the account's pushed events (POST /v1/events); null clears it (no events accepted). */
+  readonly eventSecret?: string | null;
 }
 
 /** Patch: every field optional; `groups` / `typeGroups` replace the whole set when given. */

@@ -73,4 +73,8 @@ export function validateCarrierScalars(input: CarrierPatch): void {
     requireNumber(input.priorityRatio, 'priorityRatio', CARRIER_LIMITS.priorityRatio.minimum, CARRIER_LIMITS.priorityRatio.maximum);
   }
   for (const field of Object.keys(CARRIER_LIMITS) as (keyof typeof CARRIER_LIMITS)[]) if (field !== 'priorityRatio') requireWithin(input, field);
+  const secret = input.eventSecret;
+  if (secret !== undefined && secret !== null && (typeof secret !== 'string' || secret.length < 16 || secret.length > 200)) {
+    throw DomainError.invalid('eventSecret', 'eventSecret must be a string of 16 to 200 characters (or null to clear it)');
+  }
 }

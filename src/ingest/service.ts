@@ -16,6 +16,10 @@ import { BacklogMonitor } from './monitor.js';
 import type { BacklogThresholds } from './pressure.js';
 import { IngestStream } from './stream.js';
 import { stalenessObserver } from './stalenessMetric.js';
+import { EventApplierLoop } from '../events/applierLoop.js';
+import { eventCounter } from '../events/metrics.js';
+import type { CarrierQueueStore } from '../redis/carrierQueueStore.js';
+import type { ReferenceData } from '../runtime/referenceData.js';
 
 export interface IngestSettings {
   readonly concurrency: number;
@@ -43,12 +47,15 @@ export interface IngestServiceInput {
   readonly monitorIntervalMs?: number;
   /** The process' logger: the consumer's and monitor's lines at `warn`, the read connection's errors (default: {@link defaultLogger}). */
   readonly logger?: Pick<LogSink, 'error' | 'warn' | 'info'>;
+  /** With these, the process also applies pushed carrier events (src/events/applierLoop.ts). */
+  readonly events?: { readonly store: CarrierQueueStore; readonly reference: ReferenceData };
 }
 
 export interface IngestService {
   readonly stream: IngestStream;
   readonly consumer: IngestConsumer;
   readonly monitor: BacklogMonitor;
+  readonly events?: EventApplierLoop;
   stop(): Promise<void>;
 }
 
@@ -74,13 +81,14 @@ export function startIngest(input: IngestServiceInput): IngestService {
   const log = (line: string): void => logger.warn(line);
   const stream = new IngestStream(input.redis, input.namespace);
   const metrics = input.registry ? createIngestMetrics(input.registry) : undefined;
+  const learned = input.registry ? stalenessObserver(input.registry) : undefined;
   // The blocking read holds a connection: its own, so other commands never queue behind it.
   const readConnection = input.redis.duplicate();
   logConnectionErrors(readConnection, 'redis(ingest-read)', { logger });
   const consumer = new IngestConsumer({
     stream,
     readConnection,
-    writer: { pool: input.pool, priority: input.priority, ...(input.registry ? { learned: stalenessObserver(input.registry) } : {}) },
+    writer: { pool: input.pool, priority: input.priority, ...(learned ? { learned } : {}) },
     concurrency: writerSlots(input.pool, input.settings.concurrency),
     batchSize: input.settings.batchSize,
     ...(input.reclaimIdleMs === undefined ? {} : { reclaimIdleMs: input.reclaimIdleMs }),
@@ -97,15 +105,26 @@ export function startIngest(input: IngestServiceInput): IngestService {
     ...(input.monitorIntervalMs === undefined ? {} : { intervalMs: input.monitorIntervalMs }),
     log,
   });
+  const events = input.events
+    ? new EventApplierLoop({
+        pool: input.pool,
+        ...input.events,
+        ...(learned ? { learned } : {}),
+        ...(input.registry ? { count: eventCounter(input.registry) } : {}),
+        log,
+      })
+    : undefined;
   consumer.start();
   monitor.start();
+  events?.start();
   let stopping: Promise<void> | undefined;
   return {
     stream,
     consumer,
     monitor,
+    ...(events ? { events } : {}),
     stop() {
-      stopping ??= Promise.all([consumer.stop(), monitor.stop()]).then(() => undefined);
+      stopping ??= Promise.all([consumer.stop(), monitor.stop(), events?.stop()]).then(() => undefined);
       return stopping;
     },
   };

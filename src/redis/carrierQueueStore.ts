@@ -26,6 +26,10 @@ import {
   parseMarkIdleReply,
   parseWakeIfIdleReply,
   wakeIfIdleCall,
+  observedCall,
+  parseObservedReply,
+  type ObservedArgs,
+  type ObservedResult,
   parseClaimReply,
   parseFinishReply,
   parseHoldClaimsReply,
@@ -346,6 +350,12 @@ export class CarrierQueueStore {
   async upsert(input: UpsertInput): Promise<string[]> {
     parseUpsertReply(await this.run(this.upsertScriptCall(input)));
     return this.wakeIfIdle(earliestDues([input]));
+  }
+
+  /** Pushed events' effects on their cards' schedules, in one pipeline (lua/observed.lua). */
+  async observedMany(inputs: readonly (Omit<ObservedArgs, 'now'> & { readonly carrierId: CarrierId })[]): Promise<ObservedResult[]> {
+    const replies = await this.pipelined(inputs.map((input) => observedCall(this.keys(input.carrierId), { ...input, now: this.now(undefined) })));
+    return replies.map(parseObservedReply);
   }
 
   /** True when the card was in a lane. */

@@ -24,6 +24,7 @@ export const CARRIER_SCRIPTS = {
   remove: { name: 'remove', numberOfKeys: 3 },
   markIdle: { name: 'markIdle', numberOfKeys: 4 },
   wakeIfIdle: { name: 'wakeIfIdle', numberOfKeys: 1 },
+  observed: { name: 'observed', numberOfKeys: 5 },
 } as const satisfies Record<string, ScriptDefinition>;
 
 export type CarrierScriptName = keyof typeof CARRIER_SCRIPTS;
@@ -403,6 +404,38 @@ export function removeCall(keys: AccountKeys, cardId: string): ScriptCall {
 
 export function parseRemoveReply(reply: unknown): boolean {
   return expectCode('remove', reply, [1, 0]) === 1;
+}
+
+// ---------- observed ----------
+
+export interface ObservedArgs {
+  readonly cardId: string;
+  readonly now: NowArg;
+  readonly type: CheckType;
+  /** When the carrier saw the state (epoch ms). */
+  readonly observedAtMs: number;
+  readonly intervalMs: number;
+  /** The state a confirmation compares (src/domain/finishPlan.ts observedState), if the type has one. */
+  readonly state?: string;
+}
+
+/** What a pushed event did to the card's schedule (lua/observed.lua). */
+export type ObservedResult = 'moved' | 'confirmed' | 'unchanged' | 'not_polled';
+
+export function observedCall(keys: AccountKeys, input: ObservedArgs): ScriptCall {
+  assertCardId('observed', input.cardId);
+  assertPositive('observed', 'intervalMs', input.intervalMs);
+  if (!Number.isFinite(input.observedAtMs)) throw new InvalidStoreInputError('observed', 'observedAtMs', `${input.observedAtMs} must be a number`);
+  return {
+    name: 'observed',
+    keys: [keys.due(input.cardId), keys.prio, keys.queue, keys.claim(input.cardId), keys.running],
+    args: [input.now, input.cardId, input.type, String(Math.round(input.observedAtMs)), String(Math.round(input.intervalMs)), input.state ?? ''],
+  };
+}
+
+export function parseObservedReply(reply: unknown): ObservedResult {
+  const code = expectCode('observed', reply, [2, 1, 0, -1]);
+  return code === 2 ? 'confirmed' : code === 1 ? 'moved' : code === 0 ? 'unchanged' : 'not_polled';
 }
 
 // ---------- markIdle, wakeIfIdle ----------

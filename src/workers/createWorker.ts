@@ -304,6 +304,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
         settings: ingestSettings(config),
         registry: deps.registry,
         logger: deps.logger.child({ component: 'ingest' }),
+        events: { store: deps.store, reference: deps.reference },
       });
       deps.beforeClose(() => ingest.stop());
       return worker;

@@ -80,7 +80,7 @@ test(
   },
 );
 
-test('storage maintenance: the audit trail, finished priority items, closed alerts, dead letters and learned changes past retention go; open ones stay', async () => {
+test('storage maintenance: the audit trail, finished priority items, closed alerts, dead letters, learned changes and applied events past retention go; open and pending ones stay', async () => {
   const carrier = await makeCarrier(db.pool);
   const [card] = await insertCards(db.pool, [normaliseCard({ iccid: iccid(2), carrierId: carrier.id })]);
   const old = '2020-01-10T00:00:00Z';
@@ -109,7 +109,17 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
       carrier.id,
       when,
     ]);
+    await db.pool.query(
+      `INSERT INTO carrier_event (carrier_id, event_id, check_type, iccid, observed_at, observation, received_at, status)
+       VALUES ($1, $2, 'card_status', 'x', $3, '{}', $3, 'applied')`,
+      [carrier.id, `applied-${when}`, when],
+    );
   }
+  // A pending event stays however old: it is applied first.
+  await db.pool.query(
+    `INSERT INTO carrier_event (carrier_id, event_id, check_type, iccid, observed_at, observation, received_at) VALUES ($1, 'pending-old', 'card_status', 'x', $2, '{}', $2)`,
+    [carrier.id, old],
+  );
   // Open and pending ones stay, however old.
   await db.pool.query(
     `INSERT INTO polling_priority_item (card_id, status, types, first_actor, first_source, last_actor, last_source, last_triggered_at, created_at)
@@ -129,6 +139,7 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
     carrier_alert: 1,
     ingest_dead_letter: 1,
     card_change: 1,
+    carrier_event: 1,
   });
   const left = async (sql: string): Promise<string[]> => (await db.pool.query<{ v: string }>(sql)).rows.map((row) => row.v);
   assert.deepEqual(await left('SELECT status AS v FROM polling_priority_item ORDER BY id'), ['completed', 'pending']);
@@ -137,4 +148,5 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
   assert.deepEqual(await left('SELECT record_id AS v FROM ingest_dead_letter'), [`dead-${recent}`]);
   assert.deepEqual(await left('SELECT status AS v FROM carrier_alert'), ['resolved']);
   assert.deepEqual(await left("SELECT to_char(learned_at AT TIME ZONE 'UTC', 'YYYY') AS v FROM card_change"), ['2030']);
+  assert.deepEqual(await left('SELECT event_id AS v FROM carrier_event ORDER BY id'), [`applied-${recent}`, 'pending-old']);
 });

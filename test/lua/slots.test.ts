@@ -31,6 +31,7 @@ import {
   requestCheckCall,
   upsertCall,
   wakeIfIdleCall,
+  observedCall,
   type ScriptCall,
 } from '../../src/redis/carrierScripts.js';
 import { loadLuaSource } from '../../src/redis/scriptLoader.js';
@@ -59,6 +60,7 @@ function callsFor(namespace: string, carrierId: string): ScriptCall[] {
     removeCall(keys, '42'),
     markIdleCall(keys, { now, longestMs: 60_000, horizonMs: 0, shortestMs: 2000 }),
     wakeIfIdleCall(keys, 1),
+    observedCall(keys, { cardId: '7', now, type: 'card_status', observedAtMs: 1, intervalMs: 60_000, state: 'online' }),
   ];
 }
 
