@@ -7,11 +7,12 @@
  * (drift at an account's rate, a state set through `/sim/cards`, a delayed stop/resume taking
  * effect, a real-name flip) is stamped, and the first answer that carries it counts as the product
  * having learned it: its staleness is that answer's time minus the change's. A change overtaken by
- * the next one before any answer carried it was never learned (superseded).
+ * the next one before any answer carried it was never learned (superseded). A pushed event
+ * (src/simulator/push.ts) that carried a change and was answered 2xx learns it the same way.
  */
 import { z } from 'zod';
 import { GATEWAY_CHECK_TYPES, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
-import type { NetworkState, RealnameState } from '../gateway/contract.js';
+import type { NetworkState, ObservationByType, RealnameState } from '../gateway/contract.js';
 import { createPrng, hashSeed } from './random.js';
 import { SlidingWindow } from './slidingWindow.js';
 import type { ProcessMemory } from '../runtime/liveHeap.js';
@@ -109,6 +110,32 @@ interface FreshnessCounters {
   readonly samplesMs: number[];
 }
 
+/** What became of the events pushed for an account (each event counted, not requests). */
+export interface PushCounters {
+  /** Events made for the account's changes (each once, a batch's as they join its window). */
+  sent: number;
+  /** Events of requests answered 2xx. */
+  delivered: number;
+  /** Events of requests refused for good (a 4xx other than 429, a 3xx): not retried. */
+  failed: number;
+  /** Re-sends: an event sent again after a network error, a timeout, a 5xx or a 429, once per re-send. */
+  retried: number;
+  /** Events given up: not delivered within a minute, or still waiting when pushing stopped. */
+  dropped: number;
+}
+
+/** A change of a card's state at the carrier, as {@link SimWorld.onChange} reports it. */
+export interface CardChange {
+  readonly card: SimCard;
+  /** The card's account when it changed (a card no account knows yet reports no change). */
+  readonly account: string;
+  readonly type: GatewayCheckType;
+  /** When it changed (epoch ms): the instant freshness stamps and answers carry as `changedAt`. */
+  readonly at: number;
+  /** Which change of the card it is, for `card_status`/`realname` (see {@link SimWorld.pushDelivered}); carddata has none. */
+  readonly serial: number | undefined;
+}
+
 export interface SimAccount {
   settings: AccountSettings;
   readonly groups: Map<string, GroupCounters>;
@@ -118,9 +145,12 @@ export interface SimAccount {
   /** Drift owed but not yet applied (fractions of a change), per type; and when drift last ran. */
   readonly driftCarry: Partial<Record<ChangingType, number>>;
   driftAt: number | undefined;
+  /** Set once the account was told to push its changes (`PUT /sim/accounts/:account/push`). */
+  push: PushCounters | undefined;
 }
 
 export interface SimCard {
+  readonly iccid: string;
   network: NetworkState;
   pendingNetwork: { readonly state: NetworkState; readonly at: number } | undefined;
   realname: RealnameState;
@@ -140,6 +170,8 @@ export interface SimCard {
   readonly unlearned: Partial<Record<ChangingType, number>>;
   /** Per type, when (epoch ms) its state last changed: answers carry it as `changedAt`. */
   readonly changedAt: Partial<Record<ChangingType, number>>;
+  /** Per type, the serial of its latest change: a pushed event learns only the change it carried. */
+  readonly changeSerial: Partial<Record<ChangingType, number>>;
 }
 
 export type Admission =
@@ -150,6 +182,14 @@ export class SimWorld {
   readonly accounts = new Map<string, SimAccount>();
   readonly cards = new Map<string, SimCard>();
   random: () => number;
+  /**
+   * Told of every change of a card that belongs to an account, synchronously, after the card took
+   * its new state (the server pushes it). It must not draw from `random`: a seeded run stays the
+   * same whether anyone listens or not.
+   */
+  onChange: ((change: CardChange) => void) | undefined = undefined;
+  /** Serial of the latest change (any card): unique within the process, resets included. */
+  private changeSerials = 0;
 
   constructor(private seed: number) {
     this.random = createPrng(seed);
@@ -165,7 +205,15 @@ export class SimWorld {
   account(name: string): SimAccount {
     let account = this.accounts.get(name);
     if (!account) {
-      account = { settings: structuredClone(DEFAULT_ACCOUNT), groups: new Map(), cards: [], freshness: {}, driftCarry: {}, driftAt: undefined };
+      account = {
+        settings: structuredClone(DEFAULT_ACCOUNT),
+        groups: new Map(),
+        cards: [],
+        freshness: {},
+        driftCarry: {},
+        driftAt: undefined,
+        push: undefined,
+      };
       this.accounts.set(name, account);
     }
     return account;
@@ -225,20 +273,42 @@ export class SimWorld {
     }
   }
 
-  /** The card's state of `type` changed at `at` (epoch ms): stamped until an answer carries it. */
+  /**
+   * The card's state of `type` changed at `at` (epoch ms), the card already holding its new state:
+   * stamped until an answer (or a delivered push) carries it.
+   */
   changed(card: SimCard, type: ChangingType, at: number): void {
     card.changedAt[type] = at;
+    this.changeSerials += 1;
+    card.changeSerial[type] = this.changeSerials;
     // A card no account called or registered yet: nobody can have learned its state.
     if (card.account === undefined) return;
     const counters = this.freshnessOf(card.account, type);
     counters.changes += 1;
     if (card.unlearned[type] !== undefined) counters.superseded += 1;
     card.unlearned[type] = at;
+    this.onChange?.({ card, account: card.account, type, at, serial: this.changeSerials });
   }
 
   /** An answer about `type` left at `now` (epoch ms) carrying the card's current state. */
   answered(card: SimCard, type: GatewayCheckType, now: number): void {
     if (type !== 'card_status' && type !== 'realname') return;
+    this.learn(card, type, now);
+  }
+
+  /**
+   * A pushed event that carried change `serial` of the card's `type` was answered 2xx at `now`
+   * (epoch ms): learned like an answer, unless a later change overtook it (the event then carried a
+   * state the card no longer has) or an answer learned it first.
+   */
+  pushDelivered(iccid: string, type: ChangingType, serial: number, now: number): void {
+    // Not `card()`: a delivery must neither create a card nor apply a due transition.
+    const card = this.cards.get(iccid);
+    if (card?.changeSerial[type] === serial) this.learn(card, type, now);
+  }
+
+  /** The card's unlearned change of `type`, if any, is learned at `now`. */
+  private learn(card: SimCard, type: ChangingType, now: number): void {
     const at = card.unlearned[type];
     if (at === undefined) return;
     delete card.unlearned[type];
@@ -246,6 +316,28 @@ export class SimWorld {
     const counters = this.freshnessOf(card.account, type);
     counters.learned += 1;
     if (counters.samplesMs.length < MAX_STALENESS_SAMPLES) counters.samplesMs.push(Math.max(0, now - at));
+  }
+
+  /** The account's push counters, created on first use (the account starts pushing). */
+  pushCounters(accountName: string): PushCounters {
+    const account = this.account(accountName);
+    account.push ??= { sent: 0, delivered: 0, failed: 0, retried: 0, dropped: 0 };
+    return account.push;
+  }
+
+  /**
+   * What a check of `type` answers about the card at `at` (epoch ms), without side effects: both an
+   * answer and a pushed event carry it.
+   */
+  observation(card: SimCard, type: GatewayCheckType, at: number): ObservationByType[GatewayCheckType] {
+    switch (type) {
+      case 'card_status':
+        return { network: card.network, status: card.network === 'online' ? 'active' : 'suspended' };
+      case 'carddata':
+        return { usageKb: this.usageKb(card, at), periodStart: periodStart(new Date(at)) };
+      case 'realname':
+        return { realname: card.realname };
+    }
   }
 
   private freshnessOf(accountName: string, type: ChangingType): FreshnessCounters {
@@ -289,6 +381,7 @@ export class SimWorld {
     if (!card) {
       const random = createPrng(hashSeed(this.seed, iccid));
       card = {
+        iccid,
         network: random() < 0.9 ? 'online' : 'offline',
         pendingNetwork: undefined,
         realname: random() < 0.8 ? 'verified' : 'unverified',
@@ -303,6 +396,7 @@ export class SimWorld {
         account: undefined,
         unlearned: {},
         changedAt: {},
+        changeSerial: {},
       };
       this.cards.set(iccid, card);
     }
@@ -324,9 +418,11 @@ export class SimWorld {
     if (update.network !== undefined) {
       if ((update.afterMs ?? 0) > 0) card.pendingNetwork = { state: update.network, at: now + (update.afterMs ?? 0) };
       else {
-        if (card.network !== update.network) this.changed(card, 'card_status', now);
+        const changed = card.network !== update.network;
         card.network = update.network;
         card.pendingNetwork = undefined;
+        // After the new state is set: a listener reads the card as it is after the change.
+        if (changed) this.changed(card, 'card_status', now);
       }
     }
     if (update.realname !== undefined && update.realname !== card.realname) {
@@ -334,14 +430,18 @@ export class SimWorld {
       this.changed(card, 'realname', now);
     }
     if (update.usageKb !== undefined) {
+      const changed = update.usageKb !== this.usageKb(card, now);
       card.usageBaseKb = update.usageKb;
       card.usageBaseAt = now;
+      // Usage is no freshness state (it grows by itself), but a pushing account reports a set one.
+      if (changed && card.account !== undefined) this.onChange?.({ card, account: card.account, type: 'carddata', at: now, serial: undefined });
     }
     return this.card(iccid);
   }
 
-  usageKb(card: SimCard): number {
-    return Math.floor(card.usageBaseKb + (card.usageKbPerSec * (Date.now() - card.usageBaseAt)) / ONE_SECOND_MS);
+  /** The card's usage at `at` (epoch ms). */
+  usageKb(card: SimCard, at: number = Date.now()): number {
+    return Math.floor(card.usageBaseKb + (card.usageKbPerSec * (at - card.usageBaseAt)) / ONE_SECOND_MS);
   }
 
   stats(includeCards: boolean): SimStats {
@@ -364,7 +464,11 @@ export class SimWorld {
         const counters = account.freshness[type];
         if (counters) freshness[type] = freshnessStats(counters);
       }
-      accounts[name] = { groups, ...(Object.keys(freshness).length > 0 ? { freshness } : {}) };
+      accounts[name] = {
+        groups,
+        ...(Object.keys(freshness).length > 0 ? { freshness } : {}),
+        ...(account.push === undefined ? {} : { push: { ...account.push } }),
+      };
     }
     const stats: SimStats = { accounts };
     if (includeCards) {
@@ -427,7 +531,7 @@ function freshnessStats(counters: FreshnessCounters): FreshnessStats {
 }
 
 export interface SimStats {
-  accounts: Record<string, { groups: Record<string, GroupStats>; freshness?: Partial<Record<ChangingType, FreshnessStats>> }>;
+  accounts: Record<string, { groups: Record<string, GroupStats>; freshness?: Partial<Record<ChangingType, FreshnessStats>>; push?: Readonly<PushCounters> }>;
   /**
    * `calls`: every call of the card that arrived (rejected ones too); `answered`: those answered with
    * an observation; `inflight`: the card's calls not answered yet; `lastCallAt`: epoch ms of its
@@ -436,4 +540,9 @@ export interface SimStats {
   cards?: Record<string, { calls: number; answered: number; maxConcurrent: number; inflight: number; lastCallAt?: number }>;
   /** Memory of the process serving the simulator (src/runtime/liveHeap.ts): added by the server. */
   process?: ProcessMemory;
+}
+
+/** First day of the billing period `now` falls in (UTC), as a carddata answer gives it. */
+function periodStart(now: Date): string {
+  return `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}-01`;
 }

@@ -1,7 +1,8 @@
 /**
  * Carrier gateway simulator: the gateway contract (docs/gateway-contract.md) for any number of
  * accounts, with carrier-side QPS enforcement, latency, fault injection and changing card state,
- * plus the `/sim/*` control and measuring endpoints.
+ * plus the `/sim/*` control and measuring endpoints, and pushed events of card changes
+ * (src/simulator/push.ts).
  *
  * It is the measuring instrument of the benchmarks, so it is plain node:http with no framework and
  * O(1) work per call.
@@ -9,9 +10,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomInt } from 'node:crypto';
+import type { ZodError } from 'zod';
 import { isGatewayCheckType, type GatewayCheckType } from '../workflow-safe/checkTypes.js';
 import { checkRequestSchema, type ErrorResponse, type GatewayErrorClass } from '../gateway/contract.js';
-import { accountCardsSchema, accountUpdateSchema, cardStateUpdateSchema, SimWorld, type SimCard } from './model.js';
+import { accountCardsSchema, accountUpdateSchema, cardStateUpdateSchema, SimWorld, type CardChange, type SimCard } from './model.js';
+import { Pusher, pushSettings, pushSettingsSchema, type PushedChange } from './push.js';
 import { logNormal } from './random.js';
 import { processMemory, watchLiveHeap } from '../runtime/liveHeap.js';
 
@@ -58,6 +61,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   let sequence = 0;
   // Unique per simulator start, so collection ids never repeat across restarts (ingest dedups by them).
   let runTag = Date.now().toString(36);
+  /** Accounts pushing their changes, by account. */
+  const pushers = new Map<string, Pusher>();
+  // Never reset (not by /sim/reset either): event ids stay unique within the run whatever the clock.
+  let eventSequence = 0;
 
   const later = (ms: number, fn: () => void): void => {
     const timer = setTimeout(() => {
@@ -142,20 +149,57 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const observe = (type: GatewayCheckType, card: SimCard, flipRate: number, answeredAt: number): object => {
     // The answer carries the card's state as it is now: any change stamped before is learned.
     world.answered(card, type, answeredAt);
-    switch (type) {
-      case 'card_status':
-        return { network: card.network, status: card.network === 'online' ? 'active' : 'suspended' };
-      case 'carddata':
-        return { usageKb: world.usageKb(card), periodStart: periodStart(new Date()) };
-      case 'realname': {
-        const answer = { realname: card.realname };
-        if (world.random() < flipRate) {
-          card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
-          world.changed(card, 'realname', answeredAt);
-        }
-        return answer;
-      }
+    const answer = world.observation(card, type, answeredAt);
+    // The flip comes after the answer (it shows the state before) and is a change like any other.
+    if (type === 'realname' && world.random() < flipRate) {
+      card.realname = card.realname === 'verified' ? 'unverified' : 'verified';
+      world.changed(card, 'realname', answeredAt);
     }
+    return answer;
+  };
+
+  /** A change of a pushing account's card becomes an event: the answer a check would give at the change's instant. */
+  world.onChange = (change: CardChange): void => {
+    const pusher = pushers.get(change.account);
+    if (!pusher?.wants(change.type)) return;
+    eventSequence += 1;
+    const instant = new Date(change.at).toISOString();
+    pusher.push({
+      event: {
+        id: `sim-evt-${runTag}-${eventSequence}`,
+        type: change.type,
+        iccid: change.card.iccid,
+        observedAt: instant,
+        changedAt: instant,
+        observation: world.observation(change.card, change.type, change.at),
+      },
+      serial: change.serial,
+    });
+  };
+
+  /** A 2xx to a push learns the changes it carried, as an answer would. */
+  const pushDelivered = (changes: readonly PushedChange[], at: number): void => {
+    for (const { event, serial } of changes) {
+      if (serial !== undefined && (event.type === 'card_status' || event.type === 'realname')) world.pushDelivered(event.iccid, event.type, serial, at);
+    }
+  };
+
+  const stopPushing = (account: string): void => {
+    pushers.get(account)?.stop();
+    pushers.delete(account);
+  };
+
+  /**
+   * A delayed stop/resume is applied lazily when the card is next touched; a pushing account's
+   * card gets it applied when due instead, so the event leaves at the change.
+   */
+  const applyWhenDue = (card: SimCard): void => {
+    const pending = card.pendingNetwork;
+    // Reset since (another card under that ICCID now), or no transition left.
+    if (world.cards.get(card.iccid) !== card || pending === undefined) return;
+    const wait = pending.at - Date.now();
+    if (wait > 0) later(wait, () => applyWhenDue(card));
+    else world.card(card.iccid);
   };
 
   const route = (req: http.IncomingMessage, res: http.ServerResponse, body: unknown): void => {
@@ -175,20 +219,36 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       sendJson(res, 200, { ...world.stats(url.searchParams.get('cards') !== '0'), process: processMemory() });
     } else if (req.method === 'PUT' && second === 'accounts' && third !== undefined && parts.length === 3) {
       const update = accountUpdateSchema.safeParse(body);
-      if (!update.success) throw new HttpError(400, 'permanent', 'bad_request', update.error.issues[0]?.message ?? 'invalid account');
+      if (!update.success) throw badRequest(update.error);
       sendJson(res, 200, world.updateAccount(third, update.data));
     } else if (req.method === 'POST' && second === 'accounts' && third !== undefined && fourth === 'cards' && parts.length === 4) {
       const cards = accountCardsSchema.safeParse(body);
-      if (!cards.success) throw new HttpError(400, 'permanent', 'bad_request', cards.error.issues[0]?.message ?? 'invalid card list');
+      if (!cards.success) throw badRequest(cards.error);
       for (const iccid of cards.data.iccids) world.attach(iccid, third);
       sendJson(res, 200, { cards: world.account(third).cards.length });
+    } else if (req.method === 'PUT' && second === 'accounts' && third !== undefined && fourth === 'push' && parts.length === 4) {
+      const parsed = pushSettingsSchema.safeParse(body);
+      if (!parsed.success) throw badRequest(parsed.error);
+      // New settings replace the old pusher whole (its waiting events are dropped, counted).
+      stopPushing(third);
+      const settings = pushSettings(parsed.data);
+      pushers.set(third, new Pusher(third, settings, world.pushCounters(third), pushDelivered));
+      // The secret is not echoed back.
+      sendJson(res, 200, { pushing: true, url: settings.url, types: settings.types, batchMs: settings.batchMs, format: settings.format });
+    } else if (req.method === 'DELETE' && second === 'accounts' && third !== undefined && fourth === 'push' && parts.length === 4) {
+      stopPushing(third);
+      sendJson(res, 200, { pushing: false });
     } else if (req.method === 'POST' && second === 'cards' && third !== undefined && fourth === 'state' && parts.length === 4) {
       const update = cardStateUpdateSchema.safeParse(body);
-      if (!update.success) throw new HttpError(400, 'permanent', 'bad_request', update.error.issues[0]?.message ?? 'invalid card state');
+      if (!update.success) throw badRequest(update.error);
       const card = world.updateCard(third, update.data);
+      if (card.pendingNetwork !== undefined && card.account !== undefined && pushers.has(card.account)) applyWhenDue(card);
       sendJson(res, 200, { network: card.network, pendingNetwork: card.pendingNetwork ?? null, realname: card.realname, usageKb: world.usageKb(card) });
     } else if (req.method === 'POST' && second === 'reset' && parts.length === 2) {
       const seed = typeof body === 'object' && body !== null && 'seed' in body && typeof body.seed === 'number' ? body.seed : undefined;
+      // The accounts (and their push counters) go: their pushers stop reporting at once.
+      for (const pusher of pushers.values()) pusher.abort();
+      pushers.clear();
       world.reset(seed);
       sequence = 0;
       runTag = Date.now().toString(36);
@@ -243,6 +303,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(drift);
+        for (const pusher of pushers.values()) pusher.abort();
+        pushers.clear();
         for (const timer of timers) clearTimeout(timer);
         timers.clear();
         server.close(() => resolve());
@@ -270,6 +332,10 @@ function sendMalformed(res: http.ServerResponse, pick: number): void {
   res.end(body);
 }
 
-function periodStart(now: Date): string {
-  return `${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, '0')}-01`;
+/** A control body zod refused: 400 naming the first bad field (`types.1: Invalid option…`), so the caller sees what to fix. */
+function badRequest(error: ZodError): HttpError {
+  const issue = error.issues[0];
+  if (issue === undefined) return new HttpError(400, 'permanent', 'bad_request', 'invalid body');
+  const field = issue.path.map(String).join('.');
+  return new HttpError(400, 'permanent', 'bad_request', field === '' ? issue.message : `${field}: ${issue.message}`);
 }
