@@ -28,6 +28,7 @@ import { cluster } from './scenarios/cluster.js';
 import { accounts } from './scenarios/accounts.js';
 import { burst } from './scenarios/burst.js';
 import { sweep } from './scenarios/sweep.js';
+import { freshness } from './scenarios/freshness.js';
 
 const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   ceiling,
@@ -38,6 +39,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, Scenario> = {
   overload,
   burst,
   sweep,
+  freshness,
   direct,
   scale,
   ingest,

@@ -21,14 +21,16 @@ export const SCENARIOS = [
   'ingest',
   'footprint',
   'accounts',
+  'freshness',
   'cluster',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 /**
  * Run only when named: they need more than the shared services (cluster: the Temporal cluster's
- * binaries, minutes to build), or take long (accounts: ~5 minutes per fleet size and variant).
+ * binaries, minutes to build), or take long (accounts: ~5 minutes per fleet size and variant;
+ * freshness: 10 minutes per strategy).
  */
-const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['accounts', 'cluster']);
+const OPT_IN: ReadonlySet<ScenarioName> = new Set<ScenarioName>(['accounts', 'freshness', 'cluster']);
 
 export const START_MODES = ['child', 'client'] as const;
 export type StartMode = (typeof START_MODES)[number];
@@ -102,6 +104,9 @@ Scenarios (default: all but cluster, in this order; ceiling always runs before t
               scheduler loop: the priority retry sweeps requeue the failing items round after round; the longest gap
               between the account's claim rounds, items swept, workflow task timeouts
   direct      the throughput workload through a direct loop over the same Lua scripts (no Temporal)
+  freshness   (only when named) 20 000 cards on 5 QPS, 1 % changing card_status per hour, per strategy (polling
+              alone; pushed events): changes found in the window, staleness p50/p99 (the simulator's ground truth),
+              calls/s and budget share; then 2 000 pushed events/s for 60 s: accepted, refused, lost, duplicated
   scale       N cards in Redis: memory per card, claim round p99, import time
   ingest      sync vs async ingest on the same load: rows/s, SQL statements per execution; the backlog,
               backpressure and alert during a PostgreSQL pause (BENCH_INGEST_PAUSE_SEC, default 60)

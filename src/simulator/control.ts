@@ -23,6 +23,11 @@ export interface SimulatorControl {
   updateAccount(account: string, update: AccountUpdate): Promise<AccountSettings>;
   /** `POST /sim/accounts/<account>/cards`: the account's cards before their first call; answers how many it has. */
   registerCards(account: string, iccids: readonly string[]): Promise<number>;
+  /** `PUT /sim/accounts/<account>/push`: the account's changes pushed to `url`, signed with `secret`. */
+  push(
+    account: string,
+    settings: { readonly url: string; readonly secret: string; readonly types?: readonly string[]; readonly batchMs?: number },
+  ): Promise<void>;
   /** `POST /sim/cards/<iccid>/state`. */
   updateCard(iccid: string, update: CardStateUpdate): Promise<SimCardState>;
   /** `POST /sim/reset`: clears accounts, cards and counters. */
@@ -43,6 +48,7 @@ export function simulatorControl(url: string): SimulatorControl {
     stats: (options = {}) => call<SimStats>('GET', options.cards === false ? '/sim/stats?cards=0' : '/sim/stats'),
     updateAccount: (account, update) => call<AccountSettings>('PUT', `/sim/accounts/${encodeURIComponent(account)}`, update),
     registerCards: async (account, iccids) => (await call<{ cards: number }>('POST', `/sim/accounts/${encodeURIComponent(account)}/cards`, { iccids })).cards,
+    push: async (account, settings) => void (await call<unknown>('PUT', `/sim/accounts/${encodeURIComponent(account)}/push`, settings)),
     updateCard: (iccid, update) => call<SimCardState>('POST', `/sim/cards/${encodeURIComponent(iccid)}/state`, update),
     reset: async (seed) => void (await call<unknown>('POST', '/sim/reset', seed === undefined ? {} : { seed })),
   };
