@@ -1,6 +1,6 @@
 /**
  * The line `npm start` prints every few seconds: per account checks/s, budget use, lateness p99,
- * in-flight against its adaptive limit, what limits the account now, open alerts.
+ * staleness p99 (where the carrier dates its changes), in-flight against its adaptive limit, what limits the account now, open alerts.
  */
 import type { Pool } from '../src/db/pool.js';
 import { listCarriers } from '../src/db/carriers.js';
@@ -23,6 +23,7 @@ interface Row {
   carrier_id: string;
   executions: string;
   p99: number | null;
+  stale_p99: number | null;
   alerts: string;
 }
 
@@ -75,6 +76,8 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
               (SELECT count(*) FROM card_execution e WHERE e.carrier_id = c.id AND e.finished_at > now() - make_interval(secs => $1))::text AS executions,
               (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY (e.details->>'latenessMs')::double precision)
                  FROM card_execution e WHERE e.carrier_id = c.id AND e.started_at > now() - interval '1 minute') AS p99,
+              (SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM k.learned_at - k.changed_at) * 1000)
+                 FROM card_change k WHERE k.carrier_id = c.id AND k.learned_at > now() - interval '1 hour') AS stale_p99,
               (SELECT count(*) FROM polling_failure_alert a WHERE a.carrier_id = c.id AND a.status = 'open')::text AS alerts
          FROM carrier_account c ORDER BY c.id`,
       [everyMs / 1000],
@@ -113,7 +116,9 @@ export function startLiveLine(deps: LiveLineDeps): { stop(): Promise<void> } {
       const use = stats ? ` budget ${((100 * callRate) / budget).toFixed(0)}% (${callRate.toFixed(1)}/${budget} qps)` : '';
       parts.push(
         `${carrier.name}: ${(Number(row?.executions ?? 0) / (everyMs / 1000)).toFixed(1)} checks/s${use} late p99 ` +
-          `${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`} inflight ` +
+          `${row?.p99 == null ? '-' : `${Math.round(row.p99)}ms`}` +
+          // Staleness only where the carrier dated changes in the last hour (a change until known here).
+          `${row?.stale_p99 == null ? '' : ` stale p99 ${Math.round(row.stale_p99)}ms`} inflight ` +
           `${depth.running}/${scheduler?.orchestration.inflightLimit ?? '?'} ${limitOf(scheduler)} alerts ` +
           `${row?.alerts ?? 0}`,
       );

@@ -97,6 +97,7 @@ test('dashboard in Chromium: accounts live, card detail, request-check, mode swi
       assert.equal(await rowField(page, carrier.id, 'lanes'), `0 / ${cards.length}`);
       assert.equal(await rowField(page, carrier.id, 'callsPerSec'), '0');
       assert.equal(await rowField(page, carrier.id, 'scheduler'), 'scheduler not running');
+      assert.equal(await rowField(page, carrier.id, 'staleness'), '–', 'no change dated yet');
     }
     assert.equal(await page.locator('article.account').count(), accounts.length);
     assert.equal(await page.locator(`article.account[data-carrier-id="${accounts[2]!.carrier.id}"] tr[data-group]`).count(), 2, 'a budget row per group');

@@ -7,6 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCarrier } from '../../src/db/carriers.js';
+import { insertCards } from '../../src/db/cards.js';
+import { normaliseCard } from '../../src/domain/cardInput.js';
+import type { Pool } from '../../src/db/pool.js';
 import { CarrierQueueStore } from '../../src/redis/carrierQueueStore.js';
 import { LIVE_ACCOUNTS, startLiveLine } from '../../demo/liveLine.js';
 import type { SchedulerStatus } from '../../src/workflow-safe/loopStatus.js';
@@ -109,11 +112,15 @@ async function firstLines(
   names: readonly string[],
   count: number,
   extra: Pick<Parameters<typeof startLiveLine>[0], 'simulator' | 'scheduler'>,
+  /** Runs once the accounts exist, before the line starts (rows the line reads). */
+  before?: (pool: Pool, carrierIds: readonly string[]) => Promise<void>,
 ): Promise<string[]> {
   const db = await createTestDb(label);
   const redis = await createTestRedis(label);
   try {
-    for (const name of names) await createCarrier(db.pool, { name, gatewayAccount: `${name}-gw`, groups: [{ name: 'main', qps: 5 }] });
+    const ids: string[] = [];
+    for (const name of names) ids.push((await createCarrier(db.pool, { name, gatewayAccount: `${name}-gw`, groups: [{ name: 'main', qps: 5 }] })).id);
+    await before?.(db.pool, ids);
     const lines: string[] = [];
     const live = startLiveLine({
       pool: db.pool,
@@ -170,4 +177,27 @@ test('live line: a gateway account the simulator was never told the groups of ha
   const lines = await firstLines('live-line-budget-default', ['budget2'], 2, { simulator, scheduler: async () => undefined });
   assert.match(lines[1]!, /budget \d+% \((\d+\.\d)\/5 qps\)/);
   assert.ok(!lines[1]!.includes('budget 0%'), lines[1]);
+});
+
+test('live line: staleness p99 of the changes learned in the last hour, only for an account whose carrier dated them', async () => {
+  const lines = await firstLines(
+    'live-line-stale',
+    ['stale1', 'stale2'],
+    1,
+    { simulator: undefined, scheduler: async () => undefined },
+    async (pool, [dated]) => {
+      const [card] = await insertCards(pool, [normaliseCard({ iccid: '89860000000000000071', carrierId: dated! })]);
+      // Two changes known 1 s and 3 s after they happened: p99 interpolates to 2 980 ms.
+      await pool.query(
+        `INSERT INTO card_change (card_id, carrier_id, check_type, changed_at, learned_at)
+       VALUES ($1, $2, 'card_status', now() - interval '11 s', now() - interval '10 s'), ($1, $2, 'card_status', now() - interval '23 s', now() - interval '20 s')`,
+        [card!.id, dated],
+      );
+    },
+  );
+  const parts = lines[0]!.split(' | ');
+  const stale1 = parts.find((part) => part.includes('stale1:'));
+  const stale2 = parts.find((part) => part.includes('stale2:'));
+  assert.match(stale1 ?? '', /stale p99 2980ms/, lines[0]);
+  assert.ok(stale2 !== undefined && !stale2.includes('stale p99'), `no staleness without dated changes: ${lines[0]}`);
 });

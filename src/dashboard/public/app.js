@@ -19,7 +19,8 @@ const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'
  * @typedef {{ carrierId: string, mode: string, paused: boolean, inflight: number, lanes: { priority: number, normal: number },
  *   dueNow: number, groups: GroupStatus[], latenessMs: { p50: number, p99: number }, expiredLeases: number,
  *   capacity: { requiredQps: Record<string, number>, budgetQps: Record<string, number>, requiredExecutionsPerSec: number, stretchFactor: number },
- *   limitedBy: string, orchestration?: Orchestration, schedulerRunning: boolean }} Status
+ *   limitedBy: string, orchestration?: Orchestration, schedulerRunning: boolean,
+ *   staleness?: Record<string, { changes: number, p50Ms: number, p99Ms: number, maxMs: number }> }} Status
  * @typedef {{ name: string, used: number, effective: number, configured: number }} GroupSample
  * @typedef {{ t: number, callsPerSec: number, groups: GroupSample[], latenessP50: number, latenessP99: number,
  *   inflight: number, priority: number, normal: number, dueNow: number, stretchFactor: number }} Sample
@@ -183,6 +184,18 @@ function groupTable(status) {
 }
 
 /**
+ * Staleness per type over the last hour (`card_status 2 s / 41 s`), or a dash when the carrier
+ * dated no change in it.
+ * @param {Status} status
+ * @returns {string}
+ */
+function stalenessText(status) {
+  const types = Object.entries(status.staleness ?? {}).filter(([, figures]) => figures.changes > 0);
+  if (types.length === 0) return '–';
+  return types.map(([type, figures]) => `${type} ${duration(figures.p50Ms)} / ${duration(figures.p99Ms)}`).join(', ');
+}
+
+/**
  * @param {string} label
  * @param {string} field
  * @param {string} value
@@ -232,6 +245,7 @@ function accountRow(view) {
     { class: 'stats' },
     stat('calls/s', 'callsPerSec', num(callsPerSec), 'gateway calls granted in the last second, all groups'),
     stat('lateness p50 / p99', 'lateness', `${duration(status.latenessMs.p50)} / ${duration(status.latenessMs.p99)}`, 'start minus due time, last minute'),
+    stat('staleness p50 / p99', 'staleness', stalenessText(status), 'a change at the carrier until known here, per type, changes learned in the last hour'),
     stat('lanes priority / normal', 'lanes', `${status.lanes.priority} / ${status.lanes.normal}`),
     stat('due now', 'dueNow', String(status.dueNow)),
     stat('in-flight / limit', 'inflight', `${status.inflight} / ${carrier.inflightLimit}${engineLimit}`),
