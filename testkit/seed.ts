@@ -69,3 +69,21 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/**
+ * Waits until every card of the account has a status observation: from then on a state the carrier
+ * dates is a change, not a first sight (docs/design.md, 'Freshness').
+ */
+export async function waitForEveryCardObserved(stack: Stack, account: SeedAccount, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    'every card observed',
+    async () => {
+      const { rows } = await stack.db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1 AND network_observed_at IS NOT NULL',
+        [account.carrier.id],
+      );
+      return rows[0]?.n === account.cards.length;
+    },
+    timeoutMs,
+  );
+}

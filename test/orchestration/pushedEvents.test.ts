@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
-import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { seedAccount, waitFor, waitForEveryCardObserved } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { buildApiServer } from '../../src/api/server.js';
 import { stalenessByType } from '../../src/db/cardChanges.js';
@@ -51,17 +51,7 @@ test('pushed events: every change the simulator pushes is learned once from its 
       { reconcileEveryMs: 2000 },
     );
     // Every card checked once first (a new card is due within a tenth of its interval); the next check is 2 minutes away.
-    await waitFor(
-      'every card observed',
-      async () => {
-        const { rows } = await stack.db.pool.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1 AND network_observed_at IS NOT NULL',
-          [account.carrier.id],
-        );
-        return rows[0]?.n === CARDS;
-      },
-      60_000,
-    );
+    await waitForEveryCardObserved(stack, account);
     const callsBefore = (await stack.simulator.stats({ cards: false })).accounts[gateway]?.groups.main?.calls ?? 0;
 
     const address = await app.listen({ host: '127.0.0.1', port: 0 });

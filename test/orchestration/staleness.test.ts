@@ -10,7 +10,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStack } from '../../testkit/orchestration.js';
-import { seedAccount, waitFor } from '../../testkit/seed.js';
+import { seedAccount, waitFor, waitForEveryCardObserved } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
 import { buildApiServer } from '../../src/api/server.js';
 import { stalenessByType } from '../../src/db/cardChanges.js';
@@ -38,17 +38,7 @@ test('staleness: every change the simulator dated is learned once by the product
       { reconcileEveryMs: 2000 },
     );
     // Every card seen once first: from then on a dated state is a change, not a first sight.
-    await waitFor(
-      'every card observed',
-      async () => {
-        const { rows } = await stack.db.pool.query<{ n: number }>(
-          'SELECT count(*)::int AS n FROM iot_card WHERE carrier_id = $1 AND network_observed_at IS NOT NULL',
-          [account.carrier.id],
-        );
-        return rows[0]?.n === CARDS;
-      },
-      60_000,
-    );
+    await waitForEveryCardObserved(stack, account);
     await stack.simulator.updateAccount(gateway, { changeRatePerHour: { card_status: CHANGES_PER_HOUR } });
     await new Promise((resolve) => setTimeout(resolve, DRIFT_MS));
     await stack.simulator.updateAccount(gateway, { changeRatePerHour: {} });

@@ -17,6 +17,7 @@ import {
   EventInputError,
   MAX_EVENTS_PER_REQUEST,
   SIGNATURE_HEADER,
+  SIGNATURE_WINDOW_S,
   parseEvents,
   verifySignature,
 } from '../../gateway/events.js';
@@ -116,7 +117,10 @@ export function registerEventRoutes(app: ApiApp, ctx: ApiContext): void {
         const signature = verifySignature(header(request, SIGNATURE_HEADER), account.secret, raw, Date.now());
         if (signature !== 'ok') {
           count('unauthorized');
-          const why = signature === 'outside_window' ? 'its time t is more than 300 s from ours (a replayed request, or a clock off)' : `it is ${signature}`;
+          const why =
+            signature === 'outside_window'
+              ? `its time t is more than ${SIGNATURE_WINDOW_S} s from ours (a replayed request, or a clock off)`
+              : `it is ${signature}`;
           return refuse(
             reply.header('www-authenticate', 'HMAC-SHA256'),
             401,
