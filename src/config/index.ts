@@ -205,6 +205,12 @@ const schema = z.object({
    * partitions are dropped and older execution rows deleted by the hourly storage maintenance.
    */
   RETENTION_MONTHS: z.coerce.number().int().min(1).max(120).default(3),
+  /**
+   * Days applied pushed events are kept (their observations stay for RETENTION_MONTHS): the rows
+   * only answer a replayed event id as a duplicate, and 2 000 events/s kept for months would be
+   * billions of rows.
+   */
+  EVENTS_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
   /** Time in-flight activities get to finish when a worker shuts down. */
   WORKER_SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   /** Where a worker process serves `/metrics`, `/livez` and `/readyz`; port 0 picks a free one (printed at start). */

@@ -19,6 +19,8 @@ export interface RetentionPolicy {
   readonly monthsAhead: number;
   /** Execution rows deleted per statement (short transactions, short locks). */
   readonly deleteBatch?: number;
+  /** Days applied pushed events are kept (default: as long as the rest). */
+  readonly eventDays?: number;
 }
 
 export interface MaintenanceResult {
@@ -47,10 +49,8 @@ const RETAINED = {
   carrier_alert: "status = 'resolved' AND resolved_at < $1",
   ingest_dead_letter: 'failed_at < $1',
   card_change: 'learned_at < $1',
-  // A pending event stays until applied, however old.
-  carrier_event: "status <> 'pending' AND received_at < $1",
 } as const;
-export type RetainedTable = keyof typeof RETAINED;
+export type RetainedTable = keyof typeof RETAINED | 'carrier_event';
 
 /** Deletes `table`'s rows matching `where` in batches (short transactions, short locks); returns how many. */
 async function deleteInBatches(pool: Pool, table: string, where: string, cutoff: Date, batch: number): Promise<number> {
@@ -127,8 +127,11 @@ export async function maintainStorage(pool: Pool, policy: RetentionPolicy, now: 
   const batch = policy.deleteBatch ?? DEFAULT_DELETE_BATCH;
   const executions = await deleteInBatches(pool, 'card_execution', 'started_at < $1', cutoff, batch);
   const rowsDeleted = {} as Record<RetainedTable, number>;
-  for (const [table, where] of Object.entries(RETAINED) as [RetainedTable, string][])
+  for (const [table, where] of Object.entries(RETAINED) as [Exclude<RetainedTable, 'carrier_event'>, string][])
     rowsDeleted[table] = await deleteInBatches(pool, table, where, cutoff, batch);
+  // Applied events on their own, shorter clock; a pending event stays until applied, however old.
+  const eventCutoff = policy.eventDays === undefined ? cutoff : new Date(now.getTime() - policy.eventDays * 86_400_000);
+  rowsDeleted.carrier_event = await deleteInBatches(pool, 'carrier_event', "status <> 'pending' AND received_at < $1", eventCutoff, batch);
   return {
     partitionsCreated: created,
     rowsMovedFromDefault: moved,

@@ -220,7 +220,7 @@ async function createWorker(setup: WorkerSetup): Promise<Worker | Worker[]> {
         ...(setup.services.redisGuard ? { redisGuard: setup.services.redisGuard } : {}),
         metrics: deps.metrics,
         cardCapacity: deploymentCardCapacity(config),
-        retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS },
+        retention: { ...DEFAULT_RETENTION, keepMonths: config.RETENTION_MONTHS, eventDays: config.EVENTS_RETENTION_DAYS },
         ingestPressure: createIngestPressure(new IngestStream(deps.redis, config.REDIS_KEY_PREFIX), ingestSettings(config).thresholds),
         // In child start mode too: a scheduler run about to continue as new has its last rounds' runs started here.
         cardStartMode: config.CARD_START_MODE,

@@ -115,6 +115,12 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
       [carrier.id, `applied-${when}`, when],
     );
   }
+  // Applied events have a clock of their own (eventDays): five days old stays, 36 days old goes.
+  await db.pool.query(
+    `INSERT INTO carrier_event (carrier_id, event_id, check_type, iccid, observed_at, observation, received_at, status)
+     VALUES ($1, 'applied-5-days', 'card_status', 'x', $2, '{}', $2, 'applied')`,
+    [carrier.id, '2030-06-10T12:00:00Z'],
+  );
   // A pending event stays however old: it is applied first.
   await db.pool.query(
     `INSERT INTO carrier_event (carrier_id, event_id, check_type, iccid, observed_at, observation, received_at) VALUES ($1, 'pending-old', 'card_status', 'x', $2, '{}', $2)`,
@@ -131,7 +137,7 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
     [card!.id, carrier.id, old],
   );
 
-  const result = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1 }, at('2030-06-15T12:00:00Z'));
+  const result = await maintainStorage(db.pool, { keepMonths: 3, monthsAhead: 2, deleteBatch: 1, eventDays: 30 }, at('2030-06-15T12:00:00Z'));
   assert.deepEqual(result.rowsDeleted, {
     audit_log: 1,
     polling_priority_item: 1,
@@ -139,7 +145,7 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
     carrier_alert: 1,
     ingest_dead_letter: 1,
     card_change: 1,
-    carrier_event: 1,
+    carrier_event: 2,
   });
   const left = async (sql: string): Promise<string[]> => (await db.pool.query<{ v: string }>(sql)).rows.map((row) => row.v);
   assert.deepEqual(await left('SELECT status AS v FROM polling_priority_item ORDER BY id'), ['completed', 'pending']);
@@ -148,5 +154,5 @@ test('storage maintenance: the audit trail, finished priority items, closed aler
   assert.deepEqual(await left('SELECT record_id AS v FROM ingest_dead_letter'), [`dead-${recent}`]);
   assert.deepEqual(await left('SELECT status AS v FROM carrier_alert'), ['resolved']);
   assert.deepEqual(await left("SELECT to_char(learned_at AT TIME ZONE 'UTC', 'YYYY') AS v FROM card_change"), ['2030']);
-  assert.deepEqual(await left('SELECT event_id AS v FROM carrier_event ORDER BY id'), [`applied-${recent}`, 'pending-old']);
+  assert.deepEqual(await left('SELECT event_id AS v FROM carrier_event ORDER BY id'), ['applied-5-days', 'pending-old']);
 });
