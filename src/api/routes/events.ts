@@ -15,6 +15,7 @@ import {
   CLOUDEVENTS,
   CLOUDEVENTS_BATCH,
   EventInputError,
+  type CarrierEvent,
   MAX_EVENTS_PER_REQUEST,
   SIGNATURE_HEADER,
   SIGNATURE_WINDOW_S,
@@ -127,7 +128,7 @@ export function registerEventRoutes(app: ApiApp, ctx: ApiContext): void {
             errorBody('unauthorized', `${SIGNATURE_HEADER} refused: ${why}`, SIGNATURE_HEADER),
           );
         }
-        let events;
+        let events: CarrierEvent[];
         try {
           events = parseEvents(header(request, 'content-type') ?? '', raw);
         } catch (error) {
