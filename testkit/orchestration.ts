@@ -21,6 +21,8 @@ import { wakeSchedulers, type OrchestrationRef } from '../src/app/temporalContro
 import { pollingControlWorkflowId } from '../src/workflow-safe/workflowIds.js';
 import type { ControlStatus } from '../src/workflow-safe/loopStatus.js';
 import { controlStatusQuery } from '../src/workflows/messages.js';
+import { buildApiServer } from '../src/api/server.js';
+import type { FastifyInstance } from 'fastify';
 
 export interface Stack {
   readonly config: Config;
@@ -159,4 +161,17 @@ export function stackCardActivities(stack: Stack): CardActivities {
 /** pollingControl's status (its query); the product reads only the schedulers' (src/app/temporalControl.ts). */
 export async function controlStatus(ref: OrchestrationRef): Promise<ControlStatus> {
   return ref.client.workflow.getHandle(pollingControlWorkflowId(ref.workflowIdPrefix)).query(controlStatusQuery);
+}
+
+/** The API over the stack's own stores and orchestration (not listening: `inject`, or `listen` for real HTTP). */
+export function stackApi(stack: Stack): Promise<FastifyInstance> {
+  return buildApiServer(
+    {
+      config: stack.config,
+      deps: stack.deps,
+      services: stack.services,
+      orchestration: { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
+    },
+    { logLevel: 'silent' },
+  );
 }

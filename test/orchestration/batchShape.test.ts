@@ -9,10 +9,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { createStack } from '../../testkit/orchestration.js';
+import { createStack, stackApi } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { buildApiServer } from '../../src/api/server.js';
 import { CARD_IDS_ATTRIBUTE, CLAIMED_BY_ATTRIBUTE } from '../../src/workflow-safe/searchAttributes.js';
 import { cardWorkflowId, schedulerWorkflowId } from '../../src/workflow-safe/workflowIds.js';
 import { cardBatch } from '../../src/workflows/cardBatch.js';
@@ -148,15 +147,7 @@ for (const { name, label, account: accountName, loop, mode } of VARIANTS) {
       assert.ok(listed.includes(`${tracedRow.workflow_id}/${tracedRow.run_id}`), JSON.stringify(listed));
 
       // The card detail: the execution's run is the batch run, linked; the card's Web UI list is the CardIds query.
-      const app = await buildApiServer(
-        {
-          config: stack.config,
-          deps: stack.deps,
-          services: stack.services,
-          orchestration: { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
-        },
-        { logLevel: 'silent' },
-      );
+      const app = await stackApi(stack);
       try {
         const headers = { authorization: `Bearer ${stack.config.API_TOKEN}` };
         const detail = (await app.inject({ method: 'GET', url: `/v1/cards/${traced}`, headers })).json<DetailAnswer>();

@@ -9,10 +9,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../../testkit/orchestration.js';
+import { createStack, stackApi } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, waitForEveryCardObserved } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { buildApiServer } from '../../src/api/server.js';
 import { stalenessByType } from '../../src/db/cardChanges.js';
 import { updateCarrier } from '../../src/db/carriers.js';
 import { accountKeys } from '../../src/redis/keys.js';
@@ -26,15 +25,7 @@ const SECRET = 'pushed-events-test-secret';
 
 test('pushed events: every change the simulator pushes is learned once from its event, and moves the card’s next check out', async (t) => {
   const stack = await createStack('orch-pushed-events');
-  const app = await buildApiServer(
-    {
-      config: stack.config,
-      deps: stack.deps,
-      services: stack.services,
-      orchestration: { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
-    },
-    { logLevel: 'silent' },
-  );
+  const app = await stackApi(stack);
   try {
     const account = await seedAccount(stack, {
       name: 'push1',

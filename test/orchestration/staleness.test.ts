@@ -9,10 +9,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createStack } from '../../testkit/orchestration.js';
+import { createStack, stackApi } from '../../testkit/orchestration.js';
 import { seedAccount, waitFor, waitForEveryCardObserved } from '../../testkit/seed.js';
 import { ensurePollingControl } from '../../src/app/temporalControl.js';
-import { buildApiServer } from '../../src/api/server.js';
 import { stalenessByType } from '../../src/db/cardChanges.js';
 
 const CARDS = 20;
@@ -67,15 +66,7 @@ test('staleness: every change the simulator dated is learned once by the product
     )?.value;
     assert.equal(observed, truth.sim.learned, 'cardpoller_staleness_seconds observed once per change');
 
-    const app = await buildApiServer(
-      {
-        config: stack.config,
-        deps: stack.deps,
-        services: stack.services,
-        orchestration: { client: stack.client, taskQueues: stack.taskQueues, workflowIdPrefix: stack.config.WORKFLOW_ID_PREFIX },
-      },
-      { logLevel: 'silent' },
-    );
+    const app = await stackApi(stack);
     try {
       const res = await app.inject({
         method: 'GET',
