@@ -71,9 +71,5 @@ if current then
   local expiry = liveClaimExpiry(claimKey, runningKey, current, now)
   if expiry and expiry > score then score = expiry end
 end
-if redis.call('ZSCORE', prioKey, cardId) then
-  redis.call('ZADD', prioKey, score, cardId)
-else
-  redis.call('ZADD', queueKey, score, cardId)
-end
+scoreInItsLane(prioKey, queueKey, cardId, score)
 return 1 + reached

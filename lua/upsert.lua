@@ -81,9 +81,5 @@ if current then
     redis.call('HSET', dueKey, F_UPSERTED, '1')
   end
 end
-if redis.call('ZSCORE', prioKey, cardId) then
-  redis.call('ZADD', prioKey, score, cardId)
-else
-  redis.call('ZADD', queueKey, score, cardId)
-end
+scoreInItsLane(prioKey, queueKey, cardId, score)
 return 1

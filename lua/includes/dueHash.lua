@@ -14,3 +14,12 @@ local F_DEFERRED = 'dfr'
 local F_UPSERTED = 'ups'
 -- Score of a card with no due type at all: look again in an hour rather than never.
 local NO_DUE_RETRY_MS = 3600000
+
+-- Scores the card in the lane it is in: the priority lane if it is there, else the normal lane.
+local function scoreInItsLane(prioKey, queueKey, cardId, score)
+  if redis.call('ZSCORE', prioKey, cardId) then
+    redis.call('ZADD', prioKey, score, cardId)
+  else
+    redis.call('ZADD', queueKey, score, cardId)
+  end
+end
